@@ -1,0 +1,138 @@
+// Package app wires configuration, storage and domain services into the
+// servers the command runs. It is the composition root: nothing else
+// constructs services.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/server"
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// App holds the open database and every service built on it.
+type App struct {
+	Config   config.Config
+	Logger   *slog.Logger
+	DB       *store.DB
+	Keys     *keyring.Keyring
+	Sessions *session.Service
+	Registry *tools.Registry
+	Builder  *server.Builder
+}
+
+// Open opens (creating and migrating) the database and builds the services.
+func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	db, err := store.Open(cfg.DBPath, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if db.BackupPath != "" {
+		logger.Info("database migrated; previous file copied aside", "backup", db.BackupPath)
+	}
+	a := &App{Config: cfg, Logger: logger, DB: db}
+	if err := a.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) init() error {
+	keys, err := keyring.Load(a.Config.SecretKey, a.Config.KeyFile())
+	if err != nil {
+		return fmt.Errorf("load secret key: %w", err)
+	}
+	a.Keys = keys
+	a.Sessions = session.New(a.DB, keys, session.Defaults{
+		Token:      a.Config.VaultToken,
+		BaseURL:    a.Config.VaultBaseURL,
+		TimeoutMS:  a.Config.VaultTimeoutMS,
+		UnixSocket: a.Config.VaultUnixSocket,
+	})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions})
+	if err != nil {
+		return err
+	}
+	a.Registry = reg
+	a.Builder = &server.Builder{Logger: a.Logger, Instructions: instructions}
+	return nil
+}
+
+const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
+	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +
+	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
+	"a person must decide: call vaultclaw_approval_wait with the returned handle."
+
+// Close releases the database.
+func (a *App) Close() error { return a.DB.Close() }
+
+// MCPServer builds a server exposing every registered tool.
+func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }
+
+// ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
+func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	err := a.MCPServer().Run(ctx, &server.StdioTransport{In: in, Out: out})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// HTTPHandler is the bridge handler.
+func (a *App) HTTPHandler() http.Handler {
+	srv := a.MCPServer()
+	return server.NewHTTPHandler(server.HTTPOptions{
+		Path:                a.Config.HTTPPath,
+		MaxBodyBytes:        a.Config.MaxBodyBytes,
+		RequireTenantHeader: a.Config.RequireTenantHeader,
+		GetServer:           func(*http.Request) *mcp.Server { return srv },
+		Health:              a.DB.Ping,
+		Logger:              a.Logger,
+	})
+}
+
+// ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
+// lets in-flight requests finish within config.ShutdownGrace.
+func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{
+		Handler:           a.HTTPHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	a.Logger.Info("HTTP bridge listening", "addr", ln.Addr().String(), "path", a.Config.HTTPPath)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		a.Logger.Warn("HTTP shutdown did not finish in time", "error", err)
+	}
+	return nil
+}

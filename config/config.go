@@ -1,0 +1,122 @@
+// Package config reads the server's settings from the environment. Every
+// variable is listed in Vars so the README table and the code cannot drift.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Var documents one environment variable.
+type Var struct {
+	Name    string
+	Default string
+	Meaning string
+}
+
+// Vars lists every variable the server reads (README table source).
+var Vars = []Var{
+	{"ACCORDS_MCP_DB", "<user config dir>/accords-mcp/accords.db", "bbolt database file; the bleve index lives beside it in accords.db.index/"},
+	{"ACCORDS_MCP_SECRET_KEY", "(key file accords.key beside the db, created 0600)", "32-byte key, hex or base64, sealing session tokens at rest (AES-256-GCM)"},
+	{"ACCORDS_MCP_HTTP_ADDR", "(none: stdio)", "serve the HTTP bridge on this address, e.g. 127.0.0.1:8080"},
+	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
+	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
+	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (logs go to stderr)"},
+	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
+	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session"},
+	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session"},
+	{"VC_UNIX_SOCKET", "(none)", "Unix socket for all Vaultclaw traffic unless the base URL is unix:// or http+unix://"},
+	{"VAULT_UNIX_SOCKET", "(none)", "fallback for VC_UNIX_SOCKET"},
+}
+
+// Config is the resolved configuration.
+type Config struct {
+	DBPath    string
+	SecretKey string
+
+	HTTPAddr            string
+	HTTPPath            string
+	RequireTenantHeader bool
+	MaxBodyBytes        int64
+
+	LogLevel string
+
+	VaultToken      string
+	VaultBaseURL    string
+	VaultTimeoutMS  int
+	VaultUnixSocket string
+}
+
+// Default timeouts and limits.
+const (
+	DefaultVaultTimeoutMS = 20000
+	DefaultBaseURL        = "http://127.0.0.1:8080"
+	DefaultHTTPPath       = "/v1/mcp"
+	DefaultMaxBodyBytes   = 1 << 20
+	ShutdownGrace         = 10 * time.Second
+)
+
+// FromEnv reads the configuration through getenv (os.Getenv in production).
+func FromEnv(getenv func(string) string) (Config, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	c := Config{
+		DBPath:          get("ACCORDS_MCP_DB"),
+		SecretKey:       get("ACCORDS_MCP_SECRET_KEY"),
+		HTTPAddr:        get("ACCORDS_MCP_HTTP_ADDR"),
+		HTTPPath:        get("ACCORDS_MCP_HTTP_PATH"),
+		LogLevel:        get("ACCORDS_MCP_LOG_LEVEL"),
+		VaultToken:      get("VC_AGENT_TOKEN"),
+		VaultBaseURL:    get("VC_BASE_URL"),
+		VaultUnixSocket: get("VC_UNIX_SOCKET"),
+		MaxBodyBytes:    DefaultMaxBodyBytes,
+		VaultTimeoutMS:  DefaultVaultTimeoutMS,
+	}
+	if c.DBPath == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return c, fmt.Errorf("no ACCORDS_MCP_DB and no user config dir: %w", err)
+		}
+		c.DBPath = filepath.Join(dir, "accords-mcp", "accords.db")
+	}
+	if c.HTTPPath == "" {
+		c.HTTPPath = DefaultHTTPPath
+	}
+	if !strings.HasPrefix(c.HTTPPath, "/") {
+		c.HTTPPath = "/" + c.HTTPPath
+	}
+	c.RequireTenantHeader, _ = strconv.ParseBool(get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"))
+	if v := get("ACCORDS_MCP_HTTP_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_HTTP_MAX_BODY_BYTES must be a positive integer, got %q", v)
+		}
+		c.MaxBodyBytes = n
+	}
+	if c.VaultUnixSocket == "" {
+		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")
+	}
+	if n, err := strconv.Atoi(get("VC_TIMEOUT_MS")); err == nil && n > 0 {
+		c.VaultTimeoutMS = n
+	}
+	if c.VaultBaseURL == "" {
+		if c.VaultUnixSocket != "" {
+			c.VaultBaseURL = "http://localhost"
+		} else {
+			c.VaultBaseURL = DefaultBaseURL
+		}
+	}
+	return c, nil
+}
+
+// KeyFile is the path of the session key file beside the database.
+func (c Config) KeyFile() string {
+	return filepath.Join(filepath.Dir(c.DBPath), "accords.key")
+}
+
+// IndexDir is the bleve index folder beside the database.
+func (c Config) IndexDir() string { return c.DBPath + ".index" }

@@ -1,0 +1,51 @@
+// Package migrations holds the ordered schema migrations of the bbolt file.
+// A migration is frozen once released: it names buckets by literal strings,
+// never by constants that may later change.
+package migrations
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Migration moves the schema from Version-1 to Version. Apply runs inside the
+// same write transaction that records the new version, so a migration is
+// applied whole or not at all.
+type Migration struct {
+	Version int
+	Name    string
+	Apply   func(tx *bolt.Tx) error
+}
+
+// All returns the migrations in order. Versions are 1..n without gaps.
+func All() []Migration {
+	return []Migration{
+		{Version: 1, Name: "initial buckets", Apply: v1InitialBuckets},
+	}
+}
+
+// Latest is the schema version this binary writes.
+func Latest() int { return len(All()) }
+
+func createBuckets(tx *bolt.Tx, names ...string) error {
+	for _, n := range names {
+		if _, err := tx.CreateBucketIfNotExists([]byte(n)); err != nil {
+			return fmt.Errorf("create bucket %q: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// v1 lays out one top-level bucket per entity (etcd style).
+func v1InitialBuckets(tx *bolt.Tx) error {
+	return createBuckets(tx,
+		"meta",        // schema version, revisions, chain heads
+		"sessions",    // Vaultclaw session per scope (token sealed)
+		"catalog",     // cookbook bundles, every version
+		"sources",     // remote catalog sources and their cached indexes
+		"policy_hash", // connector policy-hash cache with expiry
+		"handles",     // pending-approval handles per scope
+		"audit",       // audit receipts keyed by sequence
+	)
+}

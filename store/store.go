@@ -1,0 +1,211 @@
+// Package store owns the bbolt file: the single source of truth for every
+// piece of durable state. Domain packages keep their records in the buckets
+// named here and run their own transactions through DB.
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/accordsai/accords-mcp/migrations"
+	bolt "go.etcd.io/bbolt"
+	bolterr "go.etcd.io/bbolt/errors"
+)
+
+// Top-level buckets.
+var (
+	BucketMeta       = []byte("meta")
+	BucketSessions   = []byte("sessions")
+	BucketCatalog    = []byte("catalog")
+	BucketSources    = []byte("sources")
+	BucketPolicyHash = []byte("policy_hash")
+	BucketHandles    = []byte("handles")
+	BucketAudit      = []byte("audit")
+)
+
+// KeySchemaVersion is the meta key of the schema version (uint64 big endian).
+var KeySchemaVersion = []byte("schema_version")
+
+// ErrLocked means another process holds the file.
+var ErrLocked = errors.New("database is locked by another process")
+
+// ErrNewerSchema means the file was written by a newer accords-mcp.
+var ErrNewerSchema = errors.New("database schema is newer than this binary supports")
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock (default 2s).
+	LockTimeout time.Duration
+	// ReadOnly opens without migrating (doctor, backup of a foreign file).
+	ReadOnly bool
+	// Migrations overrides the migration list (tests of older schemas).
+	Migrations []migrations.Migration
+}
+
+// DB is an open bbolt file with its schema brought up to date.
+type DB struct {
+	bolt *bolt.DB
+	path string
+	// BackupPath is the copy made before the last migration, if any.
+	BackupPath string
+}
+
+// Open creates or opens the database at path (folder 0700, file 0600),
+// refuses a newer schema, and applies pending migrations, copying the file
+// aside first.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	migs := opts.Migrations
+	if migs == nil {
+		migs = migrations.All()
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
+		}
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		if errors.Is(err, bolterr.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %w (another accords-mcp may be running; stop it or use its HTTP admin endpoint)", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db := &DB{bolt: b, path: path}
+	if opts.ReadOnly {
+		v, err := db.SchemaVersion()
+		if err == nil && v > len(migs) {
+			b.Close()
+			return nil, fmt.Errorf("%s: %w (file has version %d, this binary supports %d)", path, ErrNewerSchema, v, len(migs))
+		}
+		return db, nil
+	}
+	if err := db.migrate(migs); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// SchemaVersion reads the stored schema version (0 for a new file).
+func (db *DB) SchemaVersion() (int, error) {
+	v := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v = readVersion(tx)
+		return nil
+	})
+	return v, err
+}
+
+func readVersion(tx *bolt.Tx) int {
+	m := tx.Bucket(BucketMeta)
+	if m == nil {
+		return 0
+	}
+	raw := m.Get(KeySchemaVersion)
+	if len(raw) != 8 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(raw))
+}
+
+func (db *DB) migrate(migs []migrations.Migration) error {
+	current, err := db.SchemaVersion()
+	if err != nil {
+		return err
+	}
+	latest := len(migs)
+	if current > latest {
+		return fmt.Errorf("%s: %w (file has version %d, this binary supports %d); upgrade accords-mcp or restore an older backup", db.path, ErrNewerSchema, current, latest)
+	}
+	if current == latest {
+		return nil
+	}
+	if current > 0 {
+		// Copy aside before touching an existing schema, so a failed or
+		// unwanted upgrade can be undone by hand.
+		bak := fmt.Sprintf("%s.pre-v%d-%s.bak", db.path, latest, time.Now().UTC().Format("20060102T150405Z"))
+		if err := db.bolt.View(func(tx *bolt.Tx) error { return tx.CopyFile(bak, 0o600) }); err != nil {
+			return fmt.Errorf("copy %s aside before migrating: %w", db.path, err)
+		}
+		db.BackupPath = bak
+	}
+	for _, m := range migs[current:] {
+		if err := db.bolt.Update(func(tx *bolt.Tx) error {
+			if err := m.Apply(tx); err != nil {
+				return err
+			}
+			meta, err := tx.CreateBucketIfNotExists(BucketMeta)
+			if err != nil {
+				return err
+			}
+			return meta.Put(KeySchemaVersion, U64(uint64(m.Version)))
+		}); err != nil {
+			return fmt.Errorf("migration %d (%s) of %s: %w", m.Version, m.Name, db.path, err)
+		}
+	}
+	return nil
+}
+
+// Path is the database file path.
+func (db *DB) Path() string { return db.path }
+
+// Bolt exposes the handle for packages that need Batch or WriteTo.
+func (db *DB) Bolt() *bolt.DB { return db.bolt }
+
+// View runs a read transaction.
+func (db *DB) View(fn func(tx *bolt.Tx) error) error { return db.bolt.View(fn) }
+
+// Update runs a write transaction.
+func (db *DB) Update(fn func(tx *bolt.Tx) error) error { return db.bolt.Update(fn) }
+
+// Close closes the file.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Ping reports whether the file is readable and has its meta bucket; the
+// health endpoint uses it.
+func (db *DB) Ping() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(BucketMeta) == nil {
+			return errors.New("meta bucket missing")
+		}
+		return nil
+	})
+}
+
+// U64 encodes n big endian, the key order bbolt cursors iterate in.
+func U64(n uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, n)
+	return b
+}
+
+// GetJSON decodes the value at key into v; it reports false when absent.
+func GetJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return true, nil
+}
+
+// PutJSON encodes v at key.
+func PutJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}

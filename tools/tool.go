@@ -1,0 +1,192 @@
+// Package tools is the MCP-facing layer: one registry declares every tool
+// with its schema, annotations, toolset and capability; handlers are thin
+// and call domain packages that know nothing of MCP. Results and errors are
+// mapped to the envelope in exactly one place (adapter.go).
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/accordsai/accords-mcp/caller"
+	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Hints are the four MCP annotation hints. Every tool sets all four.
+type Hints struct {
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	OpenWorld   bool
+}
+
+// Common hint sets.
+var (
+	// ReadLocal reads local state only.
+	ReadLocal = Hints{ReadOnly: true, Idempotent: true}
+	// ReadRemote reads from Vaultclaw or a remote source.
+	ReadRemote = Hints{ReadOnly: true, Idempotent: true, OpenWorld: true}
+)
+
+// Toolsets group tools for --toolsets filtering.
+const (
+	ToolsetSession   = "session"
+	ToolsetVault     = "vault"
+	ToolsetApprovals = "approvals"
+	ToolsetCatalog   = "catalog"
+	ToolsetRemote    = "remote"
+	ToolsetRouting   = "routing"
+	ToolsetAudit     = "audit"
+)
+
+// Capabilities a caller may hold (gateway policy).
+const (
+	CapSessionAdmin  = "session_admin"
+	CapVaultRead     = "vault_read"
+	CapVaultExecute  = "vault_execute"
+	CapApprovalsView = "approvals_view"
+	CapCatalogView   = "catalog_view"
+	CapCatalogWrite  = "catalog_write"
+	CapRemoteInstall = "remote_install"
+	CapAuditView     = "audit_view"
+)
+
+// Tool is one registered tool.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	Toolset     string
+	Capability  string
+	Hints       Hints
+	// InputSchema is inferred by Typed; raw tools set it themselves.
+	InputSchema *jsonschema.Schema
+	// Handle runs the tool with validated arguments.
+	Handle func(ctx context.Context, c *Call) (Result, error)
+}
+
+// Writes reports whether the tool changes state anywhere (the read-only
+// mode removes such tools).
+func (t Tool) Writes() bool { return !t.Hints.ReadOnly }
+
+// Call is the per-invocation context handed to handlers.
+type Call struct {
+	Principal caller.Principal
+	// Args holds the arguments after validation and defaults.
+	Args map[string]any
+	// Progress reports progress when the client sent a progress token; it is
+	// a no-op otherwise.
+	Progress func(ctx context.Context, progress, total float64, message string)
+}
+
+// Scope is the tenant scope of the call.
+func (c *Call) Scope() string { return c.Principal.Scope }
+
+// Result is a successful tool outcome.
+type Result struct {
+	Data any
+	Meta envelope.Meta
+}
+
+// OK wraps data with default meta.
+func OK(data any) (Result, error) { return Result{Data: data}, nil }
+
+// Typed builds a tool whose arguments decode into In. The input schema is
+// inferred from In (json tags; fields without omitempty are required;
+// jsonschema tags are descriptions); adjust lets a tool add enums, bounds and
+// defaults.
+func Typed[In any](t Tool, adjust func(s *jsonschema.Schema), h func(ctx context.Context, c *Call, in In) (Result, error)) Tool {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: infer schema: %v", t.Name, err))
+	}
+	normalizeSchema(s)
+	if adjust != nil {
+		adjust(s)
+	}
+	t.InputSchema = s
+	t.Handle = func(ctx context.Context, c *Call) (Result, error) {
+		var in In
+		raw, err := json.Marshal(c.Args)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return Result{}, decodeError(err)
+		}
+		return h(ctx, c, in)
+	}
+	return t
+}
+
+// Empty is the argument type of tools without arguments.
+type Empty struct{}
+
+// normalizeSchema makes inferred schemas friendly to every client: no boolean
+// schemas (an empty schema marshals as true), and no additionalProperties
+// false, because tools accept and ignore unknown arguments as the
+// predecessor did.
+func normalizeSchema(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if reflect.ValueOf(*s).IsZero() {
+		s.Description = "any JSON value"
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil {
+		s.AdditionalProperties = nil
+	}
+	for _, p := range s.Properties {
+		normalizeSchema(p)
+	}
+	normalizeSchema(s.Items)
+	if s.AdditionalProperties != nil {
+		normalizeSchema(s.AdditionalProperties)
+	}
+}
+
+// Prop returns the named property schema of s (panics when absent: a
+// programming error caught by the snapshot tests).
+func Prop(s *jsonschema.Schema, name string) *jsonschema.Schema {
+	p, ok := s.Properties[name]
+	if !ok {
+		panic("schema has no property " + name)
+	}
+	return p
+}
+
+// Enum restricts a string property to values.
+func Enum(s *jsonschema.Schema, name string, values ...string) {
+	p := Prop(s, name)
+	p.Enum = nil
+	for _, v := range values {
+		p.Enum = append(p.Enum, v)
+	}
+}
+
+// Default sets a property's default, applied before the handler runs.
+func Default(s *jsonschema.Schema, name string, v any) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	Prop(s, name).Default = raw
+}
+
+// Range bounds a numeric property.
+func Range(s *jsonschema.Schema, name string, min, max float64) {
+	p := Prop(s, name)
+	p.Minimum = &min
+	p.Maximum = &max
+}
+
+// AnyOf lets a property be one of several JSON types (for example a CSV
+// string or a string array).
+func AnyOf(s *jsonschema.Schema, name string, types ...string) {
+	p := Prop(s, name)
+	p.Type = ""
+	p.Types = types
+}
