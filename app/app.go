@@ -15,6 +15,8 @@ import (
 
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/metrics"
+	"github.com/accordsai/accords-mcp/reqlog"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -31,6 +33,8 @@ type App struct {
 	Sessions *session.Service
 	Registry *tools.Registry
 	Builder  *server.Builder
+	// Metrics are the process's Prometheus series (GET /metrics).
+	Metrics *metrics.Server
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -70,8 +74,24 @@ func (a *App) init() error {
 		return err
 	}
 	a.Registry = reg
-	a.Builder = &server.Builder{Logger: a.Logger, Instructions: instructions}
+	a.Metrics = metrics.New()
+	a.Metrics.Gauge(metrics.NameDBSize, "Size of the bbolt database file in bytes.", metrics.FileSizeGauge(a.Config.DBPath))
+	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
+	a.Builder = &server.Builder{
+		Logger:       a.sdkLogger(),
+		Instructions: instructions,
+		Middleware:   []mcp.Middleware{a.Metrics.Middleware(metrics.MiddlewareOptions{Known: known, Logger: a.Logger})},
+	}
 	return nil
+}
+
+// sdkLogger is the logger handed to the go-sdk: it logs every Streamable
+// HTTP request at INFO, so it is held at WARN unless the level is debug.
+func (a *App) sdkLogger() *slog.Logger {
+	if a.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return a.Logger
+	}
+	return slog.New(reqlog.MinLevel(a.Logger.Handler(), slog.LevelWarn))
 }
 
 const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
@@ -97,14 +117,16 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
 	srv := a.MCPServer()
-	return server.NewHTTPHandler(server.HTTPOptions{
+	h := server.NewHTTPHandler(server.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           func(*http.Request) *mcp.Server { return srv },
 		Health:              a.DB.Ping,
-		Logger:              a.Logger,
+		Logger:              a.sdkLogger(),
+		Extra:               map[string]http.Handler{"/metrics": a.Metrics.Registry.Handler()},
 	})
+	return reqlog.HTTP(h, a.Logger)
 }
 
 // ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
