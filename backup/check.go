@@ -36,8 +36,10 @@ type Info struct {
 // 1 and the latest, exactly the top-level buckets of that version, and an
 // audit chain that verifies. It opens the file read-only and never changes
 // it. Every refusal wraps ErrInvalid or store.ErrNewerSchema.
-func Check(path string) (Info, error) {
-	info := Info{Path: path, LatestSchema: migrations.Latest()}
+func Check(path string) (Info, error) { return check(path, migrations.All()) }
+
+func check(path string, migs []migrations.Migration) (Info, error) {
+	info := Info{Path: path, LatestSchema: len(migs)}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return info, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -52,10 +54,13 @@ func Check(path string) (Info, error) {
 	if fi.Size() < 2*1024 {
 		return info, fmt.Errorf("%w: file is %d bytes, too short to be a bbolt database (empty or truncated)", ErrInvalid, fi.Size())
 	}
-	if err := inspect(path, &info); err != nil {
+	if err := preflight(path); err != nil {
 		return info, err
 	}
-	rep, err := verifyAudit(path)
+	if err := inspect(path, &info, migs); err != nil {
+		return info, err
+	}
+	rep, err := verifyAudit(path, migs)
 	if err != nil {
 		return info, err
 	}
@@ -72,7 +77,7 @@ func Check(path string) (Info, error) {
 
 // inspect opens the file read-only; a damaged file can make bbolt panic on
 // access, which is turned into a refusal.
-func inspect(path string, info *Info) (err error) {
+func inspect(path string, info *Info, migs []migrations.Migration) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: bbolt cannot read the file (%v); it is damaged or truncated", ErrInvalid, r)
@@ -105,7 +110,7 @@ func inspect(path string, info *Info) (err error) {
 		if info.SchemaVersion > info.LatestSchema {
 			return fmt.Errorf("%w: backup has schema version %d, this binary supports up to %d; restore it with a newer accords-mcp", store.ErrNewerSchema, info.SchemaVersion, info.LatestSchema)
 		}
-		want, err := BucketsAt(info.SchemaVersion)
+		want, err := bucketsAt(info.SchemaVersion, migs)
 		if err != nil {
 			return err
 		}
@@ -116,13 +121,13 @@ func inspect(path string, info *Info) (err error) {
 	})
 }
 
-func verifyAudit(path string) (rep audit.Report, err error) {
+func verifyAudit(path string, migs []migrations.Migration) (rep audit.Report, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: reading the audit log failed (%v)", ErrInvalid, r)
 		}
 	}()
-	db, err := store.Open(path, store.Options{ReadOnly: true})
+	db, err := store.Open(path, store.Options{ReadOnly: true, Migrations: migs})
 	if err != nil {
 		return rep, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -159,16 +164,19 @@ var (
 	bucketsCache = map[int][]string{}
 )
 
-// BucketsAt lists the top-level buckets a database has at schema version v,
-// found by applying migrations 1..v to a scratch file, so the list can never
-// drift from the migrations.
-func BucketsAt(v int) ([]string, error) {
+// BucketsAt lists the top-level buckets of a database at schema version v.
+func BucketsAt(v int) ([]string, error) { return bucketsAt(v, migrations.All()) }
+
+// bucketsAt finds the buckets by applying migrations 1..v to a scratch
+// file, so the list can never drift from the migrations. The standard list
+// is cached.
+func bucketsAt(v int, all []migrations.Migration) ([]string, error) {
+	standard := len(all) == migrations.Latest()
 	bucketsMu.Lock()
 	defer bucketsMu.Unlock()
-	if b, ok := bucketsCache[v]; ok {
+	if b, ok := bucketsCache[v]; ok && standard {
 		return b, nil
 	}
-	all := migrations.All()
 	if v < 1 || v > len(all) {
 		return nil, fmt.Errorf("%w: unknown schema version %d", ErrInvalid, v)
 	}
@@ -190,6 +198,8 @@ func BucketsAt(v int) ([]string, error) {
 		})
 	})
 	sort.Strings(names)
-	bucketsCache[v] = names
+	if standard {
+		bucketsCache[v] = names
+	}
 	return names, err
 }

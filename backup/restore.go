@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/store"
 )
 
@@ -28,6 +29,8 @@ type RestoreOptions struct {
 	Reindex func(db *store.DB) (docs int, err error)
 	// Now is the clock for the .bak name.
 	Now func() time.Time
+	// Migrations overrides the schema migrations (tests of upgrades).
+	Migrations []migrations.Migration
 }
 
 // Result reports what Restore did.
@@ -59,6 +62,9 @@ func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Migrations == nil {
+		o.Migrations = migrations.All()
 	}
 	dir := filepath.Dir(o.DBPath)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -102,14 +108,14 @@ func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
 		return res, err
 	}
 
-	info, err := Check(stagePath)
+	info, err := check(stagePath, o.Migrations)
 	info.Path = src
 	res.Info = info
 	if err != nil {
 		return res, err
 	}
 	if info.SchemaVersion < info.LatestSchema {
-		db, err := store.Open(stagePath, store.Options{})
+		db, err := store.Open(stagePath, store.Options{Migrations: o.Migrations})
 		if err != nil {
 			return res, fmt.Errorf("migrate backup from schema %d: %w", info.SchemaVersion, err)
 		}
@@ -147,7 +153,7 @@ func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
 	unlock = func() {}
 
 	if o.Reindex != nil {
-		db, err := store.Open(o.DBPath, store.Options{LockTimeout: o.LockTimeout})
+		db, err := store.Open(o.DBPath, store.Options{LockTimeout: o.LockTimeout, Migrations: o.Migrations})
 		if err != nil {
 			res.IndexError = err.Error()
 			return res, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/accordsai/accords-mcp/apperr"
 	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -93,13 +94,21 @@ func Files(cfg config.Config, socketPath string) []Result {
 		rs = append(rs, perm("db file", cfg.DBPath, 0o600, false, "chmod 600 "+shellQuote(cfg.DBPath)))
 	}
 	if strings.TrimSpace(cfg.SecretKey) != "" {
-		rs = append(rs, ok("key file", "not used: ACCORDS_MCP_SECRET_KEY is set"))
+		if _, err := keyring.Load(cfg.SecretKey, ""); err != nil {
+			rs = append(rs, fail("secret key", "set ACCORDS_MCP_SECRET_KEY to 32 bytes in hex or base64, or unset it to use the key file", "%v", err))
+		} else {
+			rs = append(rs, ok("secret key", "from ACCORDS_MCP_SECRET_KEY (the key file is not used)"))
+		}
 	} else {
 		kf := cfg.KeyFile()
 		if _, err := os.Stat(kf); errors.Is(err, fs.ErrNotExist) {
 			rs = append(rs, ok("key file", "%s does not exist yet; it is created on first start", kf))
+		} else if r := perm("key file", kf, 0o600, false, "chmod 600 "+shellQuote(kf)); r.Status != OK {
+			rs = append(rs, r)
+		} else if _, err := keyring.Load("", kf); err != nil {
+			rs = append(rs, fail("key file", "restore the key file from a backup of it; sessions sealed with it cannot be read otherwise", "%v", err))
 		} else {
-			rs = append(rs, perm("key file", kf, 0o600, false, "chmod 600 "+shellQuote(kf)))
+			rs = append(rs, r)
 		}
 	}
 	if fi, err := os.Lstat(socketPath); err == nil && fi.Mode()&fs.ModeSocket != 0 {

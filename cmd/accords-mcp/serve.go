@@ -29,6 +29,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		cfg.HTTPAddr = *httpAddr
 	}
 	logger := env.logger(cfg)
+	fresh := dbIsNew(cfg.DBPath)
 	a, err := app.Open(cfg, logger)
 	if err != nil {
 		logger.Error("cannot start", "error", err.Error())
@@ -40,6 +41,15 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			logger.Error("closing database", "error", err.Error())
 		}
 	}()
+	if fresh {
+		hintLegacy(env, logger)
+	}
+	transport := "stdio"
+	if cfg.HTTPAddr != "" {
+		transport = "http"
+	}
+	stopDaemon := startDaemon(ctx, a, transport, logger)
+	defer stopDaemon()
 	if cfg.HTTPAddr != "" {
 		err = a.ServeHTTP(ctx, cfg.HTTPAddr, func(addr net.Addr) {
 			logger.Info("ready", "transport", "http", "addr", addr.String())

@@ -1,0 +1,239 @@
+package backup_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/audit"
+	"github.com/accordsai/accords-mcp/backup"
+	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/control"
+	"github.com/accordsai/accords-mcp/internal/testenv"
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// callTool posts one bare JSON-RPC tools/call to the bridge and returns the
+// envelope.
+func callTool(t testing.TB, url, tenant, tool string, args map[string]any) map[string]any {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args}})
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/mcp", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if tenant != "" {
+		req.Header.Set("X-Accords-Tenant-Id", tenant)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	var rpc struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &rpc), string(raw))
+	return rpc.Result.StructuredContent
+}
+
+type state struct {
+	Sessions map[string]session.Status
+	Audit    audit.Report
+}
+
+func capture(t *testing.T, a *app.App, scopes []string) state {
+	t.Helper()
+	st := state{Sessions: map[string]session.Status{}}
+	for _, sc := range scopes {
+		s, err := a.Sessions.Status(context.Background(), sc)
+		require.NoError(t, err)
+		st.Sessions[sc] = s
+	}
+	rep, err := audit.Verify(a.DB)
+	require.NoError(t, err)
+	st.Audit = rep
+	return st
+}
+
+func writeReceipts(t *testing.T, db *store.DB, n int) {
+	t.Helper()
+	l, err := audit.Open(db, audit.Options{})
+	require.NoError(t, err)
+	for i := range n {
+		require.NoError(t, l.Append(audit.Receipt{
+			CallID: fmt.Sprintf("call_%d", i), Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
+			Caller: "local", Transport: "stdio", Scope: "default", Tool: "vaultclaw_session_status",
+			CapabilityUsed: "session", ParamsHash: "hmac-sha256:00", ResultHash: "hmac-sha256:11",
+			Outcome: audit.OutcomeOK, DurationMS: 0.5,
+		}))
+	}
+	require.NoError(t, l.Close())
+}
+
+// TestHotBackupRoundTrip populates sessions and audit receipts, takes a hot
+// backup through the daemon's control socket while HTTP calls keep writing,
+// wipes the database, restores, and checks the restored state.
+func TestHotBackupRoundTrip(t *testing.T) {
+	cfg := testenv.Config(t)
+	a, err := app.Open(cfg, testenv.Logger())
+	require.NoError(t, err)
+	srv := httptest.NewServer(a.HTTPHandler())
+
+	scopes := []string{"default", "tenant-a", "tenant-b"}
+	for i, sc := range scopes {
+		env := callTool(t, srv.URL, sc, "vaultclaw_session_configure", map[string]any{
+			"token": fmt.Sprintf("vc_tok_scope_%d_secret", i), "base_url": fmt.Sprintf("http://vault-%d.example:8080", i)})
+		require.Equal(t, true, env["ok"], env)
+	}
+	env := callTool(t, srv.URL, "tenant-c", "vaultclaw_session_configure", map[string]any{"token": "vc_tok_cleared_later"})
+	require.Equal(t, true, env["ok"])
+	env = callTool(t, srv.URL, "tenant-c", "vaultclaw_session_clear", map[string]any{})
+	require.Equal(t, true, env["ok"])
+	scopes = append(scopes, "tenant-c")
+	writeReceipts(t, a.DB, 50)
+	before := capture(t, a, scopes)
+	require.True(t, before.Audit.OK)
+	require.Equal(t, 50, before.Audit.Count)
+
+	// The daemon's control socket, as serve starts it.
+	sock := control.SocketPath(cfg.DBPath)
+	ln, err := control.Listen(sock)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ctlDone := make(chan struct{})
+	go func() {
+		defer close(ctlDone)
+		_ = (&control.Server{DB: a.DB}).Serve(ctx, ln, time.Second)
+	}()
+
+	// Writers keep configuring sessions of other tenants during the backup.
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				env := callTool(t, srv.URL, fmt.Sprintf("busy-%d-%d", w, i), "vaultclaw_session_configure", map[string]any{"token": "vc_tok_busy_token"})
+				assert.Equal(t, true, env["ok"])
+				calls.Add(1)
+			}
+		}()
+	}
+	for calls.Load() < 20 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	out := filepath.Join(t.TempDir(), "snap.db")
+	c := control.NewClient(sock)
+	err = backup.WriteFile(out, func(w io.Writer) error {
+		_, _, err := c.Backup(context.Background(), w)
+		return err
+	})
+	c.Close()
+	require.NoError(t, err)
+	stop.Store(true)
+	wg.Wait()
+	require.Greater(t, calls.Load(), int64(20))
+
+	fi, err := os.Stat(out)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	info, err := backup.Check(out)
+	require.NoError(t, err)
+	assert.Equal(t, 1, info.SchemaVersion)
+	assert.Equal(t, 50, info.Audit.Count)
+
+	cancel()
+	<-ctlDone
+	_, err = os.Stat(sock)
+	assert.True(t, os.IsNotExist(err), "the socket is removed on shutdown")
+	srv.Close()
+	require.NoError(t, a.Close())
+
+	// Wipe, then restore.
+	require.NoError(t, os.Remove(cfg.DBPath))
+	res, err := backup.Restore(out, nil, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir()})
+	require.NoError(t, err)
+	assert.Empty(t, res.Previous, "there was no database to keep")
+
+	b := testenv.Open(t, cfg)
+	after := capture(t, b, scopes)
+	assert.Equal(t, before, after)
+	sess, err := b.Sessions.Resolve(context.Background(), "tenant-a")
+	require.NoError(t, err)
+	assert.Equal(t, "vc_tok_scope_1_secret", sess.Token, "the sealed token opens with the same key after restore")
+	_, err = b.Sessions.Resolve(context.Background(), "tenant-c")
+	assert.Error(t, err, "a cleared session stays cleared")
+	fi, err = os.Stat(cfg.DBPath)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+// TestRestoreKeepsPreviousAndClearsIndex restores over a live (stopped)
+// database: the old file is kept as a timestamped .bak and the stale index
+// folder is gone.
+func TestRestoreKeepsPreviousAndClearsIndex(t *testing.T) {
+	cfg := testenv.Config(t)
+	a, err := app.Open(cfg, testenv.Logger())
+	require.NoError(t, err)
+	_, err = a.Sessions.Configure(context.Background(), "default", "http://old.example", "vc_tok_old_value", 0)
+	require.NoError(t, err)
+	snap := filepath.Join(t.TempDir(), "b.db")
+	require.NoError(t, backup.WriteFile(snap, func(w io.Writer) error { _, err := backup.Snapshot(a.DB, w); return err }))
+	_, err = a.Sessions.Configure(context.Background(), "default", "http://new.example", "vc_tok_new_value", 0)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg.IndexDir(), "store"), 0o700))
+
+	var rebuilt int
+	res, err := backup.Restore(snap, nil, backup.RestoreOptions{
+		DBPath: cfg.DBPath, IndexDir: cfg.IndexDir(),
+		Now:     func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+		Reindex: func(db *store.DB) (int, error) { rebuilt++; return 7, db.Ping() },
+	})
+	require.NoError(t, err)
+	assert.Equal(t, cfg.DBPath+".20260102T030405.000Z.bak", res.Previous)
+	assert.True(t, res.Reindexed)
+	assert.Equal(t, 7, res.IndexDocs)
+	assert.Equal(t, 1, rebuilt)
+	_, err = os.Stat(cfg.IndexDir())
+	assert.True(t, os.IsNotExist(err), "the old index is removed")
+
+	b := testenv.Open(t, cfg)
+	st, err := b.Sessions.Status(context.Background(), "default")
+	require.NoError(t, err)
+	assert.Equal(t, "http://old.example", st.BaseURL)
+	require.NoError(t, b.Close())
+
+	prev := configAt(t, cfg, res.Previous)
+	c := testenv.Open(t, prev)
+	st, err = c.Sessions.Status(context.Background(), "default")
+	require.NoError(t, err)
+	assert.Equal(t, "http://new.example", st.BaseURL, "the .bak holds the replaced data")
+}
+
+func configAt(t *testing.T, cfg config.Config, path string) config.Config {
+	t.Helper()
+	c := cfg
+	c.DBPath = path
+	// Same key: the key file lives beside the db, so point at the secret.
+	return c
+}
