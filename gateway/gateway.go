@@ -475,7 +475,9 @@ func (g *Gateway) Principal(_ context.Context, extra *mcp.RequestExtra) caller.P
 	pol := g.policy.Load()
 	if extra == nil || extra.Header == nil {
 		p := caller.Local()
-		p.Scope = pol.Stdio.Tenant
+		if pol.Stdio.Tenant != "" {
+			p.Scope = pol.Stdio.Tenant
+		}
 		return p
 	}
 	if ti := extra.TokenInfo; ti != nil && ti.Extra != nil {
