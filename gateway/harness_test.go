@@ -193,3 +193,14 @@ func errCode(env envelope.Envelope) string {
 	}
 	return env.Error.Code
 }
+
+// cleanupHarness releases what newHarness opened when it ran outside a
+// test (benchmarks pass a bare testing.T whose Cleanup never runs).
+func cleanupHarness(h *harness) {
+	h.log.Close()
+	h.db.Close()
+}
+
+func envelopeOK() envelope.Envelope {
+	return envelope.Success(map[string]any{"configured": false}, envelope.Meta{})
+}
