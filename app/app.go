@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/metrics"
 	"github.com/accordsai/accords-mcp/reqlog"
@@ -33,6 +35,10 @@ type App struct {
 	Sessions *session.Service
 	Registry *tools.Registry
 	Builder  *server.Builder
+	// Audit is the receipt log; Gateway applies policy, rate limits and
+	// audit to every server the app builds.
+	Audit   *audit.Log
+	Gateway *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
 }
@@ -69,8 +75,20 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions})
+	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
+	}
+	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
+	if err != nil {
+		return err
+	}
+	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
+		return err
+	}
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Audit: a.Audit})
+	if err != nil {
+		a.Audit.Close()
 		return err
 	}
 	a.Registry = reg
@@ -78,9 +96,26 @@ func (a *App) init() error {
 	a.Metrics.Gauge(metrics.NameDBSize, "Size of the bbolt database file in bytes.", metrics.FileSizeGauge(a.Config.DBPath))
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
 	a.Builder = &server.Builder{
-		Logger:       a.sdkLogger(),
+		Logger:       a.Logger,
+		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
-		Middleware:   []mcp.Middleware{a.Metrics.Middleware(metrics.MiddlewareOptions{Known: known, Logger: a.Logger})},
+		// Outside the gateway, so calls it refuses are counted too.
+		Outer: []mcp.Middleware{a.Metrics.Middleware(metrics.MiddlewareOptions{Known: known, Logger: a.Logger})},
+	}
+	a.Gateway, err = gateway.New(gateway.Options{
+		Registry:       reg,
+		Builder:        a.Builder,
+		PolicyFile:     a.Config.PolicyFile,
+		ReadOnly:       a.Config.ReadOnly,
+		Toolsets:       a.Config.Toolsets,
+		Audit:          a.Audit,
+		Hasher:         hasher,
+		OnAuditFailure: a.Config.AuditOnFailure,
+		Logger:         a.Logger,
+	})
+	if err != nil {
+		a.Audit.Close()
+		return err
 	}
 	return nil
 }
@@ -99,11 +134,20 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+// Close flushes the audit log and releases the database.
+func (a *App) Close() error {
+	if a.Audit != nil {
+		a.Audit.Close()
+	}
+	return a.DB.Close()
+}
 
-// MCPServer builds a server exposing every registered tool.
-func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }
+// MCPServer builds the stdio server: every tool the read-only and toolsets
+// settings leave, behind the gateway (capabilities, rate limits, receipts).
+func (a *App) MCPServer() *mcp.Server { return a.Gateway.StdioServer() }
+
+// Reload re-reads the policy file (the serve command calls it on SIGHUP).
+func (a *App) Reload() error { return a.Gateway.Reload() }
 
 // ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -116,12 +160,12 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
-	srv := a.MCPServer()
 	h := server.NewHTTPHandler(server.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
-		GetServer:           func(*http.Request) *mcp.Server { return srv },
+		GetServer:           a.Gateway.GetServer,
+		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
 		Logger:              a.sdkLogger(),
 		Extra:               map[string]http.Handler{"/metrics": a.Metrics.Registry.Handler()},
@@ -132,6 +176,9 @@ func (a *App) HTTPHandler() http.Handler {
 // ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
 // lets in-flight requests finish within config.ShutdownGrace.
 func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
+	if err := a.Gateway.CheckListen(addr); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

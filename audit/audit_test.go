@@ -343,3 +343,18 @@ func TestHasherCanonicalArgs(t *testing.T) {
 	_, err = NewHasher([]byte("short"))
 	assert.Error(t, err)
 }
+
+func TestAsyncReceiptIsCommittedWithoutFlush(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{Linger: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer l.Close()
+	for i := 0; i < 3; i++ {
+		require.NoError(t, l.Append(receipt(i, "s", time.Now())))
+	}
+	// The writer commits on its own once the linger window closes.
+	require.Eventually(t, func() bool {
+		rs, err := List(db, Filter{})
+		return err == nil && len(rs) == 3
+	}, 5*time.Second, 5*time.Millisecond)
+}

@@ -48,7 +48,7 @@ func goodBackup(t *testing.T) (string, []byte) {
 	a := testenv.Open(t, cfg)
 	_, err := a.Sessions.Configure(context.Background(), "default", "http://vault.example", "vc_tok_backup_value", 0)
 	require.NoError(t, err)
-	writeReceipts(t, a.DB, 5)
+	writeReceipts(t, a.Audit, 5)
 	p := filepath.Join(t.TempDir(), "good.db")
 	require.NoError(t, backup.WriteFile(p, func(w io.Writer) error { _, err := backup.Snapshot(a.DB, w); return err }))
 	raw, err := os.ReadFile(p)

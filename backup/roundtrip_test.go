@@ -72,10 +72,10 @@ func capture(t *testing.T, a *app.App, scopes []string) state {
 	return st
 }
 
-func writeReceipts(t *testing.T, db *store.DB, n int) {
+// writeReceipts appends through the app's own log: a second writer on the
+// same chain would fork it.
+func writeReceipts(t *testing.T, l *audit.Log, n int) {
 	t.Helper()
-	l, err := audit.Open(db, audit.Options{})
-	require.NoError(t, err)
 	for i := range n {
 		require.NoError(t, l.Append(audit.Receipt{
 			CallID: fmt.Sprintf("call_%d", i), Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
@@ -84,7 +84,7 @@ func writeReceipts(t *testing.T, db *store.DB, n int) {
 			Outcome: audit.OutcomeOK, DurationMS: 0.5,
 		}))
 	}
-	require.NoError(t, l.Close())
+	require.NoError(t, l.Flush())
 }
 
 // TestHotBackupRoundTrip populates sessions and audit receipts, takes a hot
@@ -107,10 +107,11 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	env = callTool(t, srv.URL, "tenant-c", "vaultclaw_session_clear", map[string]any{})
 	require.Equal(t, true, env["ok"])
 	scopes = append(scopes, "tenant-c")
-	writeReceipts(t, a.DB, 50)
+	writeReceipts(t, a.Audit, 50)
+	require.NoError(t, a.Audit.Flush())
 	before := capture(t, a, scopes)
 	require.True(t, before.Audit.OK)
-	require.Equal(t, 50, before.Audit.Count)
+	require.GreaterOrEqual(t, before.Audit.Count, 50+5, "50 written directly, one per tool call from the gateway")
 
 	// The daemon's control socket, as serve starts it.
 	sock := control.SocketPath(cfg.DBPath)
@@ -159,7 +160,7 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	info, err := backup.Check(out)
 	require.NoError(t, err)
 	assert.Equal(t, 1, info.SchemaVersion)
-	assert.Equal(t, 50, info.Audit.Count)
+	assert.GreaterOrEqual(t, info.Audit.Count, before.Audit.Count, "receipts committed before the backup are in it")
 
 	cancel()
 	<-ctlDone
@@ -176,7 +177,9 @@ func TestHotBackupRoundTrip(t *testing.T) {
 
 	b := testenv.Open(t, cfg)
 	after := capture(t, b, scopes)
-	assert.Equal(t, before, after)
+	assert.Equal(t, before.Sessions, after.Sessions)
+	assert.True(t, after.Audit.OK, "audit verify passes after restore: %+v", after.Audit.Problem)
+	assert.Equal(t, info.Audit.Count, after.Audit.Count)
 	sess, err := b.Sessions.Resolve(context.Background(), "tenant-a")
 	require.NoError(t, err)
 	assert.Equal(t, "vc_tok_scope_1_secret", sess.Token, "the sealed token opens with the same key after restore")

@@ -138,7 +138,7 @@ func (p *Policy) CallerIDs() []string {
 func Default() *Policy {
 	httpLimit := ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst}
 	return &Policy{
-		Stdio:     &Caller{ID: LocalID},
+		Stdio:     &Caller{ID: LocalID, Tenant: "default"},
 		Anonymous: &Caller{ID: AnonymousID, limit: httpLimit},
 		callers:   map[[sha256.Size]byte]*Caller{},
 		byID:      map[string]*Caller{},

@@ -1,12 +1,16 @@
 package tools
 
 import (
+	"time"
+
 	"github.com/accordsai/accords-mcp/session"
 )
 
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
+	// Audit lists receipts for vaultclaw_audit_receipts_list.
+	Audit AuditLister
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -14,5 +18,6 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		auditTools(d.Audit, time.Now),
 	)
 }
