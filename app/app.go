@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -29,6 +30,7 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
+	Remote   *remote.Service
 	Registry *tools.Registry
 	Builder  *server.Builder
 }
@@ -65,7 +67,13 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions})
+	a.Remote = remote.New(a.DB, nil, remote.Options{
+		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
+		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
+		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
+		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
+	})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Remote: a.Remote})
 	if err != nil {
 		return err
 	}
@@ -80,7 +88,12 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
 // Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+func (a *App) Close() error {
+	if a.Remote != nil {
+		a.Remote.Close()
+	}
+	return a.DB.Close()
+}
 
 // MCPServer builds a server exposing every registered tool.
 func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }

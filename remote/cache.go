@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/accordsai/accords-mcp/apperr"
 	"github.com/accordsai/accords-mcp/store"
 	bolt "go.etcd.io/bbolt"
 )
@@ -124,3 +125,52 @@ func deleteCache(tx *bolt.Tx, sourceID string) error {
 	}
 	return nil
 }
+
+// CacheInfo describes the cached index of a source (sources_list).
+type CacheInfo struct {
+	FetchedAt time.Time `json:"fetched_at"`
+	CheckedAt time.Time `json:"checked_at"`
+	Bytes     int       `json:"bytes"`
+	SHA256    string    `json:"sha256"`
+	ETag      string    `json:"etag,omitempty"`
+}
+
+// SourceView is a source with the state of its offline copy.
+type SourceView struct {
+	Source
+	IndexCache *CacheInfo `json:"index_cache,omitempty"`
+}
+
+// SourceViews lists every source (sorted by source_id) with its cache state.
+func (s *Service) SourceViews() ([]SourceView, error) {
+	srcs, err := s.Sources()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SourceView, 0, len(srcs))
+	err = s.db.View(func(tx *bolt.Tx) error {
+		mb := tx.Bucket(store.BucketSources).Bucket(bucketIndexMeta)
+		for _, src := range srcs {
+			v := SourceView{Source: src}
+			if mb != nil {
+				var m cacheMeta
+				found, err := store.GetJSON(mb, []byte(src.SourceID), &m)
+				if err != nil {
+					return err
+				}
+				if found && m.IndexURL == src.IndexURL {
+					v.IndexCache = &CacheInfo{FetchedAt: m.FetchedAt, CheckedAt: m.CheckedAt, Bytes: m.Bytes, SHA256: m.SHA256, ETag: m.ETag}
+				}
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, apperr.Internal("list catalog sources", err)
+	}
+	return out, nil
+}
+
+// DBPath is the database file (reported as root_dir).
+func (s *Service) DBPath() string { return s.db.Path() }

@@ -88,7 +88,11 @@ type InstallRequest struct {
 	ConflictPolicy    string
 	ExpectedSHA256    string
 	IncludePrerelease bool
+	// Progress, when set, hears about each stage (done of total).
+	Progress func(done, total int, stage string)
 }
+
+const installStages = 4
 
 // InstallResult is reported to the caller.
 type InstallResult struct {
@@ -133,10 +137,16 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	if err != nil {
 		return nil, err
 	}
+	progress := func(done int, stage string) {
+		if r.Progress != nil {
+			r.Progress(done, installStages, stage)
+		}
+	}
 	view, err := s.FetchIndex(ctx, src)
 	if err != nil {
 		return nil, err
 	}
+	progress(1, "remote index fetched")
 	item, err := SelectItem(view.Index.Items, r.CookbookID, r.Version, r.IncludePrerelease)
 	if err != nil {
 		return nil, withSource(err, src)
@@ -153,6 +163,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	if err != nil {
 		return nil, withSource(err, src)
 	}
+	progress(2, "bundle downloaded")
 	integ, err := verifyBytes(src, item, expected, resp.body)
 	if err != nil {
 		return nil, err
@@ -169,6 +180,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 			With("index_cookbook_id", item.CookbookID).With("index_version", item.Version).
 			With("bundle_cookbook_id", st.CookbookID).With("bundle_version", st.Version).With("source_id", src.SourceID)
 	}
+	progress(3, "bundle verified and validated")
 	lock := &LockRecord{SourceID: src.SourceID, CookbookID: item.CookbookID, Version: item.Version, URL: du.Redacted(),
 		SHA256: integ.SHA256, ContentHash: st.ContentHash, Verified: integ.Verified, IntegritySource: integ.Source,
 		InstalledAt: s.now().UTC()}
@@ -189,6 +201,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	if err != nil {
 		return nil, withSource(err, src)
 	}
+	progress(4, "bundle stored")
 	res := &InstallResult{SourceID: src.SourceID, Selected: item, ContentHash: st.ContentHash, Cookbook: com.Cookbook,
 		Changed: com.Changed, Integrity: integ, IndexStale: view.Stale, Policy: com.Policy}
 	if wrote {
