@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,99 +16,48 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 )
 
-// fakeCatalog stands in for the local catalog: it keeps raw bundles in the
-// catalog bucket with the three conflict policies, so atomicity with the
-// lock record can be checked without the real catalog package.
-type fakeCatalog struct {
-	db *store.DB
-	// failAfterHook makes Commit fail after the hook ran (rollback test).
+// faultCatalog wraps the real catalog and can fail the commit after the
+// lock record was written, to prove both roll back together.
+type faultCatalog struct {
+	Catalog
+	cat           *catalog.Service
 	failAfterHook bool
 }
 
-func (f *fakeCatalog) Stage(raw []byte) (*Staged, error) {
-	var b struct {
-		Type       string `json:"type"`
-		CookbookID string `json:"cookbook_id"`
-		Version    string `json:"version"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, apperr.New(apperr.CodeCatalogSchemaInvalid, "bundle must be valid json object")
-	}
-	if b.Type != "accords.cookbook.bundle.v1" {
-		return nil, apperr.New(apperr.CodeCatalogSchemaInvalid, "bundle.type must be accords.cookbook.bundle.v1")
-	}
-	sum := sha256.Sum256(raw)
-	return &Staged{CookbookID: b.CookbookID, Version: b.Version, ContentHash: "c" + hex.EncodeToString(sum[:8]), Bundle: raw}, nil
-}
-
-func (f *fakeCatalog) Commit(ctx context.Context, st *Staged, policy string, hook func(tx *bolt.Tx, storedHash string) error) (*Committed, error) {
-	if policy == "" {
-		policy = "FAIL"
-	}
-	out := &Committed{Policy: policy}
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		cat := tx.Bucket(store.BucketCatalog)
-		key := []byte(st.CookbookID + "@" + st.Version)
-		stored := st.ContentHash
-		if old := cat.Get(key); old != nil {
-			var rec struct{ Hash string }
-			_ = json.Unmarshal(old, &rec)
-			if rec.Hash != st.ContentHash {
-				switch policy {
-				case "FAIL":
-					return apperr.New(apperr.CodeCatalogConflict, "bundle already exists with different content")
-				case "SKIP_IF_EXISTS":
-					stored = rec.Hash
-					out.Cookbook = map[string]any{"cookbook_id": st.CookbookID, "version": st.Version, "content_hash": rec.Hash}
-					return hook(tx, stored)
-				}
-			} else {
-				out.Cookbook = map[string]any{"cookbook_id": st.CookbookID, "version": st.Version, "content_hash": rec.Hash}
-				return hook(tx, stored)
-			}
-		}
-		if err := store.PutJSON(cat, key, map[string]any{"Hash": st.ContentHash, "Raw": string(st.Bundle.([]byte))}); err != nil {
-			return err
-		}
-		out.Changed = true
-		out.Cookbook = map[string]any{"cookbook_id": st.CookbookID, "version": st.Version, "content_hash": st.ContentHash}
-		if err := hook(tx, stored); err != nil {
+func (f *faultCatalog) Commit(ctx context.Context, st *Staged, policy string, hook func(tx *bolt.Tx, storedHash string) error) (*Committed, error) {
+	return f.Catalog.Commit(ctx, st, policy, func(tx *bolt.Tx, storedHash string) error {
+		if err := hook(tx, storedHash); err != nil {
 			return err
 		}
 		if f.failAfterHook {
-			return fmt.Errorf("index update failed")
+			return errors.New("injected failure after the lock write")
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
-func (f *fakeCatalog) stored(t *testing.T) map[string]string {
+// stored maps id@version to content hash for every stored cookbook.
+func (f *faultCatalog) stored(t *testing.T) map[string]string {
 	t.Helper()
+	items, err := f.cat.List(context.Background(), catalog.ListFilter{})
+	require.NoError(t, err)
 	out := map[string]string{}
-	require.NoError(t, f.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(store.BucketCatalog).ForEach(func(k, v []byte) error {
-			var rec struct{ Hash string }
-			_ = json.Unmarshal(v, &rec)
-			out[string(k)] = rec.Hash
-			return nil
-		})
-	}))
+	for _, it := range items {
+		out[it.CookbookID+"@"+it.Version] = it.ContentHash
+	}
 	return out
 }
 
 type env struct {
 	db   *store.DB
 	svc  *Service
-	cat  *fakeCatalog
+	cat  *faultCatalog
 	vars map[string]string
 	mu   sync.Mutex
 	now  time.Time
@@ -118,7 +67,9 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "a.db"), store.Options{})
 	require.NoError(t, err)
-	e := &env{db: db, cat: &fakeCatalog{db: db}, vars: map[string]string{}, now: time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)}
+	cat, err := catalog.Open(context.Background(), db, filepath.Join(t.TempDir(), "index"), catalog.Options{})
+	require.NoError(t, err)
+	e := &env{db: db, cat: &faultCatalog{Catalog: FromCatalog(cat), cat: cat}, vars: map[string]string{}, now: time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)}
 	opts := Options{
 		Timeout: 5 * time.Second,
 		Getenv: func(k string) string {
@@ -138,6 +89,7 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	e.svc = New(db, e.cat, opts)
 	t.Cleanup(func() {
 		e.svc.Close()
+		cat.Close()
 		db.Close()
 	})
 	return e

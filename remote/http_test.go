@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/index"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -51,6 +53,10 @@ func TestInstallGood(t *testing.T) {
 
 	stored := e.cat.stored(t)
 	assert.Equal(t, map[string]string{"cb@1.2.0": res.ContentHash}, stored)
+	hits, err := e.cat.cat.Search(t.Context(), index.Query{CookbookID: "cb"})
+	require.NoError(t, err)
+	require.Len(t, hits.Items, 1, "the search index follows the install")
+	assert.Equal(t, "1.2.0", hits.Items[0].Version)
 	lock, err := e.svc.Lock("cb", "1.2.0")
 	require.NoError(t, err)
 	assert.Equal(t, res.Lock, lock)
@@ -429,7 +435,8 @@ func TestInstallConflictPolicies(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, skip.Changed)
 	assert.Nil(t, skip.Lock, "skipped content gets no lock")
-	assert.Equal(t, first.ContentHash, skip.Cookbook.(map[string]any)["content_hash"])
+	assert.Equal(t, first.ContentHash, skip.Cookbook.(catalog.Item).ContentHash)
+	assert.Equal(t, catalog.OutcomeSkipped, skip.Outcome)
 	lock, err = e.svc.Lock("cb", "1.0.0")
 	require.NoError(t, err)
 	assert.Equal(t, sha(v1), lock.SHA256)
@@ -455,6 +462,9 @@ func TestInstallFailureAfterHookRollsBack(t *testing.T) {
 	lock, err := e.svc.Lock("cb", "1.0.0")
 	require.NoError(t, err)
 	assert.Nil(t, lock, "the lock record rolls back with the bundle")
+	hits, err := e.cat.cat.Search(t.Context(), index.Query{CookbookID: "cb"})
+	require.NoError(t, err)
+	assert.Empty(t, hits.Items, "nor is anything indexed")
 }
 
 func TestInstallBundleMismatchAndArgs(t *testing.T) {

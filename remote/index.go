@@ -10,6 +10,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/catalog"
 )
 
 // IndexType is the only remote index format understood.
@@ -155,11 +156,11 @@ func parseItem(pos int, raw json.RawMessage) (IndexItem, *BadItem) {
 		return IndexItem{}, bad("version", "remote index item missing required fields", ri)
 	case it.DownloadURL == "":
 		return IndexItem{}, bad("download_url", "remote index item missing required fields", ri)
-	case !idPattern.MatchString(it.CookbookID):
+	case !catalog.ValidID(it.CookbookID):
 		return IndexItem{}, bad("cookbook_id", "cookbook_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", ri)
 	}
-	v, err := semver.StrictNewVersion(it.Version)
-	if err != nil || len(it.Version) > 128 {
+	v, ok := catalog.ParseVersion(it.Version)
+	if !ok {
 		return IndexItem{}, bad("version", "version must be a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD])", ri)
 	}
 	it.semver = v

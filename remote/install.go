@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/store"
 	bolt "go.etcd.io/bbolt"
 )
@@ -42,6 +43,8 @@ type Committed struct {
 	Changed bool
 	// Policy is the normalized conflict policy.
 	Policy string
+	// Outcome is created, updated, unchanged or skipped.
+	Outcome string
 }
 
 // LockRecord remembers where an installed cookbook version came from.
@@ -101,6 +104,7 @@ type InstallResult struct {
 	ContentHash string      `json:"content_hash"`
 	Cookbook    any         `json:"cookbook"`
 	Changed     bool        `json:"created_or_updated"`
+	Outcome     string      `json:"outcome"`
 	Integrity   Integrity   `json:"integrity"`
 	Lock        *LockRecord `json:"lock,omitempty"`
 	// IndexStale is true when the source's index could not be fetched and
@@ -123,10 +127,15 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 		}
 		return nil, apperr.Validation(field, "source_id and cookbook_id are required")
 	}
-	if !idPattern.MatchString(r.CookbookID) {
+	if !catalog.ValidID(r.CookbookID) {
 		return nil, apperr.Validation("cookbook_id", "cookbook_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 	}
 	expected, err := NormalizeSHA256("expected_sha256", r.ExpectedSHA256)
+	if err != nil {
+		return nil, err
+	}
+	// Argument errors surface before any network traffic.
+	policy, err := catalog.NormalizePolicy(r.ConflictPolicy)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +179,8 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	}
 	st, err := s.catalog.Stage(resp.body)
 	if err != nil {
-		if ae, ok := err.(*apperr.Error); ok && ae.Code == apperr.CodeCatalogSchemaInvalid && ae.Message == "bundle must be valid json object" {
+		if ae, ok := err.(*apperr.Error); ok && ae.Code == apperr.CodeCatalogSchemaInvalid &&
+			(ae.Message == "bundle must be valid json object" || ae.Message == "bundle is required") {
 			ae.Message = "downloaded cookbook bundle is invalid json"
 		}
 		return nil, withSource(err, src)
@@ -185,7 +195,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 		SHA256: integ.SHA256, ContentHash: st.ContentHash, Verified: integ.Verified, IntegritySource: integ.Source,
 		InstalledAt: s.now().UTC()}
 	wrote := false
-	com, err := s.catalog.Commit(ctx, st, r.ConflictPolicy, func(tx *bolt.Tx, storedHash string) error {
+	com, err := s.catalog.Commit(ctx, st, policy, func(tx *bolt.Tx, storedHash string) error {
 		if storedHash != st.ContentHash {
 			// SKIP_IF_EXISTS kept different content: the lock must not
 			// claim this download is what is installed.
@@ -203,7 +213,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	}
 	progress(4, "bundle stored")
 	res := &InstallResult{SourceID: src.SourceID, Selected: item, ContentHash: st.ContentHash, Cookbook: com.Cookbook,
-		Changed: com.Changed, Integrity: integ, IndexStale: view.Stale, Policy: com.Policy}
+		Changed: com.Changed, Outcome: com.Outcome, Integrity: integ, IndexStale: view.Stale, Policy: com.Policy}
 	if wrote {
 		res.Lock = lock
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/accordsai/accords-mcp/remote"
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 type sourceIn struct {
@@ -33,7 +32,7 @@ type remoteInstallIn struct {
 	SourceID          string `json:"source_id" jsonschema:"source identifier"`
 	CookbookID        string `json:"cookbook_id" jsonschema:"cookbook to install"`
 	Version           string `json:"version,omitempty" jsonschema:"exact version or semver constraint (^1.2, ~1.3.0, >=1.0 <2); default: the highest release"`
-	ConflictPolicy    string `json:"conflict_policy,omitempty" jsonschema:"what to do when this version is already stored with different content"`
+	ConflictPolicy    string `json:"conflict_policy,omitempty" jsonschema:"FAIL (default), OVERWRITE or SKIP_IF_EXISTS: what to do when this version is already stored with different content"`
 	ExpectedSHA256    string `json:"expected_sha256,omitempty" jsonschema:"hex SHA-256 of the bundle file; checked together with the index's sha256"`
 	IncludePrerelease bool   `json:"include_prerelease,omitempty" jsonschema:"let an empty version or a constraint select pre-releases; default false"`
 }
@@ -114,10 +113,7 @@ func remoteTools(svc *remote.Service) []Tool {
 			Toolset:     ToolsetRemote,
 			Capability:  CapRemoteInstall,
 			Hints:       Hints{Destructive: true, OpenWorld: true},
-		}, func(s *jsonschema.Schema) {
-			Enum(s, "conflict_policy", "FAIL", "OVERWRITE", "SKIP_IF_EXISTS")
-			Default(s, "conflict_policy", "FAIL")
-		}, func(ctx context.Context, c *Call, in remoteInstallIn) (Result, error) {
+		}, nil, func(ctx context.Context, c *Call, in remoteInstallIn) (Result, error) {
 			res, err := svc.Install(ctx, remote.InstallRequest{
 				SourceID: in.SourceID, CookbookID: in.CookbookID, Version: in.Version, ConflictPolicy: in.ConflictPolicy,
 				ExpectedSHA256: in.ExpectedSHA256, IncludePrerelease: in.IncludePrerelease,

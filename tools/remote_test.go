@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,17 +22,21 @@ import (
 type remoteFixture struct {
 	reg  *Registry
 	svc  *remote.Service
+	cat  *catalog.Service
 	vars map[string]string
 }
 
-func newRemoteFixture(t *testing.T, catalog remote.Catalog) *remoteFixture {
+func newRemoteFixture(t *testing.T) *remoteFixture {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "a.db"), store.Options{})
 	require.NoError(t, err)
-	f := &remoteFixture{vars: map[string]string{}}
-	f.svc = remote.New(db, catalog, remote.Options{Getenv: func(k string) string { return f.vars[k] }})
+	cat, err := catalog.Open(context.Background(), db, filepath.Join(t.TempDir(), "index"), catalog.Options{})
+	require.NoError(t, err)
+	f := &remoteFixture{vars: map[string]string{}, cat: cat}
+	f.svc = remote.New(db, remote.FromCatalog(cat), remote.Options{Getenv: func(k string) string { return f.vars[k] }})
 	t.Cleanup(func() {
 		f.svc.Close()
+		cat.Close()
 		db.Close()
 	})
 	f.reg, err = NewRegistry(remoteTools(f.svc))
@@ -67,7 +74,7 @@ func errOf(t *testing.T, env map[string]any) map[string]any {
 }
 
 func TestRemoteToolsSourcesLifecycle(t *testing.T) {
-	f := newRemoteFixture(t, nil)
+	f := newRemoteFixture(t)
 	for _, name := range []string{"vaultclaw_catalog_sources_list", "vaultclaw_catalog_source_upsert", "vaultclaw_catalog_source_delete", "vaultclaw_cookbooks_remote_list", "vaultclaw_cookbook_remote_install"} {
 		_, ok := f.reg.Lookup(name)
 		assert.True(t, ok, name)
@@ -101,7 +108,7 @@ func TestRemoteToolsSourcesLifecycle(t *testing.T) {
 }
 
 func TestRemoteToolsValidation(t *testing.T) {
-	f := newRemoteFixture(t, nil)
+	f := newRemoteFixture(t)
 	cases := []struct {
 		tool  string
 		args  map[string]any
@@ -117,6 +124,8 @@ func TestRemoteToolsValidation(t *testing.T) {
 		{"vaultclaw_cookbooks_remote_list", map[string]any{}, "MCP_VALIDATION_ERROR", "source_id"},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s"}, "MCP_VALIDATION_ERROR", "cookbook_id"},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "conflict_policy": "OVERWRITTE"}, "MCP_VALIDATION_ERROR", "conflict_policy"},
+		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "version": 1.2}, "MCP_VALIDATION_ERROR", "version"},
+		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "missing", "cookbook_id": "c"}, "MCP_CATALOG_SOURCE_NOT_FOUND", ""},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "expected_sha256": "zz"}, "MCP_VALIDATION_ERROR", "expected_sha256"},
 		{"vaultclaw_cookbooks_remote_list", map[string]any{"source_id": "missing"}, "MCP_CATALOG_SOURCE_NOT_FOUND", ""},
 	}
@@ -132,7 +141,7 @@ func TestRemoteToolsValidation(t *testing.T) {
 }
 
 func TestRemoteToolsList(t *testing.T) {
-	f := newRemoteFixture(t, nil)
+	f := newRemoteFixture(t)
 	const token = "tok-abcdef-123456"
 	f.vars["TEAM_TOKEN"] = token
 	var srvURL string
@@ -180,4 +189,51 @@ func TestRemoteToolsList(t *testing.T) {
 
 	raw, _ := json.Marshal(env)
 	assert.False(t, strings.Contains(string(raw), token))
+}
+
+func TestRemoteToolsInstall(t *testing.T) {
+	f := newRemoteFixture(t)
+	bundle := []byte(`{"type":"accords.cookbook.bundle.v1","cookbook_id":"hello","version":"1.0.0","title":"Hello",
+		"entries":[{"entry_id":"greet","entry_type":"template.verb.v1","title":"Greet someone","base_request":{"text":""},
+		"bindings":[{"target_path":"/text","input_key":"text"}]}]}`)
+	sum := sha256.Sum256(bundle)
+	digest := hex.EncodeToString(sum[:])
+	var srvURL string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/index.json":
+			_, _ = w.Write([]byte(`{"type":"accords.cookbook.index.v1","items":[{"cookbook_id":"hello","version":"1.0.0","download_url":"` + srvURL + `/hello.json","sha256":"` + digest + `"}]}`))
+		case "/hello.json":
+			_, _ = w.Write(bundle)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	srvURL = srv.URL
+	okData(t, f.call(t, "vaultclaw_catalog_source_upsert", map[string]any{"source": map[string]any{"source_id": "ex", "index_url": srv.URL + "/index.json"}}))
+
+	d := okData(t, f.call(t, "vaultclaw_cookbook_remote_install", map[string]any{"source_id": "ex", "cookbook_id": "hello", "version": "^1", "conflict_policy": " overwrite ", "expected_sha256": digest}))
+	assert.Equal(t, "OVERWRITE", d["conflict_policy"])
+	inst := d["install"].(map[string]any)
+	assert.Equal(t, "ex", inst["source_id"])
+	assert.Equal(t, "1.0.0", inst["selected"].(map[string]any)["version"])
+	assert.Equal(t, map[string]any{"verified": true, "sha256": digest, "source": "expected_sha256+index"}, inst["integrity"])
+	assert.Equal(t, true, inst["created_or_updated"])
+	assert.Equal(t, "created", inst["outcome"])
+	cb := inst["cookbook"].(map[string]any)
+	assert.Equal(t, "hello", cb["cookbook_id"])
+	assert.Equal(t, inst["content_hash"], cb["content_hash"])
+	lock := inst["lock"].(map[string]any)
+	assert.Equal(t, digest, lock["sha256"])
+	assert.Equal(t, srv.URL+"/hello.json", lock["url"])
+	assert.NotEmpty(t, lock["installed_at"])
+
+	st, err := f.cat.Get(context.Background(), "hello", "1.0.0")
+	require.NoError(t, err)
+	assert.Equal(t, inst["content_hash"], st.Hash)
+
+	e := errOf(t, f.call(t, "vaultclaw_cookbook_remote_install", map[string]any{"source_id": "ex", "cookbook_id": "hello", "version": "^2"}))
+	assert.Equal(t, "MCP_CATALOG_NOT_FOUND", e["code"])
+	assert.Equal(t, []any{"1.0.0"}, e["details"].(map[string]any)["available_versions"])
 }
