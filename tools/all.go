@@ -1,12 +1,14 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/session"
 )
 
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
+	Catalog  *catalog.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -14,5 +16,6 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		catalogTools(d.Catalog),
 	)
 }
