@@ -62,7 +62,9 @@ func clip(s string) string {
 	return s[:max] + "…"
 }
 
-func schemaErr(msg string) *apperr.Error { return apperr.New(apperr.CodeCatalogSchemaInvalid, "%s", msg) }
+func schemaErr(msg string) *apperr.Error {
+	return apperr.New(apperr.CodeCatalogSchemaInvalid, "%s", msg)
+}
 
 // CheckCookbookID validates a cookbook id argument (get, delete, render).
 func CheckCookbookID(id string) error {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/session"
 )
@@ -8,6 +9,7 @@ import (
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
+	Catalog  *catalog.Service
 	Remote   *remote.Service
 }
 
@@ -16,6 +18,7 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		catalogTools(d.Catalog),
 		remoteTools(d.Remote),
 	)
 }
