@@ -3,6 +3,8 @@ package tools
 import (
 	"time"
 
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/session"
 )
 
@@ -10,7 +12,9 @@ import (
 type Deps struct {
 	Sessions *session.Service
 	// Audit lists receipts for vaultclaw_audit_receipts_list.
-	Audit AuditLister
+	Audit   AuditLister
+	Catalog *catalog.Service
+	Remote  *remote.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -19,5 +23,7 @@ func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
 		auditTools(d.Audit, time.Now),
+		catalogTools(d.Catalog),
+		remoteTools(d.Remote),
 	)
 }
