@@ -43,15 +43,15 @@ type Doc struct {
 	Version    string
 	// VersionSort is a byte-sortable encoding of the version's semver
 	// precedence (see catalog.VersionSortKey); the index sorts by it.
-	VersionSort         string
-	Latest              bool
-	EntryID             string
-	EntryType           string
-	Title               string
-	Description         string
-	ConnectorID         string
-	Verb                string
-	Tags                []string
+	VersionSort   string
+	Latest        bool
+	EntryID       string
+	EntryType     string
+	Title         string
+	Description   string
+	ConnectorID   string
+	Verb          string
+	Tags          []string
 	CookbookTitle string
 	// CookbookTags are searchable as words, not usable as a tag filter.
 	CookbookTags []string

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
 	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/apperr"
 	"github.com/accordsai/accords-mcp/envelope"
 )
 
