@@ -138,6 +138,10 @@ func (a *App) init() error {
 	a.Registry = reg
 	a.Metrics = metrics.New()
 	a.Metrics.Gauge(metrics.NameDBSize, "Size of the bbolt database file in bytes.", metrics.FileSizeGauge(a.Config.DBPath))
+	a.Metrics.Gauge(metrics.NameIndexDocs, "Documents (cookbook entries) in the search index.", func() (float64, bool) {
+		docs, _, _, err := a.Catalog.IndexStats()
+		return float64(docs), err == nil
+	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
 	a.Builder = &server.Builder{
 		Logger:       a.Logger,

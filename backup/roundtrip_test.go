@@ -18,6 +18,7 @@ import (
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/backup"
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/control"
 	"github.com/accordsai/accords-mcp/internal/testenv"
@@ -107,6 +108,40 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	env = callTool(t, srv.URL, "tenant-c", "vaultclaw_session_clear", map[string]any{})
 	require.Equal(t, true, env["ok"])
 	scopes = append(scopes, "tenant-c")
+	// A user cookbook (two versions) and a remote source.
+	raw, err := os.ReadFile("../cmd/accords-mcp/testdata/import/weather.json")
+	require.NoError(t, err)
+	var bundle map[string]any
+	require.NoError(t, json.Unmarshal(raw, &bundle))
+	env = callTool(t, srv.URL, "", "vaultclaw_cookbook_import", map[string]any{"bundle": bundle})
+	require.Equal(t, true, env["ok"], env)
+	bundle["version"] = "1.1.0"
+	bundle["title"] = "Weather lookups, second edition"
+	env = callTool(t, srv.URL, "", "vaultclaw_cookbook_import", map[string]any{"bundle": bundle})
+	require.Equal(t, true, env["ok"], env)
+	env = callTool(t, srv.URL, "", "vaultclaw_catalog_source_upsert", map[string]any{"source": map[string]any{
+		"source_id": "team", "index_url": "https://catalog.example.com/index.json"}})
+	require.Equal(t, true, env["ok"], env)
+	searches := []map[string]any{
+		{"query": "weather forecast"},
+		{"query": "gmail"},
+		{"query": "forecast", "all_versions": true},
+	}
+	searchAll := func(url string) []any {
+		var out []any
+		for _, q := range searches {
+			env := callTool(t, url, "", "vaultclaw_recipes_search", q)
+			require.Equal(t, true, env["ok"], env)
+			out = append(out, env["data"])
+		}
+		return out
+	}
+	beforeSearch := searchAll(srv.URL)
+	require.NotEmpty(t, beforeSearch[0].(map[string]any)["items"], "the imported cookbook is searchable")
+	sourcesEnv := callTool(t, srv.URL, "", "vaultclaw_catalog_sources_list", map[string]any{})
+	beforeSources := sourcesEnv["data"].(map[string]any)["sources"]
+	require.Len(t, beforeSources, 1)
+
 	writeReceipts(t, a.Audit, 50)
 	require.NoError(t, a.Audit.Flush())
 	before := capture(t, a, scopes)
@@ -171,12 +206,20 @@ func TestHotBackupRoundTrip(t *testing.T) {
 
 	// Wipe, then restore.
 	require.NoError(t, os.Remove(cfg.DBPath))
-	res, err := backup.Restore(out, nil, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir()})
+	require.NoError(t, os.RemoveAll(cfg.IndexDir()))
+	res, err := backup.Restore(out, nil, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir(), Reindex: reindexWithCatalog(cfg)})
 	require.NoError(t, err)
 	assert.Empty(t, res.Previous, "there was no database to keep")
+	assert.True(t, res.Reindexed, res.IndexError)
+	assert.Greater(t, res.IndexDocs, 0)
 
 	b := testenv.Open(t, cfg)
 	after := capture(t, b, scopes)
+	srv2 := httptest.NewServer(b.HTTPHandler())
+	defer srv2.Close()
+	assert.Equal(t, beforeSearch, searchAll(srv2.URL), "identical search results after restore")
+	sourcesEnv = callTool(t, srv2.URL, "", "vaultclaw_catalog_sources_list", map[string]any{})
+	assert.Equal(t, beforeSources, sourcesEnv["data"].(map[string]any)["sources"])
 	assert.Equal(t, before.Sessions, after.Sessions)
 	assert.True(t, after.Audit.OK, "audit verify passes after restore: %+v", after.Audit.Problem)
 	assert.Equal(t, info.Audit.Count, after.Audit.Count)
@@ -231,6 +274,23 @@ func TestRestoreKeepsPreviousAndClearsIndex(t *testing.T) {
 	st, err = c.Sessions.Status(context.Background(), "default")
 	require.NoError(t, err)
 	assert.Equal(t, "http://new.example", st.BaseURL, "the .bak holds the replaced data")
+}
+
+// reindexWithCatalog is the command's reindex step: opening the catalog
+// on the restored database rebuilds the missing index.
+func reindexWithCatalog(cfg config.Config) func(db *store.DB) (int, error) {
+	return func(db *store.DB) (int, error) {
+		cat, err := catalog.Open(context.Background(), db, cfg.IndexDir(), catalog.Options{})
+		if err != nil {
+			return 0, err
+		}
+		defer cat.Close()
+		docs, irev, srev, err := cat.IndexStats()
+		if err == nil && irev != srev {
+			err = fmt.Errorf("index at %d, store at %d", irev, srev)
+		}
+		return int(docs), err
+	}
 }
 
 func configAt(t *testing.T, cfg config.Config, path string) config.Config {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -10,10 +11,13 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/control"
 	"github.com/accordsai/accords-mcp/doctor"
+	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/legacy"
+	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/version"
 )
 
@@ -59,7 +63,56 @@ func startDaemon(ctx context.Context, a *app.App, transport string, logger *slog
 
 // doctorInputs are the in-process database checks of a.
 func doctorInputs(a *app.App, scope string) doctor.Inputs {
-	return doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope}
+	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope}
+	if a.Catalog != nil {
+		in.Index = func(context.Context) doctor.IndexState {
+			docs, irev, srev, err := a.Catalog.IndexStats()
+			return doctor.IndexState{Documents: int(docs), IndexRev: irev, StoreRev: srev, Err: err}
+		}
+	}
+	return in
+}
+
+// rebuildIndex is restore's reindex step: opening the catalog on the
+// restored database rebuilds the (removed) index from the store.
+func rebuildIndex(ctx context.Context, cfg config.Config) func(db *store.DB) (int, error) {
+	return func(db *store.DB) (int, error) {
+		cat, err := catalog.Open(ctx, db, cfg.IndexDir(), catalog.Options{})
+		if err != nil {
+			return 0, err
+		}
+		docs, _, _, err := cat.IndexStats()
+		if cerr := cat.Close(); err == nil {
+			err = cerr
+		}
+		return int(docs), err
+	}
+}
+
+// standaloneIndex reads the index state without a daemon: the store's
+// catalog revision from the (read-only) database and the index's own
+// revision and document count from its folder.
+func standaloneIndex(cfg config.Config, db *store.DB) func(context.Context) doctor.IndexState {
+	return func(context.Context) doctor.IndexState {
+		srev, err := catalog.StoreRev(db)
+		if err != nil {
+			return doctor.IndexState{Err: err}
+		}
+		ix, err := index.Open(cfg.IndexDir())
+		if err != nil {
+			if srev == 0 {
+				return doctor.IndexState{StoreRev: 0, IndexRev: 0}
+			}
+			return doctor.IndexState{StoreRev: srev, Err: fmt.Errorf("%v (the daemon rebuilds it on start)", err)}
+		}
+		defer ix.Close()
+		docs, err := ix.DocCount()
+		if err != nil {
+			return doctor.IndexState{StoreRev: srev, Err: err}
+		}
+		irev, err := ix.Rev()
+		return doctor.IndexState{Documents: int(docs), StoreRev: srev, IndexRev: irev, Err: err}
+	}
 }
 
 // dbIsNew reports whether the database file does not exist yet.

@@ -67,7 +67,7 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
-		return append(rs, doctor.Database(ctx, doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope})...)
+		return append(rs, doctor.Database(ctx, doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)})...)
 	case errors.Is(err, store.ErrLocked):
 		c := control.NewClient(sock)
 		defer c.Close()

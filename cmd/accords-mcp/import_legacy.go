@@ -17,9 +17,13 @@ func init() {
 	register("import-legacy", "import the previous accords-mcp's catalog folder (cookbooks and sources) into the database; the folder is only read", runImportLegacy)
 }
 
-// legacyImporter adapts the catalog and remote-source services of a to the
-// importer; nil while this build has no catalog service.
-var legacyImporter = func(a *app.App) legacy.Importer { return nil }
+// legacyImporter adapts the catalog and remote-source services of a.
+func legacyImporter(a *app.App) legacy.Importer {
+	if a.Catalog == nil {
+		return nil
+	}
+	return legacy.Services{Catalog: a.Catalog, Remote: a.Remote}
+}
 
 func runImportLegacy(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("import-legacy", flag.ContinueOnError)

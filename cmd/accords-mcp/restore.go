@@ -56,7 +56,7 @@ func runRestore(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintf(env.stdout, "restore: %s is a valid backup (%d bytes, schema version %d, %d audit receipts verify)\n", src, info.Size, info.SchemaVersion, info.Audit.Count)
 		return 0
 	}
-	res, err := backup.Restore(src, env.stdin, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir()})
+	res, err := backup.Restore(src, env.stdin, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir(), Reindex: rebuildIndex(ctx, cfg)})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "accords-mcp restore: nothing was changed: %v\n", err)
 		return 1
