@@ -34,8 +34,8 @@ type App struct {
 	Vault *vault.Client
 	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
 	ModuleHash *vault.ModuleHash
-	Registry *tools.Registry
-	Builder  *server.Builder
+	Registry   *tools.Registry
+	Builder    *server.Builder
 }
 
 // Open opens (creating and migrating) the database and builds the services.
