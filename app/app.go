@@ -19,6 +19,7 @@ import (
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,8 +30,12 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
-	Registry *tools.Registry
-	Builder  *server.Builder
+	// Vault is the shared Vaultclaw client (pooled connections).
+	Vault *vault.Client
+	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
+	ModuleHash *vault.ModuleHash
+	Registry   *tools.Registry
+	Builder    *server.Builder
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -65,7 +70,13 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions})
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger})
+	cacheDB := a.DB
+	if a.Config.PolicyHashTTL == 0 {
+		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
+	}
+	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash})
 	if err != nil {
 		return err
 	}
@@ -80,7 +91,12 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
 // Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+func (a *App) Close() error {
+	if a.Vault != nil {
+		a.Vault.Close()
+	}
+	return a.DB.Close()
+}
 
 // MCPServer builds a server exposing every registered tool.
 func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }

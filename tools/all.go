@@ -2,11 +2,15 @@ package tools
 
 import (
 	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/vault"
 )
 
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
+	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
+	Vault      *vault.Client
+	ModuleHash *vault.ModuleHash
 }
 
 // All returns every tool of the server. This is the one place tools are
