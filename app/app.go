@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
@@ -34,8 +36,12 @@ type App struct {
 	Vault *vault.Client
 	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
 	ModuleHash *vault.ModuleHash
-	Registry   *tools.Registry
-	Builder    *server.Builder
+	// Handles are the durable approval handles; Execution runs execute-job,
+	// plans and approval waits.
+	Handles   *approval.Store
+	Execution *execution.Service
+	Registry  *tools.Registry
+	Builder   *server.Builder
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -76,7 +82,12 @@ func (a *App) init() error {
 		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
 	}
 	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash})
+	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.Handles.Prune(); err != nil {
+		a.Logger.Warn("pruning approval handles failed", "error", err)
+	}
+	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles})
 	if err != nil {
 		return err
 	}

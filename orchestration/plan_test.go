@@ -215,19 +215,3 @@ func TestPreflightPlanNoSteps(t *testing.T) {
 	assert.Equal(t, mustJSON(`{"type":"x"}`), out)
 }
 
-func TestApplyPlanDefaults(t *testing.T) {
-	plan := planWith(`{"step_id":"a","connector_id":"google","verb":"Google.Gmail.Messages.List"},
-	 {"step_id":"b","connector_id":"x","verb":"google.gmail.messages.list.v1","request_base":{"q":1},"query_ast_base":{"bool":{"and":[]}}},
-	 {"step_id":"c","connector_id":"google","verb":"google.gmail.send.v1","request_base":{"to":["x"]}},
-	 {"step_id":"d","verb":"v"}`)
-	mh := ApplyPlanDefaults(plan)
-	assert.Equal(t, ModuleHashNote, mh["note"])
-	assert.Equal(t, 0, mh["applied_count"])
-	steps := plan["steps"].([]any)
-	assert.Equal(t, map[string]any{}, steps[0].(map[string]any)["request_base"])
-	assert.Equal(t, DefaultGmailQueryAST(), steps[0].(map[string]any)["query_ast_base"])
-	assert.Equal(t, mustJSON(`{"bool":{"and":[]}}`), steps[1].(map[string]any)["query_ast_base"])
-	assert.NotContains(t, steps[2].(map[string]any)["request_base"], "module_hash")
-	assert.NotContains(t, steps[3].(map[string]any), "request_base")
-	assert.Equal(t, map[string]any{"applied_count": 0, "applied": []any{}}, ApplyPlanDefaults(map[string]any{}))
-}

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -11,6 +13,10 @@ type Deps struct {
 	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
 	Vault      *vault.Client
 	ModuleHash *vault.ModuleHash
+	// Execution runs execute-job, plans and waits; Handles are the durable
+	// approval handles.
+	Execution *execution.Service
+	Handles   *approval.Store
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -18,5 +24,7 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		approvalTools(d.Sessions, d.Execution, d.Handles),
+		planTools(d.Sessions, d.Execution),
 	)
 }
