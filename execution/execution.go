@@ -88,7 +88,9 @@ func (a approvalAPI) PendingApprovals(ctx context.Context, q url.Values) (approv
 }
 
 // ApprovalAPI returns the approval view of the client for sess.
-func (s *Service) ApprovalAPI(sess session.Session) approval.API { return approvalAPI{c: s.Vault, s: sess} }
+func (s *Service) ApprovalAPI(sess session.Session) approval.API {
+	return approvalAPI{c: s.Vault, s: sess}
+}
 
 // handoff resolves the pending id best-effort, stores the durable handle and
 // returns the MCP_APPROVAL_REQUIRED error. A failure to store the handle is

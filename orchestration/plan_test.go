@@ -214,4 +214,3 @@ func TestPreflightPlanNoSteps(t *testing.T) {
 	assert.Nil(t, res)
 	assert.Equal(t, mustJSON(`{"type":"x"}`), out)
 }
-
