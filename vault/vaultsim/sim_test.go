@@ -239,7 +239,7 @@ func statusPlan() map[string]any {
 				map[string]any{"path": "/text_plain", "ref": map[string]any{"source": "literal", "value": "All green."}},
 			}},
 		map[string]any{"step_id": "send_draft", "connector_id": "google", "verb": "google.gmail.drafts.send", "policy_version": "1",
-			"request_base": map[string]any{"user_id": "me", "draft_id": "draft_placeholder"},
+			"request_base":     map[string]any{"user_id": "me", "draft_id": "draft_placeholder"},
 			"request_bindings": []any{map[string]any{"path": "/draft_id", "ref": map[string]any{"source": "step_output", "step_id": "create_draft", "path": "/draft_id"}}}},
 	}}
 }
@@ -297,7 +297,7 @@ func passportPlan() map[string]any {
 	draft := func(id, readStep, next string) map[string]any {
 		return map[string]any{"step_id": id, "connector_id": "google", "verb": "google.gmail.drafts.create", "policy_version": "1",
 			"default_success_next_step_id": next,
-			"request_base": map[string]any{"user_id": "me", "text_plain": "Hi,\nFirst Name: {{step_output:" + readStep + ":/values/given_name}}\nLast Name: {{step_output:" + readStep + ":/values/family_name}}"},
+			"request_base":                 map[string]any{"user_id": "me", "text_plain": "Hi,\nFirst Name: {{step_output:" + readStep + ":/values/given_name}}\nLast Name: {{step_output:" + readStep + ":/values/family_name}}"},
 			"request_bindings": []any{
 				map[string]any{"path": "/to", "ref": map[string]any{"source": "plan_input", "path": "/email/to"}},
 				map[string]any{"path": "/subject", "ref": map[string]any{"source": "plan_input", "path": "/email/subject"}},
