@@ -72,7 +72,6 @@ func startWait(ctx context.Context, cs *mcp.ClientSession, handle map[string]any
 	return ch
 }
 
-
 // assertListWhileWaiting proves other requests are answered while a wait is
 // in flight on the same connection.
 func assertListWhileWaiting(t *testing.T, cs *mcp.ClientSession, wait <-chan waitOutcome) {
