@@ -18,5 +18,6 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		vaultTools(d),
 	)
 }
