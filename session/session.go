@@ -93,6 +93,17 @@ func Mask(token string) string {
 
 // ValidateBaseURL accepts http, https, unix and http+unix URLs.
 func ValidateBaseURL(raw string) error {
+	// Socket URLs are not parsed as URLs: http+unix carries an escaped path
+	// (%2F) in the host position, which net/url rejects.
+	lower := strings.ToLower(raw)
+	for _, prefix := range []string{"unix://", "http+unix://"} {
+		if strings.HasPrefix(lower, prefix) {
+			if strings.TrimSpace(raw[len(prefix):]) == "" {
+				return apperr.Validation("base_url", "base_url must name the socket path, e.g. unix:///run/vaultclaw.sock")
+			}
+			return nil
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return apperr.Validation("base_url", "base_url is not a valid URL")

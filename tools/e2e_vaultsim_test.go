@@ -291,3 +291,20 @@ func TestE2EOverHTTPAndStdio(t *testing.T) {
 		})
 	}
 }
+
+func TestE2ESyncExecuteHandoffIsStoredAndWaitable(t *testing.T) {
+	sim, e := newSimEnv(t)
+	r := e.call("vaultclaw_connector_execute", map[string]any{"request": gmailSend("frank@example.com")})
+	handle := handoffHandle(t, r, "JOB")
+	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", r.errObj()["vault_code"])
+	assert.NotNil(t, at(r.details(), "vault_error", "details", "pending_approval"), "the reference fallback path is kept")
+	h := e.call("vaultclaw_approval_handles_list", map[string]any{})
+	items := at(h.data(), "items").([]any)
+	require.Len(t, items, 1)
+	assert.Equal(t, "vaultclaw_connector_execute", at(items[0], "source"))
+	require.NoError(t, sim.Approve(pendingIDOf(t, sim, handle)))
+	res := e.call("vaultclaw_approval_wait", map[string]any{"handle": handle, "timeout_ms": 5000, "poll_interval_ms": 250})
+	require.True(t, res.Env.OK, res.Raw)
+	assert.Equal(t, "ALLOW", res.data()["decision_outcome"])
+	require.Len(t, sim.SentMessages(), 1)
+}

@@ -80,13 +80,16 @@ type Options struct {
 
 // Request is one logged Vault API call (admin calls are not logged).
 type Request struct {
-	Seq      int
-	Time     time.Time
-	Method   string
-	Path     string
-	RawQuery string
-	Query    url.Values
-	Header   http.Header
+	Seq    int
+	Time   time.Time
+	Method string
+	Path   string
+	// EscapedPath is the path as sent (ids path-escaped).
+	EscapedPath string
+	Host        string
+	RawQuery    string
+	Query       url.Values
+	Header      http.Header
 	// Body is the decoded JSON object (nil when absent or not an object).
 	Body    map[string]any
 	RawBody []byte
@@ -105,9 +108,11 @@ type Fault struct {
 	Latency time.Duration `json:"-"`
 	// LatencyMS is Latency for the admin endpoint.
 	LatencyMS int `json:"latency_ms,omitempty"`
-	// Status and Body replace the reply (Body defaults to an error object).
+	// Status and Body replace the reply (Body defaults to an error object
+	// unless EmptyBody is set).
 	Status      int    `json:"status,omitempty"`
 	Body        string `json:"body,omitempty"`
+	EmptyBody   bool   `json:"empty_body,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	// Reset drops the connection without a reply.
 	Reset bool `json:"reset,omitempty"`
@@ -396,7 +401,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.expireLocked()
-	entry := Request{Seq: len(s.log) + 1, Time: s.now(), Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery,
+	entry := Request{Seq: len(s.log) + 1, Time: s.now(), Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Host: r.Host, RawQuery: r.URL.RawQuery,
 		Query: r.URL.Query(), Header: r.Header.Clone(), Body: body, RawBody: raw}
 	idx := len(s.log)
 	s.log = append(s.log, entry)
@@ -426,7 +431,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case fault.Status != 0:
 			ct, b := fault.ContentType, fault.Body
-			if b == "" {
+			if b == "" && !fault.EmptyBody {
 				ct = "application/json"
 				b = fmt.Sprintf(`{"error":{"code":"INJECTED_FAULT","message":"injected fault (status %d)"}}`, fault.Status)
 			}
