@@ -74,8 +74,15 @@ type Options struct {
 	IncludePendingIDInJob bool
 	// HTTPClient performs generic.http requests (a 10 s client if nil).
 	HTTPClient *http.Client
-	// NoSeed starts without the default passport document.
+	// NoSeed starts without the default passport document and demo secret.
 	NoSeed bool
+	// OnPending is told about each new pending approval (after the request
+	// that created it is answered); dev-vault prints them.
+	OnPending func(PendingApproval)
+	// Middleware wraps the handler the Start* servers use (dev-vault logs
+	// calls with it). A wrapping ResponseWriter must implement
+	// http.Hijacker for the reset fault.
+	Middleware func(http.Handler) http.Handler
 }
 
 // Request is one logged Vault API call (admin calls are not logged).
@@ -142,6 +149,7 @@ type Sim struct {
 	kyc        map[string]map[string]any // subject → slot → value
 	mailbox    *mailbox
 	idem       map[string]idemEntry
+	notify     []PendingApproval
 }
 
 type idemEntry struct {
@@ -446,6 +454,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	status, out := s.dispatch(r, raw, body)
+	defer s.flushNotify()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
 	w.WriteHeader(status)
@@ -509,6 +518,18 @@ func (s *Sim) dispatch(r *http.Request, raw []byte, body map[string]any) (int, [
 		s.mu.Unlock()
 	}
 	return st, b
+}
+
+func (s *Sim) flushNotify() {
+	s.mu.Lock()
+	list := s.notify
+	s.notify = nil
+	s.mu.Unlock()
+	if s.opts.OnPending != nil {
+		for _, p := range list {
+			s.opts.OnPending(p)
+		}
+	}
 }
 
 func shortHash(s string) string {
