@@ -13,10 +13,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/metrics"
@@ -26,6 +28,7 @@ import (
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,8 +41,16 @@ type App struct {
 	Sessions *session.Service
 	Catalog  *catalog.Service
 	Remote   *remote.Service
-	Registry *tools.Registry
-	Builder  *server.Builder
+	// Vault is the shared Vaultclaw client (pooled connections).
+	Vault *vault.Client
+	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
+	ModuleHash *vault.ModuleHash
+	// Handles are the durable approval handles; Execution runs execute-job,
+	// plans and approval waits.
+	Handles   *approval.Store
+	Execution *execution.Service
+	Registry  *tools.Registry
+	Builder   *server.Builder
 	// Audit is the receipt log; Gateway applies policy, rate limits and
 	// audit to every server the app builds.
 	Audit   *audit.Log
@@ -113,12 +124,24 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
+	a.Metrics = metrics.New()
 	a.Remote = remote.New(a.DB, remote.FromCatalog(a.Catalog), remote.Options{
 		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
 		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
 		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
 		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
 	})
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger, Observe: a.Metrics.ObserveVaultRequest})
+	cacheDB := a.DB
+	if a.Config.PolicyHashTTL == 0 {
+		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
+	}
+	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.Handles.Prune(); err != nil {
+		a.Logger.Warn("pruning approval handles failed", "error", err)
+	}
+	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
 	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
@@ -130,17 +153,21 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Audit: a.Audit, Catalog: a.Catalog, Remote: a.Remote})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Audit: a.Audit, Catalog: a.Catalog, Remote: a.Remote,
+		Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles})
 	if err != nil {
 		a.Audit.Close()
 		return err
 	}
 	a.Registry = reg
-	a.Metrics = metrics.New()
 	a.Metrics.Gauge(metrics.NameDBSize, "Size of the bbolt database file in bytes.", metrics.FileSizeGauge(a.Config.DBPath))
 	a.Metrics.Gauge(metrics.NameIndexDocs, "Documents (cookbook entries) in the search index.", func() (float64, bool) {
 		docs, _, _, err := a.Catalog.IndexStats()
 		return float64(docs), err == nil
+	})
+	a.Metrics.Gauge(metrics.NamePendingHandle, "Approval handles not yet decided (all scopes).", func() (float64, bool) {
+		n, err := a.Handles.CountPending()
+		return float64(n), err == nil
 	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
 	a.Builder = &server.Builder{
@@ -182,12 +209,15 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close flushes the audit log, closes the remote client and the catalog
-// index, then the database.
+// Close flushes the audit log, closes the Vault and remote clients and the
+// catalog index, then the database.
 func (a *App) Close() error {
 	var err error
 	if a.Audit != nil {
 		a.Audit.Close()
+	}
+	if a.Vault != nil {
+		a.Vault.Close()
 	}
 	if a.Remote != nil {
 		a.Remote.Close()

@@ -3,9 +3,12 @@ package tools
 import (
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/vault"
 )
 
 // Deps are the domain services tool handlers call.
@@ -15,6 +18,13 @@ type Deps struct {
 	Audit   AuditLister
 	Catalog *catalog.Service
 	Remote  *remote.Service
+	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
+	Vault      *vault.Client
+	ModuleHash *vault.ModuleHash
+	// Execution runs execute-job, plans and waits; Handles are the durable
+	// approval handles.
+	Execution *execution.Service
+	Handles   *approval.Store
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -25,5 +35,8 @@ func All(d Deps) (*Registry, error) {
 		auditTools(d.Audit, time.Now),
 		catalogTools(d.Catalog),
 		remoteTools(d.Remote),
+		vaultTools(d),
+		approvalTools(d.Sessions, d.Execution, d.Handles),
+		planTools(d.Sessions, d.Execution),
 	)
 }
