@@ -145,6 +145,8 @@ type Inputs struct {
 	// Index reports the search index's consistency with the store; nil
 	// when this build has no index.
 	Index func(ctx context.Context) IndexState
+	// SessionsUnavailable, when set, says why sessions cannot be read.
+	SessionsUnavailable string
 	// Probe contacts Vaultclaw (HTTPProbe when nil).
 	Probe func(ctx context.Context, s session.Session) (int, error)
 }
@@ -218,7 +220,11 @@ func vaultCheck(ctx context.Context, in Inputs) Result {
 	}
 	name := "vault"
 	if in.Sessions == nil {
-		return skip(name, "no session service")
+		why := in.SessionsUnavailable
+		if why == "" {
+			why = "no session service"
+		}
+		return skip(name, "not checked: %s", why)
 	}
 	s, err := in.Sessions.Resolve(ctx, scope)
 	if err != nil {

@@ -67,7 +67,11 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
-		return append(rs, doctor.Database(ctx, doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)})...)
+		in := doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)}
+		if in.Sessions == nil {
+			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
+		}
+		return append(rs, doctor.Database(ctx, in)...)
 	case errors.Is(err, store.ErrLocked):
 		c := control.NewClient(sock)
 		defer c.Close()
@@ -100,7 +104,8 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 }
 
 // localSessions builds the session service for doctor without creating a
-// key file: with no key at all, stored sessions are reported as unreadable.
+// key file: with no key at all, stored sessions are reported as unreadable;
+// nil when the configured key itself is unusable.
 func localSessions(cfg config.Config, db *store.DB) *session.Service {
 	var keys *keyring.Keyring
 	var err error
@@ -115,9 +120,7 @@ func localSessions(cfg config.Config, db *store.DB) *session.Service {
 		keys, err = keyring.Load(cfg.SecretKey, cfg.KeyFile())
 	}
 	if err != nil {
-		k := make([]byte, keyring.KeySize)
-		_, _ = rand.Read(k)
-		keys, _ = keyring.New(k)
+		return nil
 	}
 	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
 }
