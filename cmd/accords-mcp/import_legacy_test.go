@@ -86,7 +86,7 @@ func TestImportLegacyFolder(t *testing.T) {
 	code, out, errOut = runCmd(t, vars, "import-legacy", "--json")
 	assert.Equal(t, 1, code, errOut)
 	var rep struct {
-		Items []struct{ Kind, ID, Version, Outcome, Reason string }
+		Items                      []struct{ Kind, ID, Version, Outcome, Reason string }
 		Imported, Skipped, Refused int
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
