@@ -287,6 +287,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 		return err
 	case <-ctx.Done():
 	}
+	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

@@ -49,6 +49,9 @@ func SnapshotTo(db *store.DB, begin func(size int64, schema int), w io.Writer) (
 // crash never see a partial file. On error nothing is left behind.
 func WriteFile(path string, fill func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("folder %s does not exist; create it first (mkdir -m 700 %s)", dir, dir)
+	}
 	tmp, err := tempFile(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return err

@@ -58,6 +58,7 @@ func startDaemon(ctx context.Context, a *app.App, transport string, logger *slog
 	return func() {
 		cancel()
 		wg.Wait()
+		logger.Info("control socket closed", "socket", path)
 	}
 }
 
