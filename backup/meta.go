@@ -88,7 +88,11 @@ func preflight(path string) error {
 	}
 	// bbolt uses the valid meta with the highest transaction id; check every
 	// valid one, since bbolt falls back to the other.
+	use := metas[0]
 	for _, m := range metas {
+		if m.txid > use.txid {
+			use = m
+		}
 		ps := uint64(m.pageSize)
 		if ps < 512 || ps > 1<<20 || ps&(ps-1) != 0 {
 			return fmt.Errorf("%w: implausible page size %d", ErrInvalid, ps)
@@ -100,5 +104,5 @@ func preflight(path string) error {
 			return fmt.Errorf("%w: meta page points past the end of the data (root %d, freelist %d, pages %d)", ErrInvalid, m.root, m.freelist, m.pgid)
 		}
 	}
-	return nil
+	return walkTree(path, use)
 }

@@ -92,7 +92,7 @@ func writeReceipts(t *testing.T, l *audit.Log, n int) {
 // backup through the daemon's control socket while HTTP calls keep writing,
 // wipes the database, restores, and checks the restored state.
 func TestHotBackupRoundTrip(t *testing.T) {
-	cfg := testenv.Config(t)
+	cfg := testenv.Config(t, "ACCORDS_MCP_POLICY_FILE="+unlimitedPolicy(t))
 	a, err := app.Open(cfg, testenv.Logger())
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.HTTPHandler())
@@ -274,6 +274,14 @@ func TestRestoreKeepsPreviousAndClearsIndex(t *testing.T) {
 	st, err = c.Sessions.Status(context.Background(), "default")
 	require.NoError(t, err)
 	assert.Equal(t, "http://new.example", st.BaseURL, "the .bak holds the replaced data")
+}
+
+// unlimitedPolicy lifts the default HTTP rate limit, so the load the tests
+// generate is never refused.
+func unlimitedPolicy(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "policy.toml")
+	require.NoError(t, os.WriteFile(p, []byte("[defaults]\ncalls_per_minute = 0\n"), 0o600))
+	return p
 }
 
 // reindexWithCatalog is the command's reindex step: opening the catalog

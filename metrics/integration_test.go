@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -91,4 +93,20 @@ func TestMetricsAfterCalls(t *testing.T) {
 	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_pending_handles`))
 	assert.Contains(t, text, "# TYPE accords_mcp_tool_call_duration_seconds histogram\n")
 	assert.NotContains(t, text, "vc_tok_metrics", "no token ever reaches the metrics")
+}
+
+// TestRefusedCallsAreCounted: the metrics middleware sits outside the
+// gateway, so calls it refuses appear with their code.
+func TestRefusedCallsAreCounted(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	require.NoError(t, os.WriteFile(policy, []byte("[defaults.tools.vaultclaw_session_status]\ncalls_per_minute = 1\nburst = 1\n"), 0o600))
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_POLICY_FILE="+policy))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	for range 3 {
+		call(t, srv.URL, "vaultclaw_session_status", map[string]any{})
+	}
+	assert.Equal(t, 1.0, a.Metrics.ToolCalls.Value("vaultclaw_session_status", "ok"))
+	assert.Equal(t, 2.0, a.Metrics.ToolCalls.Value("vaultclaw_session_status", "error"))
+	assert.Equal(t, 2.0, a.Metrics.ToolErrors.Value("vaultclaw_session_status", "MCP_RATE_LIMITED"))
 }

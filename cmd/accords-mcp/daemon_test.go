@@ -79,7 +79,9 @@ func runCmd(t *testing.T, vars map[string]string, args ...string) (int, string, 
 func TestDaemonLifecycle(t *testing.T) {
 	sim := httptest.NewServer(vaultsim.New(vaultsim.Options{AgentToken: simToken}))
 	defer sim.Close()
-	vars := opsVars(t, "VC_AGENT_TOKEN="+simToken, "VC_BASE_URL="+sim.URL)
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	require.NoError(t, os.WriteFile(policy, []byte("[defaults]\ncalls_per_minute = 0\n"), 0o600))
+	vars := opsVars(t, "VC_AGENT_TOKEN="+simToken, "VC_BASE_URL="+sim.URL, "ACCORDS_MCP_POLICY_FILE="+policy)
 	d := startServe(t, vars)
 	sock := control.SocketPath(vars["ACCORDS_MCP_DB"])
 	fi, err := os.Stat(sock)
