@@ -226,3 +226,13 @@ func TestRestoreFromStdin(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Audit.Count)
 }
+
+func TestRefusedRestoreLeavesNoFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new-home")
+	bad := filepath.Join(t.TempDir(), "bad.db")
+	require.NoError(t, os.WriteFile(bad, []byte("definitely not bbolt, but long enough to get past the size check"+string(make([]byte, 8192))), 0o600))
+	_, err := backup.Restore(bad, nil, backup.RestoreOptions{DBPath: filepath.Join(dir, "accords.db")})
+	require.ErrorIs(t, err, backup.ErrInvalid)
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "no folder is created by a refused restore")
+}

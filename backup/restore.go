@@ -55,8 +55,7 @@ type Result struct {
 // <db>.<UTC time>.bak, renames the restored file into place (atomic), and
 // rebuilds the index. Any refusal leaves the database, the index and the
 // folder as they were.
-func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
-	var res Result
+func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) {
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = 500 * time.Millisecond
 	}
@@ -67,24 +66,23 @@ func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
 		o.Migrations = migrations.All()
 	}
 	dir := filepath.Dir(o.DBPath)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return res, fmt.Errorf("create database folder: %w", err)
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, fmt.Errorf("create database folder: %w", err)
+		}
+		// A refused restore leaves no trace, not even the folder.
+		defer func() {
+			if err != nil {
+				os.Remove(dir)
+			}
+		}()
 	}
 
-	// Refuse early when a daemon runs; the lock is held until the swap.
-	unlock := func() {}
-	if _, err := os.Stat(o.DBPath); err == nil {
-		u, err := lockExclusive(o.DBPath, o.LockTimeout)
-		if errors.Is(err, errLocked) {
-			return res, fmt.Errorf("%s: %w; stop the daemon (it holds the database) and run restore again", o.DBPath, store.ErrLocked)
-		}
-		if err != nil {
-			return res, fmt.Errorf("lock %s: %w", o.DBPath, err)
-		}
-		unlock = u
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	// Refuse early when a daemon runs, before copying anything.
+	if err := probeLock(o.DBPath, o.LockTimeout); err != nil {
 		return res, err
 	}
+	unlock := func() {}
 	defer func() { unlock() }()
 
 	// Stage a private copy beside the database (same filesystem, so the
@@ -131,7 +129,14 @@ func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
 		res.SchemaVersion = info.LatestSchema
 	}
 
-	// Past this point the backup is known good: change things.
+	// Past this point the backup is known good. Take the lock for the swap
+	// only: validation can take long, and a daemon blocked on the lock of
+	// the old file would otherwise open it once the lock is released.
+	u, err := lockLive(o.DBPath, o.LockTimeout)
+	if err != nil {
+		return res, err
+	}
+	unlock = u
 	if o.IndexDir != "" {
 		if err := removeAll(o.IndexDir); err != nil {
 			return res, fmt.Errorf("remove the old index %s: %w", o.IndexDir, err)
@@ -169,6 +174,33 @@ func Restore(src string, r io.Reader, o RestoreOptions) (Result, error) {
 		res.Reindexed, res.IndexDocs = true, n
 	}
 	return res, nil
+}
+
+// lockLive takes the live database's lock (a no-op when there is no
+// database yet), refusing with store.ErrLocked while a daemon holds it.
+func lockLive(path string, timeout time.Duration) (func(), error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	u, err := lockExclusive(path, timeout)
+	if errors.Is(err, errLocked) {
+		return nil, fmt.Errorf("%s: %w; stop the daemon (it holds the database) and run restore again", path, store.ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return u, nil
+}
+
+func probeLock(path string, timeout time.Duration) error {
+	u, err := lockLive(path, timeout)
+	if err != nil {
+		return err
+	}
+	u()
+	return nil
 }
 
 func copyInto(dst *os.File, src string, r io.Reader) error {
