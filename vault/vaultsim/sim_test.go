@@ -673,3 +673,28 @@ func TestPlanFailuresAndRules(t *testing.T) {
 	_, err = e.c.Do(e.ctx, e.s, vault.Request{Method: "GET", Path: "/v0/nothing"})
 	assert.Equal(t, "NOT_FOUND", vault.ErrorVaultCode(err))
 }
+
+func TestPassportExtractionFailures(t *testing.T) {
+	e := start(t, vaultsim.Options{NoSeed: true})
+	plan := passportPlan()
+	slots := plan["_slots"]
+	delete(plan, "_slots")
+	e.srv.SetApprovalRules()
+	runWith := func(docID string) map[string]any {
+		input := map[string]any{"passport": map[string]any{"document_id": docID, "slots": slots},
+			"email": map[string]any{"to": []any{"a@example.com"}, "subject": "P", "document_attachments": []any{}}}
+		resp, err := e.c.PlanExecute(e.ctx, e.s, map[string]any{"plan": plan, "plan_input": input}, "")
+		require.NoError(t, err)
+		return obj(resp)["run"].(map[string]any)
+	}
+	bad := e.srv.AddDocument(vaultsim.Document{TypeID: "identity.passport", FailExtraction: "EXTRACTION_FAILED"})
+	r := runWith(bad)
+	assert.Equal(t, "FAILED", r["state"])
+	assert.Equal(t, "EXTRACTION_FAILED", r["last_error_code"])
+
+	partial := e.srv.AddDocument(vaultsim.Document{TypeID: "identity.passport", Fields: map[string]string{"given_name": "Ada"}})
+	r = runWith(partial)
+	assert.Equal(t, "FAILED", r["state"])
+	assert.Equal(t, "PLAN_BINDING_SOURCE_MISSING", r["last_error_code"])
+	assert.Empty(t, e.srv.SentMessages())
+}
