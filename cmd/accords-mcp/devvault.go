@@ -90,6 +90,9 @@ func runDevVault(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "dev-vault:", err)
 		return 1
 	}
+	if *adminToken == "" && *socket == "" && !loopback(srv.Addr()) {
+		fmt.Fprintln(env.stderr, "dev-vault: warning: listening beyond loopback without --admin-token; anyone who can reach it can approve requests and read the request log")
+	}
 	if *noApprovals {
 		srv.SetApprovalRules()
 	}
@@ -109,6 +112,11 @@ func runDevVault(ctx context.Context, env *environment, args []string) int {
 	_ = srv.Shutdown(shutdownCtx)
 	printf("dev-vault stopped\n")
 	return 0
+}
+
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 func targetFlags(addr, socket string) string {
