@@ -19,8 +19,8 @@ var executeEnvelope = schema{"type": "object", "properties": map[string]any{
 
 // checked is a validated execute request.
 type checked struct {
-	conn    *Connector
-	verb    *Verb
+	conn    *connectorDef
+	verb    *verbDef
 	payload map[string]any
 	ast     map[string]any
 }
