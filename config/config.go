@@ -26,6 +26,10 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
+	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
+	{"ACCORDS_MCP_REMOTE_TIMEOUT_MS", "20000", "time limit of one remote catalog request, body included"},
+	{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "(any name outside ACCORDS_MCP_*, VC_*)", "comma-separated environment variables a BEARER_ENV catalog source may name as its token"},
 	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (logs go to stderr)"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
 	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session"},
@@ -48,6 +52,11 @@ type Config struct {
 
 	LogLevel string
 
+	RemoteMaxIndexBytes  int64
+	RemoteMaxBundleBytes int64
+	RemoteTimeoutMS      int
+	RemoteTokenEnvAllow  []string
+
 	VaultToken      string
 	VaultBaseURL    string
 	VaultTimeoutMS  int
@@ -69,6 +78,13 @@ const (
 	ShutdownGrace         = 10 * time.Second
 )
 
+// Remote catalog limits (decision D9).
+const (
+	DefaultRemoteMaxIndexBytes  = 8 << 20
+	DefaultRemoteMaxBundleBytes = 4 << 20
+	DefaultRemoteTimeoutMS      = 20000
+)
+
 // FromEnv reads the configuration through getenv (os.Getenv in production).
 func FromEnv(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
@@ -86,6 +102,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		PolicyHashTTL:   DefaultPolicyHashTTL,
 
 		VaultMaxResponseBytes: DefaultVaultMaxBytes,
+
+		RemoteMaxIndexBytes:  DefaultRemoteMaxIndexBytes,
+		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
+		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 	}
 	if c.DBPath == "" {
 		dir, err := os.UserConfigDir()
@@ -128,6 +148,30 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got %q", v)
 		}
 		c.VaultMaxResponseBytes = n
+	}
+	for _, lim := range []struct {
+		name string
+		dst  *int64
+	}{{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes}, {"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes}} {
+		if v := get(lim.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s must be a positive integer, got %q", lim.name, v)
+			}
+			*lim.dst = n
+		}
+	}
+	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
+		}
+		c.RemoteTimeoutMS = n
+	}
+	for _, name := range strings.Split(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
+		}
 	}
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -11,6 +13,8 @@ type Deps struct {
 	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
 	Vault      *vault.Client
 	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -19,5 +23,7 @@ func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
 		vaultTools(d),
+		catalogTools(d.Catalog),
+		remoteTools(d.Remote),
 	)
 }
