@@ -412,6 +412,9 @@ func (s *Sim) runIdentity(verb string, p map[string]any) (map[string]any, *apiEr
 		if doc == nil {
 			return nil, errf(404, "NOT_FOUND", "document %s not found", docID).with("document_id", docID)
 		}
+		if doc.FailExtraction != "" {
+			return nil, errf(422, doc.FailExtraction, "extraction of document %s failed", docID).with("document_id", docID)
+		}
 		values := map[string]any{}
 		for k, v := range doc.Fields {
 			if len(slots) == 0 || contains(slots, k) {
