@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/server"
@@ -39,8 +41,12 @@ type App struct {
 	ModuleHash *vault.ModuleHash
 	Catalog    *catalog.Service
 	Remote     *remote.Service
-	Registry   *tools.Registry
-	Builder    *server.Builder
+	// Handles are the durable approval handles; Execution runs execute-job,
+	// plans and approval waits.
+	Handles   *approval.Store
+	Execution *execution.Service
+	Registry  *tools.Registry
+	Builder   *server.Builder
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -120,7 +126,20 @@ func (a *App) init() error {
 		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
 		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
 	})
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Catalog: a.Catalog, Remote: a.Remote})
+	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.Handles.Prune(); err != nil {
+		a.Logger.Warn("pruning approval handles failed", "error", err)
+	}
+	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	reg, err := tools.All(tools.Deps{
+		Sessions:   a.Sessions,
+		Vault:      a.Vault,
+		ModuleHash: a.ModuleHash,
+		Catalog:    a.Catalog,
+		Remote:     a.Remote,
+		Execution:  a.Execution,
+		Handles:    a.Handles,
+	})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
@@ -15,6 +17,10 @@ type Deps struct {
 	ModuleHash *vault.ModuleHash
 	Catalog    *catalog.Service
 	Remote     *remote.Service
+	// Execution runs execute-job, plans and waits; Handles are the durable
+	// approval handles.
+	Execution *execution.Service
+	Handles   *approval.Store
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -25,5 +31,7 @@ func All(d Deps) (*Registry, error) {
 		vaultTools(d),
 		catalogTools(d.Catalog),
 		remoteTools(d.Remote),
+		approvalTools(d.Sessions, d.Execution, d.Handles),
+		planTools(d.Sessions, d.Execution),
 	)
 }
