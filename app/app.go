@@ -39,12 +39,12 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
-	Catalog  *catalog.Service
-	Remote   *remote.Service
 	// Vault is the shared Vaultclaw client (pooled connections).
 	Vault *vault.Client
 	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
 	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
 	// Handles are the durable approval handles; Execution runs execute-job,
 	// plans and approval waits.
 	Handles   *approval.Store

@@ -118,11 +118,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		PolicyHashTTL:   DefaultPolicyHashTTL,
 
 		VaultMaxResponseBytes: DefaultVaultMaxBytes,
-		HandleRetention:       DefaultHandleRetention,
 
 		RemoteMaxIndexBytes:  DefaultRemoteMaxIndexBytes,
 		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
+		HandleRetention:      DefaultHandleRetention,
 	}
 	if c.DBPath == "" {
 		dir, err := os.UserConfigDir()
@@ -156,30 +156,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.MaxBodyBytes = n
 	}
-	for _, lim := range []struct {
-		name string
-		dst  *int64
-	}{{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes}, {"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes}} {
-		if v := get(lim.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return c, fmt.Errorf("%s must be a positive integer, got %q", lim.name, v)
-			}
-			*lim.dst = n
-		}
-	}
-	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
-		}
-		c.RemoteTimeoutMS = n
-	}
-	for _, name := range strings.Split(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
-		}
-	}
 	if v := get("ACCORDS_MCP_POLICY_HASH_TTL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -207,6 +183,30 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got %q", v)
 		}
 		c.VaultMaxResponseBytes = n
+	}
+	for _, lim := range []struct {
+		name string
+		dst  *int64
+	}{{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes}, {"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes}} {
+		if v := get(lim.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s must be a positive integer, got %q", lim.name, v)
+			}
+			*lim.dst = n
+		}
+	}
+	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
+		}
+		c.RemoteTimeoutMS = n
+	}
+	for _, name := range strings.Split(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
+		}
 	}
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"strings"
@@ -150,7 +151,18 @@ func TestOversizeIndexRefused(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	})
-	for _, path := range []string{"/declared.json", "/chunked.json"} {
+	// Compressed on the wire, over the cap once decoded: the cap counts
+	// decoded bytes, so a small gzip body cannot smuggle a large index.
+	r.handle("/gzip.json", func(w http.ResponseWriter, req *http.Request) {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(big)
+		_ = zw.Close()
+		require.Less(t, buf.Len(), 1024)
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write(buf.Bytes())
+	})
+	for _, path := range []string{"/declared.json", "/chunked.json", "/gzip.json"} {
 		t.Run(path, func(t *testing.T) {
 			src := e.addSource(t, SourceInput{SourceID: "s", IndexURL: r.URL + path})
 			_, err := e.svc.List(t.Context(), "s", "")

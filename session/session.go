@@ -95,12 +95,9 @@ func Mask(token string) string {
 // are checked by hand: their percent-encoded socket path in the host part
 // (http+unix://%2Frun%2Fvc.sock) is not a valid URL host for net/url.
 func ValidateBaseURL(raw string) error {
-	// Socket URLs are not parsed as URLs: http+unix carries an escaped path
-	// (%2F) in the host position, which net/url rejects.
-	lower := strings.ToLower(raw)
 	for _, prefix := range []string{"unix://", "http+unix://"} {
-		if strings.HasPrefix(lower, prefix) {
-			if strings.TrimSpace(raw[len(prefix):]) == "" {
+		if strings.HasPrefix(strings.ToLower(raw), prefix) {
+			if strings.Trim(raw[len(prefix):], "/") == "" {
 				return apperr.Validation("base_url", "base_url must name the socket path, e.g. unix:///run/vaultclaw.sock")
 			}
 			return nil

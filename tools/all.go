@@ -15,12 +15,12 @@ import (
 type Deps struct {
 	Sessions *session.Service
 	// Audit lists receipts for vaultclaw_audit_receipts_list.
-	Audit   AuditLister
-	Catalog *catalog.Service
-	Remote  *remote.Service
+	Audit AuditLister
 	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
 	Vault      *vault.Client
 	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
 	// Execution runs execute-job, plans and waits; Handles are the durable
 	// approval handles.
 	Execution *execution.Service
