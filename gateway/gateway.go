@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -520,11 +519,4 @@ func (g *Gateway) serverFor(c *policy.Caller) *mcp.Server {
 	reg := g.visible.Filter(func(t tools.Tool) bool { return g.refusal(c, t) == nil })
 	s, _ := g.servers.LoadOrStore(key, g.builder.Build(reg))
 	return s.(*mcp.Server)
-}
-
-// knownTools lists every tool name, sorted (tests, docs).
-func (g *Gateway) knownTools() []string {
-	out := slices.Clone(g.known.Tools)
-	sort.Strings(out)
-	return out
 }
