@@ -168,3 +168,42 @@ func TestServeReadOnlyOverRealStdio(t *testing.T) {
 	require.Equal(t, 0, run(context.Background(), env, []string{"audit", "tail", "--json"}))
 	assert.Contains(t, out.String(), `"outcome":"MCP_PERMISSION_DENIED"`)
 }
+
+// Each kind of tampering on a log written by real calls through the app.
+func TestAuditVerifyNamesTamperingOnARealLog(t *testing.T) {
+	receipts := []byte("receipts")
+	cases := []struct {
+		name, want string
+		tamper     func(b *bolt.Bucket) error
+	}{
+		{"edit", "(altered at receipt 2)", func(b *bolt.Bucket) error {
+			v := append([]byte(nil), b.Get(store.U64(2))...)
+			return b.Put(store.U64(2), bytes.Replace(v, []byte(`"outcome":"ok"`), []byte(`"outcome":"MCP_X"`), 1))
+		}},
+		{"delete", "(removed at receipt 2)", func(b *bolt.Bucket) error { return b.Delete(store.U64(2)) }},
+		{"reorder", "(reordered at receipt 2)", func(b *bolt.Bucket) error {
+			v2 := append([]byte(nil), b.Get(store.U64(2))...)
+			v3 := append([]byte(nil), b.Get(store.U64(3))...)
+			if err := b.Put(store.U64(2), v3); err != nil {
+				return err
+			}
+			return b.Put(store.U64(3), v2)
+		}},
+		{"truncate", "(truncated at receipt 4)", func(b *bolt.Bucket) error { return b.Delete(store.U64(4)) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(t.TempDir(), "accords.db")}
+			seed(t, vars, 3)
+			db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
+			require.NoError(t, err)
+			require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+				return tc.tamper(tx.Bucket(store.BucketAudit).Bucket(receipts))
+			}))
+			require.NoError(t, db.Close())
+			env, out, _ := testEnv(vars, "")
+			require.Equal(t, 1, run(context.Background(), env, []string{"audit", "verify"}))
+			assert.Contains(t, out.String(), tc.want)
+		})
+	}
+}
