@@ -21,6 +21,7 @@ import (
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,8 +32,12 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
-	Registry *tools.Registry
-	Builder  *server.Builder
+	// Vault is the shared Vaultclaw client (pooled connections).
+	Vault *vault.Client
+	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
+	ModuleHash *vault.ModuleHash
+	Registry   *tools.Registry
+	Builder    *server.Builder
 	// Audit is the receipt log; Gateway applies policy, rate limits and
 	// audit to every server the app builds.
 	Audit   *audit.Log
@@ -71,6 +76,12 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger})
+	cacheDB := a.DB
+	if a.Config.PolicyHashTTL == 0 {
+		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
+	}
+	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
 	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
@@ -82,7 +93,7 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Audit: a.Audit})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Audit: a.Audit})
 	if err != nil {
 		a.Audit.Close()
 		return err
@@ -112,10 +123,14 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close flushes the audit log and releases the database.
+// Close flushes the audit log, drops idle Vaultclaw connections and releases
+// the database.
 func (a *App) Close() error {
 	if a.Audit != nil {
 		a.Audit.Close()
+	}
+	if a.Vault != nil {
+		a.Vault.Close()
 	}
 	return a.DB.Close()
 }

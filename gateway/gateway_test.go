@@ -300,8 +300,9 @@ func TestTenantIsolationBetweenAuthenticatedCallers(t *testing.T) {
 	for _, r := range recs {
 		assert.Equal(t, "globex", r.(map[string]any)["scope"])
 	}
-	// globex's capability set hides nothing it holds, but acme holds "*".
-	assert.Len(t, listNames(t, a), 4)
+	// acme-bot holds "*": every tool; globex-bot only its two capabilities.
+	assert.Len(t, listNames(t, a), len(h.gw.reg.Tools()))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status"}, listNames(t, b))
 }
 
 func TestPolicyReload(t *testing.T) {

@@ -4,11 +4,15 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/vault"
 )
 
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
+	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
+	Vault      *vault.Client
+	ModuleHash *vault.ModuleHash
 	// Audit lists receipts for vaultclaw_audit_receipts_list.
 	Audit AuditLister
 }
@@ -18,6 +22,7 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		vaultTools(d),
 		auditTools(d.Audit, time.Now),
 	)
 }
