@@ -99,6 +99,7 @@ func TestReadOnlyOnStdio(t *testing.T) {
 	assert.Contains(t, names, "vaultclaw_audit_receipts_list")
 	assert.NotContains(t, names, "vaultclaw_session_configure")
 	assert.NotContains(t, names, "vaultclaw_session_clear")
+	assertReadOnlyList(t, h, names)
 
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
 	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
@@ -119,6 +120,7 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 	names := listNames(t, cs)
 	assert.NotContains(t, names, "vaultclaw_session_configure")
 	assert.Contains(t, names, "vaultclaw_session_status")
+	assertReadOnlyList(t, h, names)
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
 	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
 	rs := h.receipts(audit.Filter{Tool: "vaultclaw_session_configure"})
@@ -431,4 +433,17 @@ func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
 	env := call(t, b1, "also_nope", nil)
 	require.Equal(t, apperr.CodeRateLimited, errCode(env))
 	assert.Equal(t, "unknown tools", env.Error.Details["tool"])
+}
+
+// assertReadOnlyList checks every registered tool, including other teams'
+// tools: listed exactly when it does not write.
+func assertReadOnlyList(t *testing.T, h *harness, names []string) {
+	t.Helper()
+	for _, tl := range h.gw.reg.Tools() {
+		if tl.Writes() {
+			assert.NotContains(t, names, tl.Name, "write tool listed in read-only mode")
+		} else {
+			assert.Contains(t, names, tl.Name, "read tool missing in read-only mode")
+		}
+	}
 }
