@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/audit"
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -36,6 +39,8 @@ type App struct {
 	Vault *vault.Client
 	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
 	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
 	Registry   *tools.Registry
 	Builder    *server.Builder
 	// Audit is the receipt log; Gateway applies policy, rate limits and
@@ -58,10 +63,40 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	}
 	a := &App{Config: cfg, Logger: logger, DB: db}
 	if err := a.init(); err != nil {
+		if a.Catalog != nil {
+			a.Catalog.Close()
+		}
 		db.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// openCatalog opens the cookbook catalog and its index (checked against the
+// catalog revision, rebuilt or caught up when needed) and seeds the
+// built-in cookbooks.
+func (a *App) openCatalog() error {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger})
+	if err != nil {
+		return fmt.Errorf("open cookbook catalog: %w", err)
+	}
+	a.Catalog = cat
+	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
+		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
+	}
+	bundles, err := builtin.Bundles()
+	if err != nil {
+		return fmt.Errorf("load built-in cookbooks: %w", err)
+	}
+	seed, err := cat.SeedBuiltins(ctx, bundles)
+	if err != nil {
+		return err
+	}
+	if !seed.Unchanged {
+		a.Logger.Info("built-in cookbooks seeded", "seeded", seed.Seeded, "updated", seed.Updated, "kept_user_versions", seed.Kept)
+	}
+	return nil
 }
 
 func (a *App) init() error {
@@ -70,6 +105,9 @@ func (a *App) init() error {
 		return fmt.Errorf("load secret key: %w", err)
 	}
 	a.Keys = keys
+	if err := a.openCatalog(); err != nil {
+		return err
+	}
 	a.Sessions = session.New(a.DB, keys, session.Defaults{
 		Token:      a.Config.VaultToken,
 		BaseURL:    a.Config.VaultBaseURL,
@@ -82,6 +120,12 @@ func (a *App) init() error {
 		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
 	}
 	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	a.Remote = remote.New(a.DB, remote.FromCatalog(a.Catalog), remote.Options{
+		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
+		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
+		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
+		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
+	})
 	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
@@ -93,7 +137,8 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Audit: a.Audit})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash,
+		Catalog: a.Catalog, Remote: a.Remote, Audit: a.Audit})
 	if err != nil {
 		a.Audit.Close()
 		return err
@@ -123,16 +168,26 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close flushes the audit log, drops idle Vaultclaw connections and releases
-// the database.
+// Close flushes the audit log, closes the catalog index, then the
+// database.
 func (a *App) Close() error {
+	var err error
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
 	if a.Vault != nil {
 		a.Vault.Close()
 	}
-	return a.DB.Close()
+	if a.Remote != nil {
+		a.Remote.Close()
+	}
+	if a.Catalog != nil {
+		err = a.Catalog.Close()
+	}
+	if derr := a.DB.Close(); err == nil {
+		err = derr
+	}
+	return err
 }
 
 // MCPServer builds the stdio server: every tool the read-only and toolsets

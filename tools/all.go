@@ -3,6 +3,8 @@ package tools
 import (
 	"time"
 
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -14,7 +16,9 @@ type Deps struct {
 	Vault      *vault.Client
 	ModuleHash *vault.ModuleHash
 	// Audit lists receipts for vaultclaw_audit_receipts_list.
-	Audit AuditLister
+	Audit   AuditLister
+	Catalog *catalog.Service
+	Remote  *remote.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -24,5 +28,7 @@ func All(d Deps) (*Registry, error) {
 		sessionTools(d.Sessions),
 		vaultTools(d),
 		auditTools(d.Audit, time.Now),
+		catalogTools(d.Catalog),
+		remoteTools(d.Remote),
 	)
 }
