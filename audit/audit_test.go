@@ -358,3 +358,16 @@ func TestAsyncReceiptIsCommittedWithoutFlush(t *testing.T) {
 		return err == nil && len(rs) == 3
 	}, 5*time.Second, 5*time.Millisecond)
 }
+
+func TestOddStringsStayVerifiable(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{})
+	require.NoError(t, err)
+	r := receipt(1, "ten<ant>&\u2028", time.Now())
+	r.Tool = "bad\xff\xfeutf8\x00\n\"quoted\""
+	require.NoError(t, l.AppendSync(r))
+	require.NoError(t, l.Close())
+	rep, err := Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+}

@@ -347,7 +347,7 @@ func (l *Log) write(batch []item) error {
 			if batch[i].barrier || batch[i].prune {
 				continue
 			}
-			r := batch[i].r
+			r := sanitize(batch[i].r)
 			seq, err := rb.NextSequence()
 			if err != nil {
 				return err
@@ -455,4 +455,15 @@ func olderThan(ts, cutoff string) bool {
 	}
 	c, _ := time.Parse(time.RFC3339Nano, cutoff)
 	return t.Before(c)
+}
+
+// sanitize makes every string valid UTF-8: JSON encoding would otherwise
+// replace invalid bytes on the way out and the stored bytes would no longer
+// be the canonical form of the decoded receipt.
+func sanitize(r Receipt) Receipt {
+	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Scope, &r.Tool,
+		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome} {
+		*f = strings.ToValidUTF8(*f, "\uFFFD")
+	}
+	return r
 }

@@ -69,7 +69,7 @@ func toolCall(t *testing.T, url, tool string, args map[string]any) map[string]an
 
 func runCmd(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
 	t.Helper()
-	env, out, errb := testEnv(vars, "")
+	env, out, errb := opsEnv(vars, "")
 	code := run(context.Background(), env, args)
 	return code, out.String(), errb.String()
 }
@@ -223,7 +223,7 @@ func TestServeHintsAtLegacyFolder(t *testing.T) {
 func TestBackupWithoutDaemonAndToStdout(t *testing.T) {
 	vars := opsVars(t)
 	initialize(t, vars)
-	env, out, errb := testEnv(vars, "")
+	env, out, errb := opsEnv(vars, "")
 	require.Equal(t, 0, run(context.Background(), env, []string{"backup"}), errb.String())
 	assert.Contains(t, errb.String(), "no daemon running")
 	p := filepath.Join(t.TempDir(), "from-stdout.db")

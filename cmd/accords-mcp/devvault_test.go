@@ -30,7 +30,7 @@ func (l *lockedBuf) Write(p []byte) (int, error) {
 }
 func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-func devVaultTestEnv(out, errOut *lockedBuf) *environment {
+func testEnv(out, errOut *lockedBuf) *environment {
 	return &environment{stdin: strings.NewReader(""), stdout: out, stderr: errOut, getenv: func(string) string { return "" }}
 }
 
@@ -46,7 +46,7 @@ func startDevVault(t *testing.T, args ...string) (*lockedBuf, func() int) {
 	out, errOut := &lockedBuf{}, &lockedBuf{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, devVaultTestEnv(out, errOut), append([]string{"dev-vault"}, args...)) }()
+	go func() { done <- run(ctx, testEnv(out, errOut), append([]string{"dev-vault"}, args...)) }()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "agent token: ") }, 5*time.Second, 10*time.Millisecond, errOut.String())
 	return out, func() int { cancel(); return <-done }
 }
@@ -73,14 +73,14 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	assert.Contains(t, out.String(), "POST /v0/connectors/execute-job -> 202")
 
 	aout, aerr := &lockedBuf{}, &lockedBuf{}
-	require.Equal(t, 0, run(ctx, devVaultTestEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr}))
+	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr}))
 	assert.Contains(t, aout.String(), pid)
 	aout = &lockedBuf{}
-	require.Equal(t, 0, run(ctx, devVaultTestEnv(aout, aerr), []string{"dev-vault", "approve", pid, "--addr", addr}), aerr.String())
+	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve", pid, "--addr", addr}), aerr.String())
 	assert.Equal(t, "approve: "+pid+" is now SUCCEEDED\n", aout.String())
-	assert.Equal(t, 1, run(ctx, devVaultTestEnv(aout, aerr), []string{"dev-vault", "deny", pid, "--addr", addr}))
+	assert.Equal(t, 1, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "deny", pid, "--addr", addr}))
 	assert.Contains(t, aerr.String(), "not WAITING")
-	assert.Equal(t, 2, run(ctx, devVaultTestEnv(aout, aerr), []string{"dev-vault", "approve"}))
+	assert.Equal(t, 2, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve"}))
 
 	resp, err = c.JobGet(ctx, s, jobID)
 	require.NoError(t, err)
@@ -106,9 +106,9 @@ func TestDevVaultUnixSocketAndDeny(t *testing.T) {
 	require.NoError(t, err)
 
 	aout, aerr := &lockedBuf{}, &lockedBuf{}
-	assert.Equal(t, 0, run(context.Background(), devVaultTestEnv(aout, aerr), []string{"dev-vault", "pending", "--socket", sock}))
+	assert.Equal(t, 0, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "pending", "--socket", sock}))
 	assert.Equal(t, "no approvals waiting\n", aout.String())
-	assert.Equal(t, 1, run(context.Background(), devVaultTestEnv(aout, aerr), []string{"dev-vault", "deny", "apj_missing", "--socket", sock}))
+	assert.Equal(t, 1, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "deny", "apj_missing", "--socket", sock}))
 	assert.Contains(t, aerr.String(), "not found")
 	assert.Equal(t, 0, stop())
 	_, statErr := os.Stat(sock)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -50,7 +52,7 @@ func initialize(t *testing.T, vars map[string]string) {
 
 func runDoctorCmd(t *testing.T, vars map[string]string) (int, string) {
 	t.Helper()
-	env, out, errb := testEnv(vars, "")
+	env, out, errb := opsEnv(vars, "")
 	code := run(context.Background(), env, []string{"doctor"})
 	return code, out.String() + errb.String()
 }
@@ -175,7 +177,7 @@ func TestDoctorReportsEachFault(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.check+"/"+tc.want, func(t *testing.T) {
 			vars := opsVars(t, "VC_AGENT_TOKEN="+simToken, "VC_BASE_URL="+sim.URL)
-			seed(t, vars, 2) // real tool calls, so the audit chain has receipts
+			seedCalls(t, vars, 2) // real tool calls, so the audit chain has receipts
 			configure(t, vars, sim.URL, simToken)
 			for _, kv := range tc.env {
 				k, v, _ := strings.Cut(kv, "=")
@@ -209,4 +211,33 @@ func globBak(t *testing.T, v map[string]string) []string {
 	m, err := filepath.Glob(v["ACCORDS_MCP_DB"] + ".pre-*.bak")
 	require.NoError(t, err)
 	return m
+}
+
+// opsEnv is a command environment reading vars, with captured output.
+func opsEnv(vars map[string]string, stdin string) (*environment, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return &environment{
+		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return vars[k] },
+	}, &out, &errb
+}
+
+// seedCalls makes n real tool calls through the app's MCP server (gateway
+// included), so the audit log holds genuine receipts.
+func seedCalls(t *testing.T, vars map[string]string, n int) {
+	t.Helper()
+	a := openApp(t, vars)
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := a.MCPServer().Connect(ctx, st, nil)
+	require.NoError(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	for range n {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vaultclaw_session_status"})
+		require.NoError(t, err)
+	}
+	cs.Close()
+	ss.Wait()
+	require.NoError(t, a.Close())
 }
