@@ -80,13 +80,15 @@ func header(w *bufio.Writer, name, help, typ string) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
 }
 
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
+// Built once: a Replacer builds its lookup table on first use.
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
 
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
-}
+func escapeHelp(s string) string { return helpEscaper.Replace(s) }
+
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
 func formatFloat(v float64) string {
 	switch {
@@ -254,17 +256,26 @@ func (h *HistogramVec) write(w *bufio.Writer) {
 	header(w, h.n, h.help, "histogram")
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	bounds := make([]string, len(h.bounds))
+	for i, b := range h.bounds {
+		bounds[i] = formatFloat(b)
+	}
 	for _, k := range sortedKeys(h.vals) {
 		s := h.vals[k]
-		lv := splitKey(k, len(h.labels))
-		var cum uint64
-		for i, b := range h.bounds {
-			cum += s.counts[i]
-			fmt.Fprintf(w, "%s_bucket%s %d\n", h.n, labelString(h.labels, lv, "le", formatFloat(b)), cum)
+		labels := labelString(h.labels, splitKey(k, len(h.labels)), "", "")
+		// The series labels are rendered once; le is spliced in per bucket.
+		prefix := "{"
+		if labels != "" {
+			prefix = labels[:len(labels)-1] + ","
 		}
-		fmt.Fprintf(w, "%s_bucket%s %d\n", h.n, labelString(h.labels, lv, "le", "+Inf"), s.count)
-		fmt.Fprintf(w, "%s_sum%s %s\n", h.n, labelString(h.labels, lv, "", ""), formatFloat(s.sum))
-		fmt.Fprintf(w, "%s_count%s %d\n", h.n, labelString(h.labels, lv, "", ""), s.count)
+		var cum uint64
+		for i, b := range bounds {
+			cum += s.counts[i]
+			w.WriteString(h.n + "_bucket" + prefix + `le="` + b + `"} ` + strconv.FormatUint(cum, 10) + "\n")
+		}
+		w.WriteString(h.n + "_bucket" + prefix + `le="+Inf"} ` + strconv.FormatUint(s.count, 10) + "\n")
+		w.WriteString(h.n + "_sum" + labels + " " + formatFloat(s.sum) + "\n")
+		w.WriteString(h.n + "_count" + labels + " " + strconv.FormatUint(s.count, 10) + "\n")
 	}
 }
 
