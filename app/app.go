@@ -257,7 +257,9 @@ func (a *App) HTTPHandler() http.Handler {
 		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
 		Logger:              a.sdkLogger(),
-		Extra:               map[string]http.Handler{"/metrics": a.Metrics.Registry.Handler()},
+		// /metrics is guarded like the MCP endpoint: open while the policy
+		// has no callers (loopback only), a caller's bearer token otherwise.
+		Extra: map[string]http.Handler{"/metrics": a.Gateway.Wrap(a.Metrics.Registry.Handler())},
 	})
 	return reqlog.HTTP(h, a.Logger)
 }

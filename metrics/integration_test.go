@@ -110,3 +110,31 @@ func TestRefusedCallsAreCounted(t *testing.T) {
 	assert.Equal(t, 2.0, a.Metrics.ToolCalls.Value("vaultclaw_session_status", "error"))
 	assert.Equal(t, 2.0, a.Metrics.ToolErrors.Value("vaultclaw_session_status", "MCP_RATE_LIMITED"))
 }
+
+// TestMetricsNeedACallerTokenOnceCallersExist: /metrics is guarded like the
+// MCP endpoint.
+func TestMetricsNeedACallerTokenOnceCallersExist(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	// token_sha256 of "secret" (docs/gateway.md).
+	require.NoError(t, os.WriteFile(policy, []byte(`[[callers]]
+id = "prometheus"
+token_sha256 = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
+tenant = "ops"
+capabilities = ["catalog_view"]
+`), 0o600))
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_POLICY_FILE="+policy))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(raw), "accords_mcp_build_info")
+}
