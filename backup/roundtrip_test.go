@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/backup"
 	"github.com/accordsai/accords-mcp/catalog"
@@ -142,6 +143,19 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	beforeSources := sourcesEnv["data"].(map[string]any)["sources"]
 	require.Len(t, beforeSources, 1)
 
+	// Pending approval handles in two scopes.
+	for _, h := range []struct{ scope, job string }{{"default", "job-1"}, {"tenant-a", "job-2"}} {
+		_, err := a.Handles.Save(h.scope, &approval.Handoff{Handle: approval.Handle{Kind: approval.KindJob, JobID: h.job}, ExpiresAtUnixMS: time.Now().Add(time.Hour).UnixMilli()}, "test")
+		require.NoError(t, err)
+	}
+	handlesEnv := callTool(t, srv.URL, "tenant-a", "vaultclaw_approval_handles_list", map[string]any{})
+	require.Equal(t, true, handlesEnv["ok"], handlesEnv)
+	beforeHandles := handlesEnv["data"]
+	raw, err = json.Marshal(beforeHandles)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "job-2", "the tenant's handle is listed")
+	require.NotContains(t, string(raw), "job-1", "another tenant's handle is not")
+
 	writeReceipts(t, a.Audit, 50)
 	require.NoError(t, a.Audit.Flush())
 	before := capture(t, a, scopes)
@@ -220,6 +234,11 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	assert.Equal(t, beforeSearch, searchAll(srv2.URL), "identical search results after restore")
 	sourcesEnv = callTool(t, srv2.URL, "", "vaultclaw_catalog_sources_list", map[string]any{})
 	assert.Equal(t, beforeSources, sourcesEnv["data"].(map[string]any)["sources"])
+	handlesEnv = callTool(t, srv2.URL, "tenant-a", "vaultclaw_approval_handles_list", map[string]any{})
+	assert.Equal(t, beforeHandles, handlesEnv["data"], "handles are still listed")
+	pending, err := b.Handles.CountPending()
+	require.NoError(t, err)
+	assert.Equal(t, 2, pending)
 	assert.Equal(t, before.Sessions, after.Sessions)
 	assert.True(t, after.Audit.OK, "audit verify passes after restore: %+v", after.Audit.Problem)
 	assert.Equal(t, info.Audit.Count, after.Audit.Count)
