@@ -186,7 +186,7 @@ func lockLive(path string, timeout time.Duration) (func(), error) {
 	}
 	u, err := lockExclusive(path, timeout)
 	if errors.Is(err, errLocked) {
-		return nil, fmt.Errorf("%s: %w; stop the daemon (it holds the database) and run restore again", path, store.ErrLocked)
+		return nil, fmt.Errorf("%s: %w; stop the daemon (or wait for the backup or doctor run using it) and run restore again", path, store.ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
