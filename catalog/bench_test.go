@@ -178,7 +178,7 @@ func benchCatalogOf(b *testing.B, n int) *benchCatalog {
 	for start := 0; start < n; start += perTx {
 		err := bc.db.Update(func(tx *bolt.Tx) error {
 			root := tx.Bucket(store.BucketCatalog)
-			w := &writeTx{tx: tx, root: root, touched: map[string]bool{}}
+			w := &writeTx{tx: tx, root: root, touched: map[string]bool{}, created: map[string]bool{}}
 			for i := start; i < start+perTx && i < n; i++ {
 				bd := benchBundle(r, fmt.Sprintf("cookbook-%05d", i))
 				canonical, hash, err := Prepare(bd)

@@ -492,12 +492,18 @@ type writeTx struct {
 	tx      *bolt.Tx
 	root    *bolt.Bucket
 	touched map[string]bool
+	// created holds cookbooks that had no version before this transaction:
+	// the index has no documents of theirs to find and delete.
+	created map[string]bool
 }
 
 // stored returns the stored bytes of id@version, or nil.
 func (w *writeTx) stored(id, version string) []byte { return w.root.Get(bundleKey(id, version)) }
 
 func (w *writeTx) put(b *Bundle, canonical []byte, hash string) error {
+	if !w.touched[b.CookbookID] && latestVersion(w.root, b.CookbookID) == "" {
+		w.created[b.CookbookID] = true
+	}
 	if err := w.root.Put(bundleKey(b.CookbookID, b.Version), canonical); err != nil {
 		return err
 	}
@@ -537,7 +543,7 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 		if err != nil {
 			return err
 		}
-		w := &writeTx{tx: tx, root: root, touched: map[string]bool{}}
+		w := &writeTx{tx: tx, root: root, touched: map[string]bool{}, created: map[string]bool{}}
 		if err := fn(w); err != nil {
 			return err
 		}
@@ -564,6 +570,9 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 		}
 		upd, err = docsFor(root, w.touched)
 		upd.Rev = newRev
+		for id := range w.created {
+			upd.Created = append(upd.Created, id)
+		}
 		return err
 	})
 	if err != nil {

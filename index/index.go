@@ -328,8 +328,11 @@ func (ix *Index) DocCount() (uint64, error) {
 // records rev, all in one bleve batch.
 type Update struct {
 	Cookbooks []string
-	Docs      []Doc
-	Rev       uint64
+	// Created lists cookbooks of Cookbooks that had no documents at the
+	// previous revision, so there is nothing to look up and delete.
+	Created []string
+	Docs    []Doc
+	Rev     uint64
 }
 
 // Apply applies u atomically.
@@ -344,7 +347,14 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 	for _, d := range u.Docs {
 		keep[d.ID()] = true
 	}
+	created := map[string]bool{}
+	for _, cb := range u.Created {
+		created[cb] = true
+	}
 	for _, cb := range u.Cookbooks {
+		if created[cb] {
+			continue
+		}
 		ids, err := ix.docIDs(ctx, cb)
 		if err != nil {
 			return err
