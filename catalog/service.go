@@ -50,10 +50,10 @@ const (
 const MaxChanges = 4096
 
 func refKey(pfx, id, version string) []byte { return []byte(pfx + id + "\x00" + version) }
-func bundleKey(id, version string) []byte { return refKey(pfxBundle, id, version) }
-func itemKey(id, version string) []byte   { return refKey(pfxItem, id, version) }
-func seedKey(id, version string) []byte   { return refKey(pfxSeed, id, version) }
-func changeKey(rev uint64) []byte         { return append([]byte(pfxChange), store.U64(rev)...) }
+func bundleKey(id, version string) []byte   { return refKey(pfxBundle, id, version) }
+func itemKey(id, version string) []byte     { return refKey(pfxItem, id, version) }
+func seedKey(id, version string) []byte     { return refKey(pfxSeed, id, version) }
+func changeKey(rev uint64) []byte           { return append([]byte(pfxChange), store.U64(rev)...) }
 
 // splitRefKey returns the id and version of a b/, i/ or s/ key.
 func splitRefKey(k []byte) (string, string) {
