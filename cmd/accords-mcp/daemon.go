@@ -65,6 +65,9 @@ func startDaemon(ctx context.Context, a *app.App, transport string, logger *slog
 // doctorInputs are the in-process database checks of a.
 func doctorInputs(a *app.App, scope string) doctor.Inputs {
 	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope}
+	if a.Vault != nil {
+		in.Probe = doctor.VaultProbe(a.Vault)
+	}
 	if a.Catalog != nil {
 		in.Index = func(context.Context) doctor.IndexState {
 			docs, irev, srev, err := a.Catalog.IndexStats()
