@@ -66,6 +66,3 @@ func routingTools(r *routing.Resolver) []Tool {
 		}),
 	}
 }
-
-
-
