@@ -1,13 +1,23 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/vault"
 )
 
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
+	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
+	Vault      *vault.Client
+	ModuleHash *vault.ModuleHash
+	// Execution runs execute-job, plans and waits; Handles are the durable
+	// approval handles.
+	Execution *execution.Service
+	Handles   *approval.Store
 	// Router resolves natural-language requests (vaultclaw_route_resolve).
 	Router *routing.Resolver
 }
@@ -17,6 +27,8 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		approvalTools(d.Sessions, d.Execution, d.Handles),
+		planTools(d.Sessions, d.Execution),
 		routingTools(d.Router),
 	)
 }
