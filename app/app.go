@@ -17,6 +17,7 @@ import (
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
@@ -42,6 +43,7 @@ type App struct {
 	Handles   *approval.Store
 	Execution *execution.Service
 	Router    *routing.Resolver
+	Passport  *passport.Service
 	Registry  *tools.Registry
 	Builder   *server.Builder
 }
@@ -95,7 +97,9 @@ func (a *App) init() error {
 	}
 	// The search fallback is attached once the catalog index is wired.
 	a.Router = routing.New(routes, nil)
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router})
+	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution,
+		Handles: a.Handles, Router: a.Router, Passport: a.Passport})
 	if err != nil {
 		return err
 	}

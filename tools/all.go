@@ -3,6 +3,7 @@ package tools
 import (
 	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
@@ -20,6 +21,8 @@ type Deps struct {
 	Handles   *approval.Store
 	// Router resolves natural-language requests (vaultclaw_route_resolve).
 	Router *routing.Resolver
+	// Passport runs vaultclaw_passport_email_workflow.
+	Passport *passport.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -30,5 +33,6 @@ func All(d Deps) (*Registry, error) {
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
 		routingTools(d.Router),
+		passportTools(d.Passport),
 	)
 }
