@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/keyring"
@@ -42,6 +44,7 @@ type App struct {
 	// plans and approval waits.
 	Handles   *approval.Store
 	Execution *execution.Service
+	Catalog   *catalog.Service
 	Router    *routing.Resolver
 	Passport  *passport.Service
 	Registry  *tools.Registry
@@ -62,10 +65,40 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	}
 	a := &App{Config: cfg, Logger: logger, DB: db}
 	if err := a.init(); err != nil {
+		if a.Catalog != nil {
+			a.Catalog.Close()
+		}
 		db.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// openCatalog opens the cookbook catalog and its index (checked against the
+// catalog revision, rebuilt or caught up when needed) and seeds the
+// built-in cookbooks.
+func (a *App) openCatalog() error {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger})
+	if err != nil {
+		return fmt.Errorf("open cookbook catalog: %w", err)
+	}
+	a.Catalog = cat
+	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
+		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
+	}
+	bundles, err := builtin.Bundles()
+	if err != nil {
+		return fmt.Errorf("load built-in cookbooks: %w", err)
+	}
+	seed, err := cat.SeedBuiltins(ctx, bundles)
+	if err != nil {
+		return err
+	}
+	if !seed.Unchanged {
+		a.Logger.Info("built-in cookbooks seeded", "seeded", seed.Seeded, "updated", seed.Updated, "kept_user_versions", seed.Kept)
+	}
+	return nil
 }
 
 func (a *App) init() error {
@@ -74,6 +107,9 @@ func (a *App) init() error {
 		return fmt.Errorf("load secret key: %w", err)
 	}
 	a.Keys = keys
+	if err := a.openCatalog(); err != nil {
+		return err
+	}
 	a.Sessions = session.New(a.DB, keys, session.Defaults{
 		Token:      a.Config.VaultToken,
 		BaseURL:    a.Config.VaultBaseURL,
@@ -95,11 +131,11 @@ func (a *App) init() error {
 	if err != nil {
 		return fmt.Errorf("load route registry: %w", err)
 	}
-	// The search fallback is attached once the catalog index is wired.
-	a.Router = routing.New(routes, nil)
+	// The search fallback reads the catalog's bleve index (latest versions).
+	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
 	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
 	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution,
-		Handles: a.Handles, Router: a.Router, Passport: a.Passport})
+		Handles: a.Handles, Catalog: a.Catalog, Router: a.Router, Passport: a.Passport})
 	if err != nil {
 		return err
 	}
@@ -113,12 +149,19 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close releases the database.
+// Close closes the Vault client, the catalog index, then the database.
 func (a *App) Close() error {
 	if a.Vault != nil {
 		a.Vault.Close()
 	}
-	return a.DB.Close()
+	var err error
+	if a.Catalog != nil {
+		err = a.Catalog.Close()
+	}
+	if derr := a.DB.Close(); err == nil {
+		err = derr
+	}
+	return err
 }
 
 // MCPServer builds a server exposing every registered tool.

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/routing"
@@ -23,6 +24,7 @@ type Deps struct {
 	Router *routing.Resolver
 	// Passport runs vaultclaw_passport_email_workflow.
 	Passport *passport.Service
+	Catalog  *catalog.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -34,5 +36,6 @@ func All(d Deps) (*Registry, error) {
 		planTools(d.Sessions, d.Execution),
 		routingTools(d.Router),
 		passportTools(d.Passport),
+		catalogTools(d.Catalog),
 	)
 }
