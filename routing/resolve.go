@@ -60,7 +60,7 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) Result {
 		facts = map[string]any{}
 	}
 	inputs := r.reg.extract(t)
-	if res, ok := r.passportIntent(t, inputs); ok {
+	if res, ok := r.passportIntent(t, inputs, facts); ok {
 		return res
 	}
 	best, top, tie := r.score(t)

@@ -122,6 +122,16 @@ func TestPassportIntentNegationAndMail(t *testing.T) {
 	assert.Equal(t, "Docs", res.Inputs["subject"])
 }
 
+func TestPassportIntentRecipientFromFacts(t *testing.T) {
+	const text = "send an email with a copy of my passport and include passport fields in the body"
+	res := resolve(t, text, map[string]any{"to": "a@b.com"})
+	assert.Equal(t, StatusExecutable, res.Status)
+	assert.Equal(t, "a@b.com", res.Inputs["recipient_email"])
+	assert.Equal(t, "filled recipient_email from context.facts.to", res.AutofilledInputs[0].Reason)
+	res = resolve(t, text, map[string]any{"recipient_email": []any{"a@b.com", "c@d.com"}})
+	assert.Equal(t, StatusAmbiguous, res.Status)
+}
+
 func TestExtractionFalsePositivesFixed(t *testing.T) {
 	reg := testReg(t)
 	in := reg.extract(newText("send a message regarding the thread conversation and put it away"))
