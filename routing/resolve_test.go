@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -233,12 +235,43 @@ func TestRegistryValidation(t *testing.T) {
 	}
 }
 
-func TestDefaultRegistryCoversCookbookEntries(t *testing.T) {
-	// Every template/recipe route names an entry of the google.workspace
-	// 1.3.0 bundle (the predecessor's cookbook, read from shared fixtures).
+func TestDefaultRegistryMatchesBuiltinCatalog(t *testing.T) {
+	// Every template/recipe route names an entry of the built-in cookbook
+	// the server seeds, with the same version, entry type and inputs: its
+	// required inputs are exactly the bindings that are required without a
+	// default, its optional inputs the other bindings.
+	bundles, err := builtin.Bundles()
+	require.NoError(t, err)
+	type key struct{ cookbook, version, entry string }
+	entries := map[key]catalog.Entry{}
+	for _, b := range bundles {
+		for _, e := range b.Entries {
+			entries[key{b.CookbookID, b.Version, e.EntryID}] = e
+		}
+	}
+	for _, rt := range testReg(t).Routes {
+		if rt.Strategy != StrategyTemplate && rt.Strategy != StrategyRecipe {
+			continue
+		}
+		e, ok := entries[key{rt.CookbookID, rt.Version, rt.EntryID}]
+		require.True(t, ok, "%s: %s@%s %s is not a built-in entry", rt.RouteID, rt.CookbookID, rt.Version, rt.EntryID)
+		assert.Equal(t, e.EntryType, rt.EntryType, rt.RouteID)
+		var req, opt []string
+		for _, b := range e.Bindings {
+			if b.IsRequired() && !b.HasDefault() {
+				req = append(req, b.InputKey)
+			} else {
+				opt = append(opt, b.InputKey)
+			}
+		}
+		assert.Equal(t, normList(req), rt.RequiredInputs, rt.RouteID)
+		assert.Equal(t, normList(opt), rt.OptionalInputs, rt.RouteID)
+	}
+}
+
+func TestRegistryEntriesExistInPredecessorCookbook(t *testing.T) {
 	raw := readFixture(t, "predecessor/cookbooks/google.workspace/1.3.0.json")
 	var bundle struct {
-		Version string `json:"version"`
 		Entries []struct {
 			EntryID   string `json:"entry_id"`
 			EntryType string `json:"entry_type"`
@@ -250,11 +283,9 @@ func TestDefaultRegistryCoversCookbookEntries(t *testing.T) {
 		types[e.EntryID] = e.EntryType
 	}
 	for _, rt := range testReg(t).Routes {
-		if rt.CookbookID != "google.workspace" {
-			continue
+		if rt.CookbookID == "google.workspace" {
+			assert.Equal(t, types[rt.EntryID], rt.EntryType, rt.RouteID)
 		}
-		assert.Equal(t, bundle.Version, rt.Version, rt.RouteID)
-		assert.Equal(t, types[rt.EntryID], rt.EntryType, rt.RouteID)
 	}
 }
 
