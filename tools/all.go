@@ -32,6 +32,7 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
+		vaultTools(d),
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
 		routingTools(d.Router),

@@ -226,14 +226,24 @@ func (r result) code() string {
 
 func decodeResult(t *testing.T, res *mcp.CallToolResult) result {
 	t.Helper()
-	raw, err := json.Marshal(res.StructuredContent)
+	out, err := decodeResultErr(res)
 	require.NoError(t, err)
+	return out
+}
+
+// decodeResultErr decodes without a *testing.T (for goroutines).
+func decodeResultErr(res *mcp.CallToolResult) (result, error) {
 	var out result
-	require.NoError(t, json.Unmarshal(raw, &out.Env))
-	require.NoError(t, json.Unmarshal(raw, &out.Raw))
+	raw, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(raw, &out.Env)
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &out.Raw)
+	}
 	out.Content = res.Content
 	out.IsError = res.IsError
-	return out
+	return out, err
 }
 
 func (e *testEnv) call(name string, args any) result {

@@ -18,7 +18,7 @@ import (
 
 // Admin (control) endpoints, all under /_sim/:
 //
-//	GET    /_sim/health
+//	GET    /_sim/health              ANY    /_sim/echo (a demo upstream)
 //	GET    /_sim/requests            DELETE /_sim/requests
 //	POST   /_sim/faults  {Fault}     DELETE /_sim/faults
 //	GET    /_sim/approvals           GET    /_sim/approvals/{id}
@@ -31,6 +31,21 @@ import (
 //	PUT    /_sim/connectors/{id}/policy-hash {policy_hash}
 //	GET    /_sim/mailbox             GET    /_sim/kyc/{subject}
 func (s *Sim) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	switch strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/") {
+	case "health":
+		writeJSON(w, 200, map[string]any{"ok": true, "service": "vaultsim"})
+		return
+	case "echo":
+		// A demo upstream for generic.http: it reflects the request, so an
+		// attached secret shows up (redacted in the simulator's output).
+		raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		h := map[string]any{}
+		for k, v := range r.Header {
+			h[k] = strings.Join(v, ", ")
+		}
+		writeJSON(w, 200, map[string]any{"method": r.Method, "path": r.URL.Path, "query": r.URL.RawQuery, "headers": h, "body": string(raw)})
+		return
+	}
 	if s.opts.AdminToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(AdminTokenHeader)), []byte(s.opts.AdminToken)) != 1 {
 		writeJSON(w, 401, errf(401, "UNAUTHENTICATED", "admin token required in %s", AdminTokenHeader).body())
 		return
@@ -49,8 +64,6 @@ func (s *Sim) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	bad := func(status int, code, msg string) { writeJSON(w, status, errf(status, code, "%s", msg).body()) }
 	m := r.Method
 	switch {
-	case parts[0] == "health":
-		ok(map[string]any{"ok": true, "service": "vaultsim"})
 	case parts[0] == "requests" && m == "GET":
 		var list []any
 		for _, q := range s.Requests() {
@@ -248,8 +261,12 @@ func Serve(sim *Sim, ln net.Listener) *Server {
 }
 
 func serve(sim *Sim, ln net.Listener, base, sock string) *Server {
+	var h http.Handler = sim
+	if sim.opts.Middleware != nil {
+		h = sim.opts.Middleware(sim)
+	}
 	s := &Server{Sim: sim, URL: base, Socket: sock, ln: ln, done: make(chan struct{}),
-		srv: &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}}
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(s.done)
 		_ = s.srv.Serve(ln)

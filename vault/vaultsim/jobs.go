@@ -137,6 +137,9 @@ func (s *Sim) newPendingLocked(c *call, j *job, runID, kind string) *pending {
 		CreatedSeq: s.nextSeq(), CreatedAt: now, ExpiresAt: now.Add(s.opts.ApprovalTTL)}
 	p.AttestationURL = "http://" + c.host + AdminPrefix + "approvals/" + p.ID
 	s.pendings[p.ID] = p
+	if s.opts.OnPending != nil {
+		s.notify = append(s.notify, p.view())
+	}
 	j.Pending = p
 	j.Status = StatePending
 	j.ErrCode = CodeDecisionRequired
@@ -371,9 +374,16 @@ func (s *Sim) handlePending(c *call) (int, any, *apiError) {
 
 // PendingApproval is the Go view of a pending approval.
 type PendingApproval struct {
-	PendingID, ChallengeID, JobID, RunID, Kind string
-	ConnectorID, Verb, State, LastErrorCode    string
-	ExpiresAt                                  time.Time
+	PendingID     string    `json:"pending_id"`
+	ChallengeID   string    `json:"challenge_id"`
+	JobID         string    `json:"job_id"`
+	RunID         string    `json:"run_id,omitempty"`
+	Kind          string    `json:"kind"`
+	ConnectorID   string    `json:"connector_id"`
+	Verb          string    `json:"verb"`
+	State         string    `json:"state"`
+	LastErrorCode string    `json:"last_error_code,omitempty"`
+	ExpiresAt     time.Time `json:"expires_at"`
 }
 
 // PendingApprovals lists approvals, newest first.
@@ -383,13 +393,17 @@ func (s *Sim) PendingApprovals() []PendingApproval {
 	s.expireLocked()
 	var out []PendingApproval
 	for _, p := range s.pendings {
-		out = append(out, PendingApproval{PendingID: p.ID, ChallengeID: p.ChallengeID, JobID: p.JobID, RunID: p.RunID, Kind: p.Kind,
-			ConnectorID: p.ConnectorID, Verb: p.Verb, State: p.State, LastErrorCode: p.LastErrorCode, ExpiresAt: p.ExpiresAt})
+		out = append(out, p.view())
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return s.pendings[out[i].PendingID].CreatedSeq > s.pendings[out[j].PendingID].CreatedSeq
 	})
 	return out
+}
+
+func (p *pending) view() PendingApproval {
+	return PendingApproval{PendingID: p.ID, ChallengeID: p.ChallengeID, JobID: p.JobID, RunID: p.RunID, Kind: p.Kind,
+		ConnectorID: p.ConnectorID, Verb: p.Verb, State: p.State, LastErrorCode: p.LastErrorCode, ExpiresAt: p.ExpiresAt}
 }
 
 // ErrNotWaiting is returned when deciding an approval that is not waiting.

@@ -74,19 +74,29 @@ type Options struct {
 	IncludePendingIDInJob bool
 	// HTTPClient performs generic.http requests (a 10 s client if nil).
 	HTTPClient *http.Client
-	// NoSeed starts without the default passport document.
+	// NoSeed starts without the default passport document and demo secret.
 	NoSeed bool
+	// OnPending is told about each new pending approval (after the request
+	// that created it is answered); dev-vault prints them.
+	OnPending func(PendingApproval)
+	// Middleware wraps the handler the Start* servers use (dev-vault logs
+	// calls with it). A wrapping ResponseWriter must implement
+	// http.Hijacker for the reset fault.
+	Middleware func(http.Handler) http.Handler
 }
 
 // Request is one logged Vault API call (admin calls are not logged).
 type Request struct {
-	Seq      int
-	Time     time.Time
-	Method   string
-	Path     string
-	RawQuery string
-	Query    url.Values
-	Header   http.Header
+	Seq    int
+	Time   time.Time
+	Method string
+	Path   string
+	// EscapedPath is the path as sent (ids path-escaped).
+	EscapedPath string
+	Host        string
+	RawQuery    string
+	Query       url.Values
+	Header      http.Header
 	// Body is the decoded JSON object (nil when absent or not an object).
 	Body    map[string]any
 	RawBody []byte
@@ -105,9 +115,11 @@ type Fault struct {
 	Latency time.Duration `json:"-"`
 	// LatencyMS is Latency for the admin endpoint.
 	LatencyMS int `json:"latency_ms,omitempty"`
-	// Status and Body replace the reply (Body defaults to an error object).
+	// Status and Body replace the reply (Body defaults to an error object
+	// unless EmptyBody is set).
 	Status      int    `json:"status,omitempty"`
 	Body        string `json:"body,omitempty"`
+	EmptyBody   bool   `json:"empty_body,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	// Reset drops the connection without a reply.
 	Reset bool `json:"reset,omitempty"`
@@ -137,6 +149,7 @@ type Sim struct {
 	kyc        map[string]map[string]any // subject → slot → value
 	mailbox    *mailbox
 	idem       map[string]idemEntry
+	notify     []PendingApproval
 }
 
 type idemEntry struct {
@@ -396,7 +409,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.expireLocked()
-	entry := Request{Seq: len(s.log) + 1, Time: s.now(), Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery,
+	entry := Request{Seq: len(s.log) + 1, Time: s.now(), Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Host: r.Host, RawQuery: r.URL.RawQuery,
 		Query: r.URL.Query(), Header: r.Header.Clone(), Body: body, RawBody: raw}
 	idx := len(s.log)
 	s.log = append(s.log, entry)
@@ -426,7 +439,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case fault.Status != 0:
 			ct, b := fault.ContentType, fault.Body
-			if b == "" {
+			if b == "" && !fault.EmptyBody {
 				ct = "application/json"
 				b = fmt.Sprintf(`{"error":{"code":"INJECTED_FAULT","message":"injected fault (status %d)"}}`, fault.Status)
 			}
@@ -441,6 +454,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	status, out := s.dispatch(r, raw, body)
+	defer s.flushNotify()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
 	w.WriteHeader(status)
@@ -504,6 +518,18 @@ func (s *Sim) dispatch(r *http.Request, raw []byte, body map[string]any) (int, [
 		s.mu.Unlock()
 	}
 	return st, b
+}
+
+func (s *Sim) flushNotify() {
+	s.mu.Lock()
+	list := s.notify
+	s.notify = nil
+	s.mu.Unlock()
+	if s.opts.OnPending != nil {
+		for _, p := range list {
+			s.opts.OnPending(p)
+		}
+	}
 }
 
 func shortHash(s string) string {
