@@ -51,6 +51,9 @@ var AllScopes = []string{
 	ScopeSlotsRead, ScopeSlotsWrite, ScopeProfilesRead, ScopeProfilesWrite,
 }
 
+// maxLogEntries bounds the request log.
+const maxLogEntries = 20000
+
 // AdminPrefix is where the simulator's control endpoints live.
 const AdminPrefix = "/_sim/"
 
@@ -133,6 +136,7 @@ type Sim struct {
 
 	mu         sync.Mutex
 	seq        int64
+	reqSeq     int
 	log        []Request
 	faults     []*Fault
 	tokens     map[string]map[string]bool
@@ -409,17 +413,24 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.expireLocked()
-	entry := Request{Seq: len(s.log) + 1, Time: s.now(), Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Host: r.Host, RawQuery: r.URL.RawQuery,
+	s.reqSeq++
+	if len(s.log) >= maxLogEntries {
+		// A long-running dev-vault keeps the most recent calls only.
+		s.log = append([]Request(nil), s.log[len(s.log)-maxLogEntries/2:]...)
+	}
+	entry := Request{Seq: s.reqSeq, Time: s.now(), Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Host: r.Host, RawQuery: r.URL.RawQuery,
 		Query: r.URL.Query(), Header: r.Header.Clone(), Body: body, RawBody: raw}
-	idx := len(s.log)
 	s.log = append(s.log, entry)
 	fault := s.takeFaultLocked(r.Method, r.URL.Path)
 	s.mu.Unlock()
 
 	setStatus := func(st int, f string) {
 		s.mu.Lock()
-		if idx < len(s.log) && s.log[idx].Seq == entry.Seq {
-			s.log[idx].Status, s.log[idx].Fault = st, f
+		for i := len(s.log) - 1; i >= 0; i-- {
+			if s.log[i].Seq == entry.Seq {
+				s.log[i].Status, s.log[i].Fault = st, f
+				break
+			}
 		}
 		s.mu.Unlock()
 	}
