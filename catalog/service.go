@@ -335,7 +335,7 @@ func bundleDocs(b *Bundle, latest bool) []index.Doc {
 			CookbookID: b.CookbookID, Version: b.Version, VersionSort: vs, Latest: latest,
 			EntryID: e.EntryID, EntryType: e.EntryType, Title: e.Title, Description: e.Description,
 			ConnectorID: e.IndexConnector(), Verb: e.Verb, Tags: e.Tags,
-			CookbookTitle: b.Title, CookbookTags: b.Tags,
+			CookbookTitle: b.Title,
 		})
 	}
 	return docs

@@ -53,8 +53,6 @@ type Doc struct {
 	Verb          string
 	Tags          []string
 	CookbookTitle string
-	// CookbookTags are searchable as words, not usable as a tag filter.
-	CookbookTags []string
 }
 
 // ID is the document id; ids and versions cannot contain '@' or '/'.
@@ -110,7 +108,7 @@ func toBleve(d Doc) bleveDoc {
 	// Ids, verbs and tags are also indexed as words ("google.gmail.labels.list"
 	// → "google gmail labels list") so a plain-language query finds them.
 	var kw []string
-	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, append(d.Tags, d.CookbookTags...)...) {
+	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, d.Tags...) {
 		kw = append(kw, splitWords(s))
 	}
 	return bleveDoc{
