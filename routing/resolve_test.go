@@ -228,6 +228,8 @@ func TestRegistryValidation(t *testing.T) {
 		"auto needs fact": {base(`[{"route_id":"r","domain":"d","strategy":"RECIPE","cookbook_id":"c","entry_id":"e","entry_type":"x","keywords":["a"],"required_inputs":["to"],"enrichment_policies":[{"input_key":"to","resolution_mode":"AUTO_RETRY_WITH_FACTS"}]}]`), "needs fact_key"},
 		"bad condition":   {base(`[{"route_id":"r","domain":"d","strategy":"RECIPE","cookbook_id":"c","entry_id":"e","entry_type":"x","keywords":["a"],"required_inputs":["to"],"enrichment_policies":[{"input_key":"to","resolution_mode":"ASK_USER","condition":"sunny"}]}]`), "unknown condition"},
 		"no routes":       {base(`[]`), "routes must be non-empty"},
+		"alias collision": {`{"type":"vaultclaw.routing.registry.v1","version":"1","inputs":{"to":{"type":"string_array"}},"document_type_aliases":{"Passport":"identity.passport","passport ":"identity.other"},"routes":[` + ok + `]}`, "normalize to the same alias"},
+		"input type":      {`{"type":"vaultclaw.routing.registry.v1","version":"1","inputs":{"to":{"type":"list"}},"routes":[` + ok + `]}`, "unknown type"},
 	} {
 		_, err := Load([]byte(c.raw))
 		require.Error(t, err, name)
