@@ -177,6 +177,28 @@ var (
 	reSaying = regexp.MustCompile(`(?i)\b(?:saying|that\s+says|to\s+say|telling\s+(?:him|her|them)(?:\s+that)?)\s+["']?([^"\n]+)`)
 )
 
+// topicTail words never end a topic: "about the invoice to bob@x.com" is
+// about "the invoice".
+var topicTail = map[string]bool{"to": true, "for": true, "and": true, "with": true, "at": true, "on": true, "in": true,
+	"by": true, "from": true, "of": true, "cc": true, "via": true}
+
+// topicPhrase is the subject implied by "about/regarding/re <topic>": up to
+// 11 words, stopping at a clause break or an e-mail address, cut to 70
+// bytes.
+func topicPhrase(raw string) string {
+	words := strings.Fields(firstGroup(reTopic, raw))
+	for i, w := range words {
+		if strings.Contains(w, "@") {
+			words = words[:i]
+			break
+		}
+	}
+	for len(words) > 0 && topicTail[strings.ToLower(words[len(words)-1])] {
+		words = words[:len(words)-1]
+	}
+	return cutBytes(strings.Trim(strings.Join(words, " "), " .,:;!?\"'"), 70)
+}
+
 func (t *text) semanticBody() bool {
 	for _, m := range semanticMarkers {
 		if t.hasPhrase(m) {
@@ -258,9 +280,8 @@ func (r *Resolver) composeAutofill(t *text, cs composeState, inputs, facts map[s
 		switch {
 		case factString(facts, "email_subject") != "":
 			set("subject", factString(facts, "email_subject"), SourceFacts, "composed subject from normal-loop facts", "email_subject")
-		case firstGroup(reTopic, t.raw) != "":
-			topic := cutBytes(strings.Trim(firstGroup(reTopic, t.raw), " .,:;!?\"'"), 70)
-			set("subject", topic, SourceHeuristic, "inferred subject from natural-language topic phrase", "")
+		case topicPhrase(t.raw) != "":
+			set("subject", topicPhrase(t.raw), SourceHeuristic, "inferred subject from natural-language topic phrase", "")
 		case hasValue(inputs["document_attachments"]) && !cs.subjectNeedsExt:
 			name := "Requested document"
 			if d := displayName(attType); d != "" {

@@ -134,6 +134,13 @@ func TestPassportIntentRecipientFromFacts(t *testing.T) {
 	assert.Equal(t, StatusAmbiguous, res.Status)
 }
 
+func TestTopicPhraseStopsAtRecipient(t *testing.T) {
+	res := resolve(t, "send a message regarding the invoice to bob@x.com", nil)
+	assert.Equal(t, "the invoice", res.Inputs["subject"])
+	assert.Equal(t, "Following up regarding the invoice.", res.Inputs["text_plain"])
+	assert.Equal(t, "q3 plans", topicPhrase("email about q3 plans for a@b.co"))
+}
+
 func TestExtractionFalsePositivesFixed(t *testing.T) {
 	reg := testReg(t)
 	in := reg.extract(newText("send a message regarding the thread conversation and put it away"))
