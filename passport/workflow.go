@@ -62,6 +62,9 @@ const (
 	StatusRunning = "RUNNING"
 )
 
+// MaxRequestBytes bounds request_text (the same bound as the resolver's).
+const MaxRequestBytes = 16 << 10
+
 var styles = map[string]bool{"": true, "formal": true, "casual": true, "concise": true, "detailed": true}
 
 type request struct {
@@ -75,6 +78,9 @@ func (r request) resumeArgs() map[string]any {
 
 // Run executes the workflow for scope.
 func (s *Service) Run(ctx context.Context, scope string, in Input) (Result, error) {
+	if len(in.RequestText) > MaxRequestBytes {
+		return Result{}, apperr.Validation("request_text", "request_text is longer than %d bytes", MaxRequestBytes)
+	}
 	req := request{recipient: strings.TrimSpace(in.RecipientEmail)}
 	if req.recipient == "" {
 		req.recipient = reEmailAnywhere.FindString(in.RequestText)

@@ -33,6 +33,10 @@ func New(reg *Registry, search Searcher) *Resolver {
 // Registry returns the resolver's registry.
 func (r *Resolver) Registry() *Registry { return r.reg }
 
+// MaxRequestBytes bounds the request text: a request is a sentence or two,
+// and extraction cost grows with the text.
+const MaxRequestBytes = 16 << 10
+
 const (
 	reasonEmpty       = "request_text is empty"
 	hintEmpty         = "Provide a natural-language Vault request after /vault."
@@ -53,6 +57,13 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) Result {
 		res.Status, res.Confidence = StatusNotEligible, ConfidenceLow
 		res.Reasons = []string{reasonEmpty}
 		res.FallbackHint = hintEmpty
+		return res
+	}
+	if len(t.raw) > MaxRequestBytes {
+		res := newResult()
+		res.Status, res.Confidence = StatusNotEligible, ConfidenceLow
+		res.Reasons = []string{fmt.Sprintf("request_text is longer than %d bytes", MaxRequestBytes)}
+		res.FallbackHint = "Shorten the request to the action, recipients and the few details it needs."
 		return res
 	}
 	facts := req.Facts

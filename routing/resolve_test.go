@@ -134,6 +134,12 @@ func TestPassportIntentRecipientFromFacts(t *testing.T) {
 	assert.Equal(t, StatusAmbiguous, res.Status)
 }
 
+func TestOversizedRequest(t *testing.T) {
+	res := resolve(t, strings.Repeat("send email to a@b.com ", 1000), nil)
+	assert.Equal(t, StatusNotEligible, res.Status)
+	assert.Contains(t, res.Reasons[0], "longer than")
+}
+
 func TestTopicPhraseStopsAtRecipient(t *testing.T) {
 	res := resolve(t, "send a message regarding the invoice to bob@x.com", nil)
 	assert.Equal(t, "the invoice", res.Inputs["subject"])
