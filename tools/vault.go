@@ -28,7 +28,7 @@ type executeRequestIn struct {
 
 type docSuggestIn struct {
 	Query string `json:"query" jsonschema:"what the document is, in words (e.g. passport)"`
-	TopK  int    `json:"top_k,omitempty" jsonschema:"number of suggestions; default 5"`
+	TopK  int    `json:"top_k,omitempty" jsonschema:"number of suggestions; default 5 (also for 0 or less)"`
 }
 
 type docLatestIn struct {
@@ -222,9 +222,7 @@ func vaultTools(d Deps) []Tool {
 			Name: "vaultclaw_document_types_suggest", Title: "Suggest document types",
 			Description: "Suggest Vaultclaw document types (type_id, score, reasons) for a description such as \"passport\".",
 			Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote,
-		}, func(s *jsonschema.Schema) {
-			Range(s, "top_k", 0, 50)
-		}, func(ctx context.Context, c *Call, in docSuggestIn) (Result, error) {
+		}, nil, func(ctx context.Context, c *Call, in docSuggestIn) (Result, error) {
 			q, err := required("query", in.Query)
 			if err != nil {
 				return Result{}, err

@@ -105,6 +105,13 @@ func (h *harness) call(name string, args map[string]any) envl {
 	return e
 }
 
+// with returns the harness bound to a subtest's t.
+func (h *harness) with(t *testing.T) *harness {
+	c := *h
+	c.t = t
+	return &c
+}
+
 func (h *harness) configure(token string, timeoutMS int) {
 	h.t.Helper()
 	args := map[string]any{"base_url": h.sim.URL, "token": token}
@@ -385,24 +392,28 @@ func TestHTTPBridgeTenants(t *testing.T) {
 // N1 (every code of §3.2), N2, N3.
 func TestNormalizationThroughTools(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
+
 	codes := vault.MappedVaultCodes()
 	codes["NOT_FOUND"] = apperr.CodeInternal
 	codes["CONFLICT"] = apperr.CodeInternal
 	codes["DOCUMENT_SLOT_UNRESOLVED"] = apperr.CodeInternal
 	for vcode, want := range codes {
-		body, _ := json.Marshal(m("error", m("code", vcode, "message", "m", "details", m("k", "v"))))
-		h.sim.InjectFault(vaultsim.Fault{Method: "GET", Path: "/v0/connectors/x", Status: 409, Body: string(body), ContentType: "application/json"})
-		e := h.call("vaultclaw_connector_get", m("connector_id", "x"))
-		require.False(t, e.OK)
-		assert.Equal(t, want, e.Error.Code, vcode)
-		assert.Equal(t, apperr.CategoryOf(want), e.Error.Category, vcode)
-		assert.Equal(t, vcode, e.Error.VaultCode)
-		assert.False(t, e.Error.Retryable, vcode)
-		assert.Equal(t, m("code", vcode, "message", "m", "details", m("k", "v")), e.Error.Details["vault_error"])
-		assert.EqualValues(t, 409, e.Meta["vault_http_status"])
-		assert.Equal(t, vcode, e.Meta["vault_code"])
-		assert.Equal(t, e.Error.Details["request_id"], e.Meta["request_id"])
-		assert.Equal(t, "m", e.Error.Message)
+		t.Run(vcode, func(t *testing.T) {
+			h := h.with(t)
+			body, _ := json.Marshal(m("error", m("code", vcode, "message", "m", "details", m("k", "v"))))
+			h.sim.InjectFault(vaultsim.Fault{Method: "GET", Path: "/v0/connectors/x", Status: 409, Body: string(body), ContentType: "application/json"})
+			e := h.call("vaultclaw_connector_get", m("connector_id", "x"))
+			require.False(t, e.OK)
+			assert.Equal(t, want, e.Error.Code, vcode)
+			assert.Equal(t, apperr.CategoryOf(want), e.Error.Category, vcode)
+			assert.Equal(t, vcode, e.Error.VaultCode)
+			assert.False(t, e.Error.Retryable, vcode)
+			assert.Equal(t, m("code", vcode, "message", "m", "details", m("k", "v")), e.Error.Details["vault_error"])
+			assert.EqualValues(t, 409, e.Meta["vault_http_status"])
+			assert.Equal(t, vcode, e.Meta["vault_code"])
+			assert.Equal(t, e.Error.Details["request_id"], e.Meta["request_id"])
+			assert.Equal(t, "m", e.Error.Message)
+		})
 	}
 	// N2
 	h.sim.InjectFault(vaultsim.Fault{Path: "/v0/connectors/x", Status: 404, EmptyBody: true})
@@ -635,6 +646,10 @@ func TestDocumentTools(t *testing.T) {
 	require.Len(t, s, 1)
 	assert.Equal(t, m("query", "passport", "top_k", 5.0), s[0].Body)
 	assert.Empty(t, s[0].Header.Get("Idempotency-Key"))
+	require.True(t, h.call("vaultclaw_document_types_suggest", m("query", "passport", "top_k", -3)).OK)
+	assert.Equal(t, m("query", "passport", "top_k", 5.0), h.calls("POST", "/v0/docs/types/suggest")[1].Body)
+	require.True(t, h.call("vaultclaw_document_types_suggest", m("query", "passport", "top_k", 2.9)).OK)
+	assert.Equal(t, m("query", "passport", "top_k", 2.0), h.calls("POST", "/v0/docs/types/suggest")[2].Body)
 	first := data(e)["suggestions"].([]any)[0].(map[string]any)
 	assert.Equal(t, "identity.passport", first["type_id"])
 	assert.EqualValues(t, 80, first["score"])

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,6 +47,9 @@ func runDevVault(ctx context.Context, env *environment, args []string) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -86,6 +90,9 @@ func runDevVault(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "dev-vault:", err)
 		return 1
 	}
+	if *adminToken == "" && *socket == "" && !loopback(srv.Addr()) {
+		fmt.Fprintln(env.stderr, "dev-vault: warning: listening beyond loopback without --admin-token; anyone who can reach it can approve requests and read the request log")
+	}
 	if *noApprovals {
 		srv.SetApprovalRules()
 	}
@@ -105,6 +112,11 @@ func runDevVault(ctx context.Context, env *environment, args []string) int {
 	_ = srv.Shutdown(shutdownCtx)
 	printf("dev-vault stopped\n")
 	return 0
+}
+
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 func targetFlags(addr, socket string) string {

@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// Verb is one connector verb.
-type Verb struct {
+// verbDef is one connector verb.
+type verbDef struct {
 	Name        string
 	Description string
 	// Bounded verbs need the connector's module hash on execute requests.
@@ -24,19 +24,19 @@ type Verb struct {
 	Slots []string
 }
 
-// Connector is one connector with its policy.
-type Connector struct {
+// connectorDef is one connector with its policy.
+type connectorDef struct {
 	ID          string
 	DisplayName string
 	Version     string
-	Verbs       map[string]*Verb
+	Verbs       map[string]*verbDef
 	// aliases map accepted alternative verb names to canonical ones.
 	aliases    map[string]string
 	policyHash string
 }
 
 // verb resolves a verb name (case-sensitive, aliases allowed).
-func (c *Connector) verb(name string) (*Verb, bool) {
+func (c *connectorDef) verb(name string) (*verbDef, bool) {
 	if v, ok := c.Verbs[name]; ok {
 		return v, true
 	}
@@ -46,7 +46,7 @@ func (c *Connector) verb(name string) (*Verb, bool) {
 	return nil, false
 }
 
-func (c *Connector) policy() map[string]any {
+func (c *connectorDef) policy() map[string]any {
 	verbs := map[string]any{}
 	for name, v := range c.Verbs {
 		verbs[name] = map[string]any{
@@ -66,13 +66,13 @@ func (c *Connector) policy() map[string]any {
 
 // computePolicyHash derives a stable hash from the policy document, so a
 // policy change changes the hash as it does in Vaultclaw.
-func (c *Connector) computePolicyHash() string {
+func (c *connectorDef) computePolicyHash() string {
 	raw, _ := json.Marshal(map[string]any{"id": c.ID, "policy": c.policy()})
 	sum := sha256.Sum256(raw)
 	return "ph_" + strings.ReplaceAll(c.ID, ".", "_") + "_" + hex.EncodeToString(sum[:8])
 }
 
-func (c *Connector) summary() map[string]any {
+func (c *connectorDef) summary() map[string]any {
 	names := make([]string, 0, len(c.Verbs))
 	for n := range c.Verbs {
 		names = append(names, n)
@@ -81,7 +81,7 @@ func (c *Connector) summary() map[string]any {
 	return map[string]any{"id": c.ID, "connector_id": c.ID, "display_name": c.DisplayName, "policy_version": c.Version, "policy_hash": c.policyHash, "verbs": names}
 }
 
-func (c *Connector) detail() map[string]any {
+func (c *connectorDef) detail() map[string]any {
 	out := c.summary()
 	out["policy"] = c.policy()
 	return out
@@ -107,13 +107,13 @@ func withDeprecated(s schema) schema {
 	return s
 }
 
-func defaultConnectors() map[string]*Connector {
+func defaultConnectors() map[string]*connectorDef {
 	secretAttachment := obj(map[string]any{
 		"slot": nonEmpty(), "mode": enum("read", "write"), "target": schema{"type": "string", "format": "uri"},
 		"intent": str(), "expected_secret_types": strArray(), "required": boolean(),
 		"header": str(), "scheme": str(),
 	}, "slot", "mode", "target")
-	generic := &Connector{ID: "generic.http", DisplayName: "Generic HTTP", Version: "1", Verbs: map[string]*Verb{
+	generic := &connectorDef{ID: "generic.http", DisplayName: "Generic HTTP", Version: "1", Verbs: map[string]*verbDef{
 		"generic.http.request.v1": {
 			Name: "generic.http.request.v1", Description: "Perform an HTTP request, attaching secrets through an unbounded profile.",
 			Mutating: true,
@@ -144,7 +144,7 @@ func defaultConnectors() map[string]*Connector {
 		return obj(p, "message_id")
 	}
 	labelsChange := map[string]any{"add_label_ids": strArray(), "remove_label_ids": strArray()}
-	google := &Connector{ID: "google", DisplayName: "Google Workspace (Gmail)", Version: "1", Verbs: map[string]*Verb{
+	google := &connectorDef{ID: "google", DisplayName: "Google Workspace (Gmail)", Version: "1", Verbs: map[string]*verbDef{
 		"google.gmail.send.v1":              {Description: "Send an e-mail.", Bounded: true, Mutating: true, Input: email, Slots: []string{"oauth"}},
 		"google.gmail.drafts.create":        {Description: "Create a draft.", Bounded: true, Mutating: true, Input: draft, Slots: []string{"oauth"}},
 		"google.gmail.drafts.send":          {Description: "Send an existing draft.", Bounded: true, Mutating: true, Input: obj(map[string]any{"user_id": str(), "draft_id": nonEmpty()}, "draft_id"), Slots: []string{"oauth"}},
@@ -173,14 +173,14 @@ func defaultConnectors() map[string]*Connector {
 		"google.gmail.thread.modify":           "google.gmail.thread.modify.v1",
 	}}
 	kycSlots := schema{"type": "array", "items": nonEmpty()}
-	identity := &Connector{ID: "identity", DisplayName: "Identity documents and KYC profile", Version: "1", Verbs: map[string]*Verb{
+	identity := &connectorDef{ID: "identity", DisplayName: "Identity documents and KYC profile", Version: "1", Verbs: map[string]*verbDef{
 		"identity.extraction.run.v1": {Description: "Extract fields from a stored identity document into the KYC profile.", Mutating: true,
 			Input: obj(map[string]any{"subject_ref": str(), "profile_kind": enum("KYC"), "provider": str(), "mode": enum("ANALYZE_AND_SAVE", "ANALYZE_ONLY"), "document_id": nonEmpty(), "slots": kycSlots, "extracted_fields": schema{"type": "object"}}, "document_id")},
 		"identity.profile.read.v1": {Description: "Read KYC profile slots.",
 			Input: obj(map[string]any{"subject_ref": str(), "profile_kind": enum("KYC"), "slots": kycSlots}, "slots")},
 	}}
-	out := map[string]*Connector{}
-	for _, c := range []*Connector{generic, google, identity} {
+	out := map[string]*connectorDef{}
+	for _, c := range []*connectorDef{generic, google, identity} {
 		for name, v := range c.Verbs {
 			v.Name = name
 		}

@@ -19,8 +19,8 @@ var executeEnvelope = schema{"type": "object", "properties": map[string]any{
 
 // checked is a validated execute request.
 type checked struct {
-	conn    *Connector
-	verb    *Verb
+	conn    *connectorDef
+	verb    *verbDef
 	payload map[string]any
 	ast     map[string]any
 }
@@ -411,6 +411,9 @@ func (s *Sim) runIdentity(verb string, p map[string]any) (map[string]any, *apiEr
 		}
 		if doc == nil {
 			return nil, errf(404, "NOT_FOUND", "document %s not found", docID).with("document_id", docID)
+		}
+		if doc.FailExtraction != "" {
+			return nil, errf(422, doc.FailExtraction, "extraction of document %s failed", docID).with("document_id", docID)
 		}
 		values := map[string]any{}
 		for k, v := range doc.Fields {

@@ -52,8 +52,11 @@ type Document struct {
 	Filename    string
 	ContentType string
 	Fields      map[string]string
-	CreatedAt   time.Time
-	seq         int64
+	// FailExtraction, when set, makes identity extraction of this document
+	// fail with that Vault error code (an unreadable scan).
+	FailExtraction string
+	CreatedAt      time.Time
+	seq            int64
 }
 
 func defaultDocTypes() []DocType {

@@ -140,7 +140,7 @@ type Sim struct {
 	log        []Request
 	faults     []*Fault
 	tokens     map[string]map[string]bool
-	connectors map[string]*Connector
+	connectors map[string]*connectorDef
 	rules      []ApprovalRule
 	jobs       map[string]*job
 	runs       map[string]*run

@@ -568,3 +568,133 @@ func TestUnixSocketAndAdminEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "SUCCEEDED", obj(resp)["job"].(map[string]any)["status"])
 }
+
+func TestGmailVerbsAndIdentityDirect(t *testing.T) {
+	e := start(t, vaultsim.Options{})
+	e.srv.SetApprovalRules()
+	hash := e.srv.PolicyHash("google")
+	run := func(verb string, payload map[string]any) map[string]any {
+		t.Helper()
+		req := map[string]any{"connector_id": "google", "verb": verb, "module_hash": hash, "request": payload}
+		if strings.Contains(verb, "messages.list") {
+			req["query_ast_v1"] = map[string]any{"bool": map[string]any{"op": "and", "args": []any{
+				map[string]any{"pred": map[string]any{"field": "label", "op": "eq", "value": "INBOX"}},
+				map[string]any{"pred": map[string]any{"field": "is_unread", "op": "eq", "value": true}},
+			}}}
+		}
+		resp, err := e.c.Execute(e.ctx, e.s, req)
+		require.NoError(t, err, verb)
+		return obj(resp)["result"].(map[string]any)
+	}
+	list := run("google.gmail.messages.list.v1", map[string]any{})
+	msgs := list["messages"].([]any)
+	require.Len(t, msgs, 2)
+	id := msgs[0].(map[string]any)["id"].(string)
+	full := run("google.gmail.messages.get", map[string]any{"message_id": id, "format": "full"})["message"].(map[string]any)
+	assert.NotEmpty(t, full["text_plain"])
+	meta := run("google.gmail.messages.get", map[string]any{"message_id": id, "format": "metadata"})["message"].(map[string]any)
+	assert.NotContains(t, meta, "text_plain")
+	assert.NotEmpty(t, run("google.gmail.messages.get_content", map[string]any{"message_id": id})["text_plain"])
+	assert.Contains(t, run("google.gmail.messages.trash", map[string]any{"message_id": id})["label_ids"], "TRASH")
+	assert.Len(t, run("google.gmail.messages.list", map[string]any{})["messages"], 1, "trashed messages leave the inbox")
+	assert.NotContains(t, run("google.gmail.messages.untrash", map[string]any{"message_id": id})["label_ids"], "TRASH")
+	mod := run("google.gmail.messages.modify", map[string]any{"message_id": id, "remove_label_ids": []any{"UNREAD"}, "add_label_ids": []any{"Label_TRIAGED"}})
+	assert.Contains(t, mod["label_ids"], "Label_TRIAGED")
+	assert.NotContains(t, mod["label_ids"], "UNREAD")
+	assert.NotEmpty(t, run("google.gmail.labels.list", map[string]any{"user_id": "me"})["labels"])
+	draft := run("google.gmail.drafts.create", map[string]any{"to": []any{"x@example.com"}, "subject": "d"})
+	sent := run("google.gmail.drafts.send.v1", map[string]any{"draft_id": draft["draft_id"]})
+	assert.Equal(t, "SENT", sent["status"])
+	_, err := e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": hash, "request": map[string]any{"draft_id": draft["draft_id"]}})
+	assert.Equal(t, 404, vault.ErrorStatus(err), "a sent draft is gone")
+	_, err = e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.messages.get", "module_hash": hash, "request": map[string]any{"message_id": "msg_nope"}})
+	assert.Equal(t, "NOT_FOUND", vault.ErrorVaultCode(err))
+
+	// Identity verbs need no module hash.
+	resp, err := e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "identity", "verb": "identity.profile.read.v1", "request": map[string]any{"slots": []any{"given_name"}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{}, obj(resp)["result"].(map[string]any)["values"])
+	resp, err = e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "identity", "verb": "identity.extraction.run.v1",
+		"request": map[string]any{"document_id": "doc_passport_self", "slots": []any{"given_name"}, "extracted_fields": map[string]any{"given_name": "Augusta"}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"given_name": "Augusta"}, obj(resp)["result"].(map[string]any)["values"])
+	assert.Equal(t, "Augusta", e.srv.KYC("self")["given_name"])
+}
+
+func TestPlanFailuresAndRules(t *testing.T) {
+	e := start(t, vaultsim.Options{})
+	// A binding source that does not exist at run time fails the run.
+	plan := statusPlan()
+	resp, err := e.c.PlanExecute(e.ctx, e.s, map[string]any{"plan": plan, "plan_input": map[string]any{}}, "")
+	require.NoError(t, err)
+	run := obj(resp)["run"].(map[string]any)
+	assert.Equal(t, "FAILED", run["state"])
+	assert.Equal(t, "PLAN_BINDING_SOURCE_MISSING", run["last_error_code"])
+	assert.Equal(t, "FAILED", obj(resp)["job"].(map[string]any)["status"])
+
+	// A step failing Vault's schema fails the run with the step error.
+	resp, err = e.c.PlanExecute(e.ctx, e.s, map[string]any{"plan": plan, "plan_input": map[string]any{"email": map[string]any{"to": "scalar@example.com"}}}, "")
+	require.NoError(t, err)
+	run = obj(resp)["run"].(map[string]any)
+	assert.Equal(t, "INVALID_ARGUMENT", run["last_error_code"])
+	steps := run["steps"].([]any)
+	assert.Equal(t, "FAILED", steps[0].(map[string]any)["status"])
+
+	// A deny rule denies the run at that step.
+	e.srv.SetApprovalRule(vaultsim.ApprovalRule{Verb: "google.gmail.drafts.send", Action: vaultsim.ActionDeny})
+	resp, err = e.c.PlanExecute(e.ctx, e.s, map[string]any{"plan": plan, "plan_input": map[string]any{"email": map[string]any{"to": []any{"a@example.com"}}}}, "")
+	require.NoError(t, err)
+	run = obj(resp)["run"].(map[string]any)
+	assert.Equal(t, "DENIED", run["state"])
+	assert.Equal(t, "CONNECTOR_APPROVAL_RULE_DENIED", run["last_error_code"])
+
+	// Deny a plan approval: the run and the job are DENIED with PLAN_APPROVAL_DENIED.
+	e.srv.SetApprovalRules(vaultsim.DefaultApprovalRules()...)
+	resp, err = e.c.PlanExecute(e.ctx, e.s, map[string]any{"plan": plan, "plan_input": map[string]any{"email": map[string]any{"to": []any{"a@example.com"}}}}, "")
+	require.NoError(t, err)
+	runID := obj(resp)["run_id"].(string)
+	require.NoError(t, e.srv.Deny(e.srv.PendingApprovals()[0].PendingID))
+	resp, err = e.c.PlanRunGet(e.ctx, e.s, runID)
+	require.NoError(t, err)
+	body := obj(resp)
+	assert.Equal(t, "DENIED", body["run"].(map[string]any)["state"])
+	assert.Equal(t, "PLAN_APPROVAL_DENIED", body["run"].(map[string]any)["last_error_code"])
+	assert.Equal(t, "PLAN_APPROVAL_DENIED", body["job"].(map[string]any)["error"].(map[string]any)["code"])
+	resp, _ = e.c.PendingApprovals(e.ctx, e.s, url.Values{"states": {"DENIED"}})
+	assert.Len(t, obj(resp)["items"].([]any), 1)
+	_, err = e.c.PendingApprovals(e.ctx, e.s, url.Values{"states": {"BOGUS"}})
+	assert.Equal(t, apperr.CodeValidation, apperr.As(err).Code)
+
+	// Wrong method on a known path, unknown path.
+	_, err = e.c.Do(e.ctx, e.s, vault.Request{Method: "GET", Path: "/v0/connectors/execute-job"})
+	assert.Equal(t, 404, vault.ErrorStatus(err), "GET of a connector named execute-job")
+	_, err = e.c.Do(e.ctx, e.s, vault.Request{Method: "DELETE", Path: "/v0/jobs/x"})
+	assert.Equal(t, 405, vault.ErrorStatus(err))
+	_, err = e.c.Do(e.ctx, e.s, vault.Request{Method: "GET", Path: "/v0/nothing"})
+	assert.Equal(t, "NOT_FOUND", vault.ErrorVaultCode(err))
+}
+
+func TestPassportExtractionFailures(t *testing.T) {
+	e := start(t, vaultsim.Options{NoSeed: true})
+	plan := passportPlan()
+	slots := plan["_slots"]
+	delete(plan, "_slots")
+	e.srv.SetApprovalRules()
+	runWith := func(docID string) map[string]any {
+		input := map[string]any{"passport": map[string]any{"document_id": docID, "slots": slots},
+			"email": map[string]any{"to": []any{"a@example.com"}, "subject": "P", "document_attachments": []any{}}}
+		resp, err := e.c.PlanExecute(e.ctx, e.s, map[string]any{"plan": plan, "plan_input": input}, "")
+		require.NoError(t, err)
+		return obj(resp)["run"].(map[string]any)
+	}
+	bad := e.srv.AddDocument(vaultsim.Document{TypeID: "identity.passport", FailExtraction: "EXTRACTION_FAILED"})
+	r := runWith(bad)
+	assert.Equal(t, "FAILED", r["state"])
+	assert.Equal(t, "EXTRACTION_FAILED", r["last_error_code"])
+
+	partial := e.srv.AddDocument(vaultsim.Document{TypeID: "identity.passport", Fields: map[string]string{"given_name": "Ada"}})
+	r = runWith(partial)
+	assert.Equal(t, "FAILED", r["state"])
+	assert.Equal(t, "PLAN_BINDING_SOURCE_MISSING", r["last_error_code"])
+	assert.Empty(t, e.srv.SentMessages())
+}
