@@ -142,7 +142,7 @@ func TestExtractionFailedUnreadableScan(t *testing.T) {
 	_, err := e.svc.Run(context.Background(), "s", Input{RequestText: ask})
 	assert.Equal(t, apperr.CodePassportExtractionFailed, code(t, err))
 	assert.Equal(t, "EXTRACTION_UNREADABLE", apperr.As(err).VaultCode)
-
+	assert.Empty(t, e.sim.RequestsTo("POST", "/v0/connectors/plans/execute"))
 }
 
 // CONFLICT from extraction means "already extracted": the fields are read
