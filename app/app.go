@@ -19,7 +19,9 @@ import (
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/remote"
+	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -45,6 +47,8 @@ type App struct {
 	// plans and approval waits.
 	Handles   *approval.Store
 	Execution *execution.Service
+	Router    *routing.Resolver
+	Passport  *passport.Service
 	Registry  *tools.Registry
 	Builder   *server.Builder
 }
@@ -131,6 +135,13 @@ func (a *App) init() error {
 		a.Logger.Warn("pruning approval handles failed", "error", err)
 	}
 	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	routes, err := routing.Default()
+	if err != nil {
+		return fmt.Errorf("load route registry: %w", err)
+	}
+	// The search fallback reads the catalog's bleve index (latest versions).
+	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
+	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
 	reg, err := tools.All(tools.Deps{
 		Sessions:   a.Sessions,
 		Vault:      a.Vault,
@@ -139,6 +150,8 @@ func (a *App) init() error {
 		Remote:     a.Remote,
 		Execution:  a.Execution,
 		Handles:    a.Handles,
+		Router:     a.Router,
+		Passport:   a.Passport,
 	})
 	if err != nil {
 		return err
@@ -153,12 +166,12 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close closes the catalog index, then the database.
+// Close closes the Vault client, the catalog index, then the database.
 func (a *App) Close() error {
-	var err error
 	if a.Vault != nil {
 		a.Vault.Close()
 	}
+	var err error
 	if a.Remote != nil {
 		a.Remote.Close()
 	}

@@ -4,7 +4,9 @@ import (
 	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/remote"
+	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -21,6 +23,10 @@ type Deps struct {
 	// approval handles.
 	Execution *execution.Service
 	Handles   *approval.Store
+	// Router resolves natural-language requests (vaultclaw_route_resolve).
+	Router *routing.Resolver
+	// Passport runs vaultclaw_passport_email_workflow.
+	Passport *passport.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -33,5 +39,7 @@ func All(d Deps) (*Registry, error) {
 		remoteTools(d.Remote),
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
+		routingTools(d.Router),
+		passportTools(d.Passport),
 	)
 }
