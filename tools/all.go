@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"time"
+
 	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/execution"
@@ -27,6 +29,8 @@ type Deps struct {
 	Router *routing.Resolver
 	// Passport runs vaultclaw_passport_email_workflow.
 	Passport *passport.Service
+	// Audit lists receipts for vaultclaw_audit_receipts_list.
+	Audit AuditLister
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -35,6 +39,7 @@ func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
 		vaultTools(d),
+		auditTools(d.Audit, time.Now),
 		catalogTools(d.Catalog),
 		remoteTools(d.Remote),
 		approvalTools(d.Sessions, d.Execution, d.Handles),
