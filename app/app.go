@@ -22,8 +22,10 @@ import (
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/metrics"
+	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/reqlog"
+	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -49,6 +51,8 @@ type App struct {
 	// plans and approval waits.
 	Handles   *approval.Store
 	Execution *execution.Service
+	Router    *routing.Resolver
+	Passport  *passport.Service
 	Registry  *tools.Registry
 	Builder   *server.Builder
 	// Audit is the receipt log; Gateway applies policy, rate limits and
@@ -125,23 +129,30 @@ func (a *App) init() error {
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
 	a.Metrics = metrics.New()
-	a.Remote = remote.New(a.DB, remote.FromCatalog(a.Catalog), remote.Options{
-		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
-		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
-		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
-		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
-	})
 	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger, Observe: a.Metrics.ObserveVaultRequest})
 	cacheDB := a.DB
 	if a.Config.PolicyHashTTL == 0 {
 		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
 	}
 	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	a.Remote = remote.New(a.DB, remote.FromCatalog(a.Catalog), remote.Options{
+		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
+		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
+		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
+		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
+	})
 	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
 	if _, err := a.Handles.Prune(); err != nil {
 		a.Logger.Warn("pruning approval handles failed", "error", err)
 	}
 	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	routes, err := routing.Default()
+	if err != nil {
+		return fmt.Errorf("load route registry: %w", err)
+	}
+	// The search fallback reads the catalog's bleve index (latest versions).
+	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
+	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
 	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
@@ -153,8 +164,18 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Audit: a.Audit, Catalog: a.Catalog, Remote: a.Remote,
-		Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles})
+	reg, err := tools.All(tools.Deps{
+		Sessions:   a.Sessions,
+		Vault:      a.Vault,
+		ModuleHash: a.ModuleHash,
+		Catalog:    a.Catalog,
+		Remote:     a.Remote,
+		Execution:  a.Execution,
+		Handles:    a.Handles,
+		Router:     a.Router,
+		Passport:   a.Passport,
+		Audit:      a.Audit,
+	})
 	if err != nil {
 		a.Audit.Close()
 		return err
@@ -195,6 +216,11 @@ func (a *App) init() error {
 	return nil
 }
 
+const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
+	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +
+	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
+	"a person must decide: call vaultclaw_approval_wait with the returned handle."
+
 // sdkLogger is the logger handed to the go-sdk: it logs every Streamable
 // HTTP request at INFO, so it is held at WARN unless the level is debug.
 func (a *App) sdkLogger() *slog.Logger {
@@ -203,11 +229,6 @@ func (a *App) sdkLogger() *slog.Logger {
 	}
 	return slog.New(reqlog.MinLevel(a.Logger.Handler(), slog.LevelWarn))
 }
-
-const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
-	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +
-	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
-	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
 // Close flushes the audit log, closes the Vault and remote clients and the
 // catalog index, then the database.
