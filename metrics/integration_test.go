@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/internal/testenv"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
@@ -138,3 +141,44 @@ capabilities = ["catalog_view"]
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(raw), "accords_mcp_build_info")
 }
+
+// TestLogsAreQuietAndCorrelated: at INFO the go-sdk's per-request lines are
+// gone, and each tool call logs one JSON line carrying the request id.
+func TestLogsAreQuietAndCorrelated(t *testing.T) {
+	for _, level := range []string{"info", "debug"} {
+		t.Run(level, func(t *testing.T) {
+			var logs syncBuffer
+			lv := slog.LevelInfo
+			if level == "debug" {
+				lv = slog.LevelDebug
+			}
+			cfg := testenv.Config(t, "ACCORDS_MCP_LOG_LEVEL="+level)
+			a, err := app.Open(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: lv})))
+			require.NoError(t, err)
+			defer a.Close()
+			srv := httptest.NewServer(a.HTTPHandler())
+			defer srv.Close()
+			call(t, srv.URL, "vaultclaw_session_status", map[string]any{})
+			out := logs.String()
+			assert.Contains(t, out, `"msg":"tool call","request_id":"req-from-client-1","tool":"vaultclaw_session_status"`)
+			if level == "info" {
+				assert.NotContains(t, out, "server session connected")
+			} else {
+				assert.Contains(t, out, `"msg":"http request"`)
+				assert.Contains(t, out, "server session connected", "debug shows the SDK's own logs")
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
