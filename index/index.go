@@ -281,7 +281,7 @@ func (ix *Index) Rev() (uint64, error) {
 
 // FlushTimeout bounds how long Close waits for in-memory batches to reach
 // disk.
-const FlushTimeout = 5 * time.Second
+const FlushTimeout = 60 * time.Second
 
 // Close waits for pending batches to be persisted, then closes the index.
 // Live updates are applied without waiting for disk (scorch unsafe_batch)
@@ -416,7 +416,7 @@ type Source struct {
 }
 
 // BatchSize is the number of documents per bleve batch during a rebuild.
-const BatchSize = 2000
+const BatchSize = 1000
 
 // Build writes a fresh index of src at path: it builds into a sibling
 // temporary folder and swaps it in only when complete, so an interrupted
@@ -433,7 +433,10 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 			os.RemoveAll(d)
 		}
 	}
-	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, nil)
+	// Batches are introduced without waiting for each to reach disk (the
+	// persister overlaps with analysis); Close below waits for all of them,
+	// and the folder is only swapped in after that.
+	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, map[string]interface{}{"unsafe_batch": true})
 	if err != nil {
 		return fmt.Errorf("create index: %w", err)
 	}
@@ -478,7 +481,8 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 		cleanup()
 		return fmt.Errorf("build index: %w", err)
 	}
-	if err := bi.Close(); err != nil {
+	built := &Index{path: tmp, bi: bi}
+	if err := built.Close(); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("close new index: %w", err)
 	}
