@@ -13,14 +13,22 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/passport"
+	"github.com/accordsai/accords-mcp/remote"
+	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,9 +39,24 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
-	Catalog  *catalog.Service
-	Registry *tools.Registry
-	Builder  *server.Builder
+	// Vault is the shared Vaultclaw client (pooled connections).
+	Vault *vault.Client
+	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
+	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
+	// Handles are the durable approval handles; Execution runs execute-job,
+	// plans and approval waits.
+	Handles   *approval.Store
+	Execution *execution.Service
+	Router    *routing.Resolver
+	Passport  *passport.Service
+	Registry  *tools.Registry
+	Builder   *server.Builder
+	// Audit is the receipt log; Gateway applies policy, rate limits and
+	// audit to every server the app builds.
+	Audit   *audit.Log
+	Gateway *gateway.Gateway
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -101,12 +124,74 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Catalog: a.Catalog})
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger})
+	cacheDB := a.DB
+	if a.Config.PolicyHashTTL == 0 {
+		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
+	}
+	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	a.Remote = remote.New(a.DB, remote.FromCatalog(a.Catalog), remote.Options{
+		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
+		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
+		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
+		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
+	})
+	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.Handles.Prune(); err != nil {
+		a.Logger.Warn("pruning approval handles failed", "error", err)
+	}
+	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	routes, err := routing.Default()
 	if err != nil {
+		return fmt.Errorf("load route registry: %w", err)
+	}
+	// The search fallback reads the catalog's bleve index (latest versions).
+	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
+	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
+	retention, err := audit.ParseRetention(a.Config.AuditRetention)
+	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
+	}
+	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
+	if err != nil {
+		return err
+	}
+	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
+		return err
+	}
+	reg, err := tools.All(tools.Deps{
+		Sessions:   a.Sessions,
+		Vault:      a.Vault,
+		ModuleHash: a.ModuleHash,
+		Catalog:    a.Catalog,
+		Remote:     a.Remote,
+		Execution:  a.Execution,
+		Handles:    a.Handles,
+		Router:     a.Router,
+		Passport:   a.Passport,
+		Audit:      a.Audit,
+	})
+	if err != nil {
+		a.Audit.Close()
 		return err
 	}
 	a.Registry = reg
 	a.Builder = &server.Builder{Logger: a.Logger, Instructions: instructions}
+	a.Gateway, err = gateway.New(gateway.Options{
+		Registry:       reg,
+		Builder:        a.Builder,
+		PolicyFile:     a.Config.PolicyFile,
+		ReadOnly:       a.Config.ReadOnly,
+		Toolsets:       a.Config.Toolsets,
+		Audit:          a.Audit,
+		Hasher:         hasher,
+		OnAuditFailure: a.Config.AuditOnFailure,
+		Logger:         a.Logger,
+	})
+	if err != nil {
+		a.Audit.Close()
+		return err
+	}
 	return nil
 }
 
@@ -115,9 +200,19 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close closes the catalog index, then the database.
+// Close flushes the audit log, closes the catalog index, then the
+// database.
 func (a *App) Close() error {
 	var err error
+	if a.Audit != nil {
+		a.Audit.Close()
+	}
+	if a.Vault != nil {
+		a.Vault.Close()
+	}
+	if a.Remote != nil {
+		a.Remote.Close()
+	}
 	if a.Catalog != nil {
 		err = a.Catalog.Close()
 	}
@@ -127,8 +222,12 @@ func (a *App) Close() error {
 	return err
 }
 
-// MCPServer builds a server exposing every registered tool.
-func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }
+// MCPServer builds the stdio server: every tool the read-only and toolsets
+// settings leave, behind the gateway (capabilities, rate limits, receipts).
+func (a *App) MCPServer() *mcp.Server { return a.Gateway.StdioServer() }
+
+// Reload re-reads the policy file (the serve command calls it on SIGHUP).
+func (a *App) Reload() error { return a.Gateway.Reload() }
 
 // ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -141,12 +240,12 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
-	srv := a.MCPServer()
 	return server.NewHTTPHandler(server.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
-		GetServer:           func(*http.Request) *mcp.Server { return srv },
+		GetServer:           a.Gateway.GetServer,
+		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
 		Logger:              a.Logger,
 	})
@@ -155,6 +254,9 @@ func (a *App) HTTPHandler() http.Handler {
 // ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
 // lets in-flight requests finish within config.ShutdownGrace.
 func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
+	if err := a.Gateway.CheckListen(addr); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

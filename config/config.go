@@ -26,12 +26,24 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits; SIGHUP reloads it (docs/gateway.md)"},
+	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
+	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
+	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
+	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
+	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
+	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
+	{"ACCORDS_MCP_REMOTE_TIMEOUT_MS", "20000", "time limit of one remote catalog request, body included"},
+	{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "(any name outside ACCORDS_MCP_*, VC_*)", "comma-separated environment variables a BEARER_ENV catalog source may name as its token"},
 	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (logs go to stderr)"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
 	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session"},
 	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session"},
 	{"VC_UNIX_SOCKET", "(none)", "Unix socket for all Vaultclaw traffic unless the base URL is unix:// or http+unix://"},
 	{"VAULT_UNIX_SOCKET", "(none)", "fallback for VC_UNIX_SOCKET"},
+	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
+	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
+	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 }
 
 // Config is the resolved configuration.
@@ -46,19 +58,45 @@ type Config struct {
 
 	LogLevel string
 
+	PolicyFile           string
+	ReadOnly             bool
+	Toolsets             []string
+	AuditRetention       string
+	AuditOnFailure       string
+	RemoteMaxIndexBytes  int64
+	RemoteMaxBundleBytes int64
+	RemoteTimeoutMS      int
+	RemoteTokenEnvAllow  []string
+
 	VaultToken      string
 	VaultBaseURL    string
 	VaultTimeoutMS  int
 	VaultUnixSocket string
+
+	// PolicyHashTTL is the policy-hash cache lifetime; 0 disables caching.
+	PolicyHashTTL         time.Duration
+	VaultMaxResponseBytes int64
+	// HandleRetention is how long terminal approval handles are kept.
+	HandleRetention time.Duration
 }
 
 // Default timeouts and limits.
 const (
-	DefaultVaultTimeoutMS = 20000
-	DefaultBaseURL        = "http://127.0.0.1:8080"
-	DefaultHTTPPath       = "/v1/mcp"
-	DefaultMaxBodyBytes   = 1 << 20
-	ShutdownGrace         = 10 * time.Second
+	DefaultVaultTimeoutMS  = 20000
+	DefaultBaseURL         = "http://127.0.0.1:8080"
+	DefaultHTTPPath        = "/v1/mcp"
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultPolicyHashTTL   = 10 * time.Minute
+	DefaultVaultMaxBytes   = 16 << 20
+	DefaultHandleRetention = 7 * 24 * time.Hour
+	ShutdownGrace          = 10 * time.Second
+)
+
+// Remote catalog limits (decision D9).
+const (
+	DefaultRemoteMaxIndexBytes  = 8 << 20
+	DefaultRemoteMaxBundleBytes = 4 << 20
+	DefaultRemoteTimeoutMS      = 20000
 )
 
 // FromEnv reads the configuration through getenv (os.Getenv in production).
@@ -75,6 +113,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		VaultUnixSocket: get("VC_UNIX_SOCKET"),
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		VaultTimeoutMS:  DefaultVaultTimeoutMS,
+		PolicyHashTTL:   DefaultPolicyHashTTL,
+
+		VaultMaxResponseBytes: DefaultVaultMaxBytes,
+
+		RemoteMaxIndexBytes:  DefaultRemoteMaxIndexBytes,
+		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
+		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
+		HandleRetention:      DefaultHandleRetention,
 	}
 	if c.DBPath == "" {
 		dir, err := os.UserConfigDir()
@@ -90,12 +136,75 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.HTTPPath = "/" + c.HTTPPath
 	}
 	c.RequireTenantHeader, _ = strconv.ParseBool(get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"))
+	c.PolicyFile = get("ACCORDS_MCP_POLICY_FILE")
+	if v := get("ACCORDS_MCP_READ_ONLY"); v != "" {
+		ro, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
+		}
+		c.ReadOnly = ro
+	}
+	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
+	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
+	c.AuditOnFailure = get("ACCORDS_MCP_AUDIT_ON_FAILURE")
 	if v := get("ACCORDS_MCP_HTTP_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
 			return c, fmt.Errorf("ACCORDS_MCP_HTTP_MAX_BODY_BYTES must be a positive integer, got %q", v)
 		}
 		c.MaxBodyBytes = n
+	}
+	if v := get("ACCORDS_MCP_POLICY_HASH_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			n, nerr := strconv.Atoi(v)
+			if nerr != nil {
+				return c, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must be a duration such as 10m or whole seconds, got %q", v)
+			}
+			d = time.Duration(n) * time.Second
+		}
+		if d < 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got %q", v)
+		}
+		c.PolicyHashTTL = d
+	}
+	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got %q", v)
+		}
+		c.HandleRetention = d
+	}
+	if v := get("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got %q", v)
+		}
+		c.VaultMaxResponseBytes = n
+	}
+	for _, lim := range []struct {
+		name string
+		dst  *int64
+	}{{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes}, {"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes}} {
+		if v := get(lim.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s must be a positive integer, got %q", lim.name, v)
+			}
+			*lim.dst = n
+		}
+	}
+	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
+		}
+		c.RemoteTimeoutMS = n
+	}
+	for _, name := range strings.Split(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
+		}
 	}
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")
@@ -120,3 +229,14 @@ func (c Config) KeyFile() string {
 
 // IndexDir is the bleve index folder beside the database.
 func (c Config) IndexDir() string { return c.DBPath + ".index" }
+
+// SplitList splits a comma-separated list, dropping blanks.
+func SplitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

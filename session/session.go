@@ -91,8 +91,18 @@ func Mask(token string) string {
 	return "***"
 }
 
-// ValidateBaseURL accepts http, https, unix and http+unix URLs.
+// ValidateBaseURL accepts http, https, unix and http+unix URLs. Socket URLs
+// are checked by hand: their percent-encoded socket path in the host part
+// (http+unix://%2Frun%2Fvc.sock) is not a valid URL host for net/url.
 func ValidateBaseURL(raw string) error {
+	for _, prefix := range []string{"unix://", "http+unix://"} {
+		if strings.HasPrefix(strings.ToLower(raw), prefix) {
+			if strings.Trim(raw[len(prefix):], "/") == "" {
+				return apperr.Validation("base_url", "base_url must name the socket path, e.g. unix:///run/vaultclaw.sock")
+			}
+			return nil
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return apperr.Validation("base_url", "base_url is not a valid URL")
@@ -101,10 +111,6 @@ func ValidateBaseURL(raw string) error {
 	case "http", "https":
 		if u.Host == "" {
 			return apperr.Validation("base_url", "base_url must include a host")
-		}
-	case "unix", "http+unix":
-		if u.Path == "" && u.Host == "" {
-			return apperr.Validation("base_url", "base_url must name the socket path, e.g. unix:///run/vaultclaw.sock")
 		}
 	default:
 		return apperr.Validation("base_url", "base_url scheme must be http, https, unix or http+unix")
@@ -162,7 +168,7 @@ func (s *Service) Clear(ctx context.Context, scope string) error {
 // Status reports the scope's session with the token masked.
 func (s *Service) Status(ctx context.Context, scope string) (Status, error) {
 	sess, err := s.Resolve(ctx, scope)
-	if apperr.Is(err, apperr.CodeSessionNotConfigured) {
+	if apperr.Is(err, apperr.CodeSessionNotConfigured) && apperr.As(err).Details["reason"] == nil {
 		return Status{Configured: false}, nil
 	}
 	if err != nil {

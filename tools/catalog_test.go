@@ -26,9 +26,9 @@ func catalogRegistry(t *testing.T) *Registry {
 	return reg
 }
 
-// call invokes a tool and returns its envelope decoded from JSON, as a
+// callCatalog invokes a tool and returns its envelope decoded from JSON, as a
 // client sees it.
-func call(t *testing.T, reg *Registry, name string, args string) map[string]any {
+func callCatalog(t *testing.T, reg *Registry, name string, args string) map[string]any {
 	t.Helper()
 	tool, ok := reg.Lookup(name)
 	require.True(t, ok, name)
@@ -62,72 +62,72 @@ func TestCatalogToolsEndToEnd(t *testing.T) {
 		assert.Equal(t, ToolsetCatalog, tool.Toolset)
 	}
 
-	env := call(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+toolBundle+`}`)
+	env := callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+toolBundle+`}`)
 	require.Equal(t, true, env["ok"], env)
 	data := env["data"].(map[string]any)
 	assert.Equal(t, true, data["created_or_updated"])
 	assert.Equal(t, "FAIL", data["conflict_policy"])
 	assert.Equal(t, "net.http", data["cookbook"].(map[string]any)["cookbook_id"])
 
-	env = call(t, reg, "vaultclaw_cookbook_import", `{"bundle":`+toolBundle+`,"conflict_policy":"skip_if_exists"}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_import", `{"bundle":`+toolBundle+`,"conflict_policy":"skip_if_exists"}`)
 	assert.Equal(t, "SKIP_IF_EXISTS", env["data"].(map[string]any)["conflict_policy"])
 	assert.Equal(t, "unchanged", env["data"].(map[string]any)["outcome"])
 
-	env = call(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+toolBundle+`,"conflict_policy":"REPLACE"}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+toolBundle+`,"conflict_policy":"REPLACE"}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
 	assert.Equal(t, "conflict_policy", env["error"].(map[string]any)["details"].(map[string]any)["field"])
 
-	env = call(t, reg, "vaultclaw_cookbook_upsert", `{}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
-	env = call(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":{"type":"x"}}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":{"type":"x"}}`)
 	assert.Equal(t, "MCP_CATALOG_SCHEMA_INVALID", errCode(env))
 
-	env = call(t, reg, "vaultclaw_cookbook_export", `{"cookbook_id":"net.http"}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_export", `{"cookbook_id":"net.http"}`)
 	bundle := env["data"].(map[string]any)["bundle"].(map[string]any)
 	assert.Equal(t, map[string]any{"kept": true}, bundle["x_extra"])
 
-	env = call(t, reg, "vaultclaw_cookbooks_list", `{"filter":{"tag":"nope"}}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbooks_list", `{"filter":{"tag":"nope"}}`)
 	assert.Empty(t, env["data"].(map[string]any)["items"])
-	env = call(t, reg, "vaultclaw_cookbooks_list", `{}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbooks_list", `{}`)
 	assert.Len(t, env["data"].(map[string]any)["items"], 1)
 	assert.Contains(t, env["data"].(map[string]any)["root_dir"], "a.db")
 
-	env = call(t, reg, "vaultclaw_recipes_search", `{"query":"fetch url","tags":"http, get"}`)
+	env = callCatalog(t, reg, "vaultclaw_recipes_search", `{"query":"fetch url","tags":"http, get"}`)
 	items := env["data"].(map[string]any)["items"].([]any)
 	require.Len(t, items, 1)
 	hit := items[0].(map[string]any)
 	assert.Equal(t, "1.0.0", hit["version"])
 	assert.Positive(t, hit["score"])
-	env = call(t, reg, "vaultclaw_recipes_search", `{"tags":["http",3]}`)
+	env = callCatalog(t, reg, "vaultclaw_recipes_search", `{"tags":["http",3]}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
-	env = call(t, reg, "vaultclaw_recipes_search", `{"entry_type":"recipe"}`)
+	env = callCatalog(t, reg, "vaultclaw_recipes_search", `{"entry_type":"recipe"}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
-	env = call(t, reg, "vaultclaw_recipes_search", `{"tags":{"a":1}}`)
+	env = callCatalog(t, reg, "vaultclaw_recipes_search", `{"tags":{"a":1}}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
 
-	env = call(t, reg, "vaultclaw_recipe_get", `{"cookbook_id":"net.http","recipe_id":"tpl_get"}`)
+	env = callCatalog(t, reg, "vaultclaw_recipe_get", `{"cookbook_id":"net.http","recipe_id":"tpl_get"}`)
 	assert.Equal(t, "tpl_get", env["data"].(map[string]any)["entry"].(map[string]any)["entry_id"])
-	env = call(t, reg, "vaultclaw_recipe_get", `{"cookbook_id":"net.http"}`)
+	env = callCatalog(t, reg, "vaultclaw_recipe_get", `{"cookbook_id":"net.http"}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
 
-	env = call(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{"url":"https://x"}}`)
+	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{"url":"https://x"}}`)
 	require.Equal(t, true, env["ok"], env)
 	d := env["data"].(map[string]any)
 	assert.Equal(t, "https://x", d["rendered"].(map[string]any)["request"].(map[string]any)["url"])
 	assert.Equal(t, []any{}, d["missing_inputs"])
 	assert.Equal(t, "VERB_REQUEST", d["source_ref"].(map[string]any)["output_kind"])
-	env = call(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":"url=x"}`)
+	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":"url=x"}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
-	env = call(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{},"output_kind":"garbage"}`)
+	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{},"output_kind":"garbage"}`)
 	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
-	env = call(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{}}`)
+	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{}}`)
 	assert.Equal(t, "MCP_TEMPLATE_RENDER_UNRESOLVED", errCode(env))
 
-	env = call(t, reg, "vaultclaw_cookbook_delete", `{"cookbook_id":"net.http","version":"2.0.0"}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_delete", `{"cookbook_id":"net.http","version":"2.0.0"}`)
 	assert.Equal(t, "MCP_CATALOG_NOT_FOUND", errCode(env))
-	env = call(t, reg, "vaultclaw_cookbook_delete", `{"cookbook_id":"net.http"}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_delete", `{"cookbook_id":"net.http"}`)
 	assert.Equal(t, map[string]any{"cookbook_id": "net.http", "version": "1.0.0", "deleted": true}, env["data"])
-	env = call(t, reg, "vaultclaw_cookbook_get", `{"cookbook_id":"../etc"}`)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_get", `{"cookbook_id":"../etc"}`)
 	assert.Equal(t, "MCP_CATALOG_SCHEMA_INVALID", errCode(env))
 }
 

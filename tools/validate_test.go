@@ -1,0 +1,144 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+type sampleIn struct {
+	Name   string         `json:"name"`
+	Kind   string         `json:"kind,omitempty"`
+	Limit  int            `json:"limit,omitempty"`
+	Tags   any            `json:"tags,omitempty"`
+	Flag   bool           `json:"flag,omitempty"`
+	Nested *sampleNested  `json:"nested,omitempty"`
+	Free   map[string]any `json:"free,omitempty"`
+	Blob   any            `json:"blob,omitempty"`
+}
+
+type sampleNested struct {
+	Items []string `json:"items"`
+}
+
+func sampleTool(t *testing.T, got *sampleIn) Tool {
+	return Typed(Tool{Name: "sample", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
+		Enum(s, "kind", "AUTO", "PLAN")
+		Default(s, "kind", "AUTO")
+		Default(s, "limit", 50)
+		Range(s, "limit", 1, 100)
+		AnyOf(s, "tags", "string", "array")
+	}, func(ctx context.Context, c *Call, in sampleIn) (Result, error) {
+		*got = in
+		return OK(map[string]any{"name": in.Name})
+	})
+}
+
+func invokeSample(t *testing.T, tool Tool, args string) (ok bool, field, message string) {
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool.Name, Arguments: json.RawMessage(args)}}
+	env := tool.Invoke(context.Background(), req, nil)
+	if env.OK {
+		return true, "", ""
+	}
+	require.Equal(t, apperr.CodeValidation, env.Error.Code, env.Error.Message)
+	require.Equal(t, "validation", env.Error.Category)
+	f, _ := env.Error.Details["field"].(string)
+	return false, f, env.Error.Message
+}
+
+func TestValidationNamesTheField(t *testing.T) {
+	var got sampleIn
+	tool := sampleTool(t, &got)
+	cases := []struct{ args, field, msg string }{
+		{`{}`, "name", "name is required"},
+		{`{"name":null}`, "name", "name is required"},
+		{`{"name":5}`, "name", "name must be a string, got integer"},
+		{`{"name":"a","kind":"BOGUS"}`, "kind", "kind must be one of AUTO, PLAN, got BOGUS"},
+		{`{"name":"a","limit":"ten"}`, "limit", "limit must be an integer, got string"},
+		{`{"name":"a","limit":1000}`, "limit", "limit must be at most 100"},
+		{`{"name":"a","flag":"yes"}`, "flag", "flag must be a boolean, got string"},
+		{`{"name":"a","tags":5}`, "tags", "tags must be a string or array, got integer"},
+		{`{"name":"a","nested":{}}`, "nested.items", "nested.items is required"},
+		{`{"name":"a","nested":{"items":["x",3]}}`, "nested.items[1]", "nested.items[1] must be a string, got integer"},
+		{`{"name":"a","free":[]}`, "free", "free must be an object, got array"},
+		{`[1,2]`, "arguments", "arguments must be a JSON object"},
+	}
+	for _, c := range cases {
+		ok, field, msg := invokeSample(t, tool, c.args)
+		require.False(t, ok, c.args)
+		require.Equal(t, c.field, field, c.args)
+		require.Equal(t, c.msg, msg, c.args)
+	}
+}
+
+func TestDefaultsTruncationAndUnknownArguments(t *testing.T) {
+	var got sampleIn
+	tool := sampleTool(t, &got)
+	ok, _, msg := invokeSample(t, tool, `{"name":"a","limit":7.9,"unknown":true,"tags":"a,b","blob":{"x":[1]}}`)
+	require.True(t, ok, msg)
+	require.Equal(t, "AUTO", got.Kind, "defaults are applied")
+	require.Equal(t, 7, got.Limit, "numbers for integer fields are truncated")
+	require.Equal(t, "a,b", got.Tags)
+	require.Equal(t, map[string]any{"x": []any{1.0}}, got.Blob)
+
+	ok, _, msg = invokeSample(t, tool, `{"name":"a","tags":["a","b"]}`)
+	require.True(t, ok, msg)
+	require.Equal(t, 50, got.Limit)
+	require.Equal(t, []any{"a", "b"}, got.Tags)
+}
+
+func TestInferredSchemasHaveNoBooleanSchemas(t *testing.T) {
+	var got sampleIn
+	raw, err := json.Marshal(sampleTool(t, &got).InputSchema)
+	require.NoError(t, err)
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case bool:
+			t.Fatalf("boolean schema at %s", path)
+		case map[string]any:
+			if props, ok := x["properties"].(map[string]any); ok {
+				for k, p := range props {
+					walk(p, path+"/"+k)
+				}
+			}
+			if items, ok := x["items"]; ok {
+				walk(items, path+"/items")
+			}
+		}
+	}
+	var decoded any
+	require.NoError(t, json.Unmarshal(raw, &decoded))
+	walk(decoded, "")
+	require.NotContains(t, string(raw), `"additionalProperties":false`)
+}
+
+func TestPanicBecomesInternalEnvelope(t *testing.T) {
+	tool := Typed(Tool{Name: "boom", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, nil,
+		func(ctx context.Context, c *Call, _ Empty) (Result, error) { panic("secret-ish detail") })
+	env := tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "boom"}}, nil)
+	require.False(t, env.OK)
+	require.Equal(t, apperr.CodeInternal, env.Error.Code)
+	raw, _ := json.Marshal(env)
+	require.NotContains(t, string(raw), "secret-ish detail", "panic values are logged, not returned")
+}
+
+func TestRenderApprovalText(t *testing.T) {
+	e := apperr.New(apperr.CodeApprovalRequired, "approval required")
+	e.Details["approval"] = map[string]any{
+		"kind": "JOB", "challenge_id": "ch_1", "pending_id": "",
+		"pending_approval": map[string]any{"remote_attestation_url": "https://att.example/x"},
+	}
+	res := Render(envelope.Failure(e))
+	require.True(t, res.IsError)
+	require.Len(t, res.Content, 2)
+	require.Equal(t, "Approval required before execution can continue.\nKind: JOB\nChallenge ID: ch_1\n"+
+		"Attestation URL: [https://att.example/x](https://att.example/x)\n"+
+		"Next action: call `vaultclaw_approval_wait` with the provided handle.", res.Content[1].(*mcp.TextContent).Text)
+}
