@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
@@ -29,6 +30,7 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
+	Router   *routing.Resolver
 	Registry *tools.Registry
 	Builder  *server.Builder
 }
@@ -65,7 +67,13 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions})
+	routes, err := routing.Default()
+	if err != nil {
+		return fmt.Errorf("load route registry: %w", err)
+	}
+	// The search fallback is attached once the catalog index is wired.
+	a.Router = routing.New(routes, nil)
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Router: a.Router})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,68 @@
+package tools
+
+import (
+	"context"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/routing"
+)
+
+type routeResolveOptions struct {
+	AllowSearchFallback *bool `json:"allow_search_fallback,omitempty" jsonschema:"fall back to catalog search when no registry route matches; default true"`
+}
+
+type routeResolveContext struct {
+	Facts map[string]any `json:"facts,omitempty" jsonschema:"facts from the agent's normal loop (email_subject, email_body, weather_summary, url, ...) that fill missing inputs"`
+}
+
+type routeResolveIn struct {
+	RequestText string               `json:"request_text,omitempty" jsonschema:"the natural-language Vault request"`
+	Request     string               `json:"request,omitempty" jsonschema:"alias of request_text"`
+	Text        string               `json:"text,omitempty" jsonschema:"alias of request_text"`
+	Options     *routeResolveOptions `json:"options,omitempty" jsonschema:"resolver options"`
+	Context     *routeResolveContext `json:"context,omitempty" jsonschema:"resolution context"`
+}
+
+// firstNonBlank returns the first argument that is not blank.
+func firstNonBlank(vals ...string) string {
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func routingTools(r *routing.Resolver) []Tool {
+	if r == nil {
+		return nil
+	}
+	return []Tool{
+		Typed(Tool{
+			Name:  "vaultclaw_route_resolve",
+			Title: "Resolve a Vault request to a route",
+			Description: "Map a natural-language Vault request to a cookbook route (template, recipe, connector job or workflow), " +
+				"with extracted inputs, the inputs still missing, and for each one either a question for the user or a fact " +
+				"request (AUTO_RETRY_WITH_FACTS) to fetch and retry with context.facts. Local and read-only.",
+			Toolset:    ToolsetRouting,
+			Capability: CapCatalogView,
+			Hints:      ReadLocal,
+		}, nil, func(ctx context.Context, c *Call, in routeResolveIn) (Result, error) {
+			text := firstNonBlank(in.RequestText, in.Request, in.Text)
+			if text == "" {
+				return Result{}, apperr.Validation("request_text", "request_text is required")
+			}
+			req := routing.Request{Text: text, AllowSearch: true}
+			if in.Options != nil && in.Options.AllowSearchFallback != nil {
+				req.AllowSearch = *in.Options.AllowSearchFallback
+			}
+			if in.Context != nil {
+				req.Facts = in.Context.Facts
+			}
+			res := r.Resolve(ctx, req)
+			return Result{Data: res, Meta: envelope.Meta{Extra: map[string]any{"resolver": routing.ResolverVersion}}}, nil
+		}),
+	}
+}
