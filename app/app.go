@@ -13,13 +13,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,8 +34,16 @@ type App struct {
 	Keys     *keyring.Keyring
 	Sessions *session.Service
 	Router   *routing.Resolver
-	Registry *tools.Registry
-	Builder  *server.Builder
+	// Vault is the shared Vaultclaw client (pooled connections).
+	Vault *vault.Client
+	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
+	ModuleHash *vault.ModuleHash
+	// Handles are the durable approval handles; Execution runs execute-job,
+	// plans and approval waits.
+	Handles   *approval.Store
+	Execution *execution.Service
+	Registry  *tools.Registry
+	Builder   *server.Builder
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -73,7 +84,18 @@ func (a *App) init() error {
 	}
 	// The search fallback is attached once the catalog index is wired.
 	a.Router = routing.New(routes, nil)
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Router: a.Router})
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger})
+	cacheDB := a.DB
+	if a.Config.PolicyHashTTL == 0 {
+		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
+	}
+	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.Handles.Prune(); err != nil {
+		a.Logger.Warn("pruning approval handles failed", "error", err)
+	}
+	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router})
 	if err != nil {
 		return err
 	}
@@ -88,7 +110,12 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
 // Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+func (a *App) Close() error {
+	if a.Vault != nil {
+		a.Vault.Close()
+	}
+	return a.DB.Close()
+}
 
 // MCPServer builds a server exposing every registered tool.
 func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }

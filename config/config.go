@@ -32,6 +32,9 @@ var Vars = []Var{
 	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session"},
 	{"VC_UNIX_SOCKET", "(none)", "Unix socket for all Vaultclaw traffic unless the base URL is unix:// or http+unix://"},
 	{"VAULT_UNIX_SOCKET", "(none)", "fallback for VC_UNIX_SOCKET"},
+	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
+	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
+	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 }
 
 // Config is the resolved configuration.
@@ -50,15 +53,24 @@ type Config struct {
 	VaultBaseURL    string
 	VaultTimeoutMS  int
 	VaultUnixSocket string
+
+	// PolicyHashTTL is the policy-hash cache lifetime; 0 disables caching.
+	PolicyHashTTL         time.Duration
+	VaultMaxResponseBytes int64
+	// HandleRetention is how long terminal approval handles are kept.
+	HandleRetention time.Duration
 }
 
 // Default timeouts and limits.
 const (
-	DefaultVaultTimeoutMS = 20000
-	DefaultBaseURL        = "http://127.0.0.1:8080"
-	DefaultHTTPPath       = "/v1/mcp"
-	DefaultMaxBodyBytes   = 1 << 20
-	ShutdownGrace         = 10 * time.Second
+	DefaultVaultTimeoutMS  = 20000
+	DefaultBaseURL         = "http://127.0.0.1:8080"
+	DefaultHTTPPath        = "/v1/mcp"
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultPolicyHashTTL   = 10 * time.Minute
+	DefaultVaultMaxBytes   = 16 << 20
+	DefaultHandleRetention = 7 * 24 * time.Hour
+	ShutdownGrace          = 10 * time.Second
 )
 
 // FromEnv reads the configuration through getenv (os.Getenv in production).
@@ -75,6 +87,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		VaultUnixSocket: get("VC_UNIX_SOCKET"),
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		VaultTimeoutMS:  DefaultVaultTimeoutMS,
+		PolicyHashTTL:   DefaultPolicyHashTTL,
+
+		VaultMaxResponseBytes: DefaultVaultMaxBytes,
+		HandleRetention:       DefaultHandleRetention,
 	}
 	if c.DBPath == "" {
 		dir, err := os.UserConfigDir()
@@ -96,6 +112,34 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_HTTP_MAX_BODY_BYTES must be a positive integer, got %q", v)
 		}
 		c.MaxBodyBytes = n
+	}
+	if v := get("ACCORDS_MCP_POLICY_HASH_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			n, nerr := strconv.Atoi(v)
+			if nerr != nil {
+				return c, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must be a duration such as 10m or whole seconds, got %q", v)
+			}
+			d = time.Duration(n) * time.Second
+		}
+		if d < 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got %q", v)
+		}
+		c.PolicyHashTTL = d
+	}
+	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got %q", v)
+		}
+		c.HandleRetention = d
+	}
+	if v := get("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got %q", v)
+		}
+		c.VaultMaxResponseBytes = n
 	}
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")

@@ -1,8 +1,11 @@
 package tools
 
 import (
+	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/vault"
 )
 
 // Deps are the domain services tool handlers call.
@@ -10,6 +13,13 @@ type Deps struct {
 	Sessions *session.Service
 	// Router resolves natural-language requests (vaultclaw_route_resolve).
 	Router *routing.Resolver
+	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
+	Vault      *vault.Client
+	ModuleHash *vault.ModuleHash
+	// Execution runs execute-job, plans and waits; Handles are the durable
+	// approval handles.
+	Execution *execution.Service
+	Handles   *approval.Store
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -18,5 +28,7 @@ func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
 		routingTools(d.Router),
+		approvalTools(d.Sessions, d.Execution, d.Handles),
+		planTools(d.Sessions, d.Execution),
 	)
 }

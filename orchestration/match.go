@@ -1,0 +1,136 @@
+package orchestration
+
+import (
+	"sort"
+	"strings"
+)
+
+// Match is the scoring of one profile against the requirements (spec §5.4).
+// Empty lists are nil so they serialise as null, as the reference does.
+type Match struct {
+	ProfileID string   `json:"profile_id"`
+	Score     int      `json:"score"`
+	Satisfied []string `json:"satisfied_requirements"`
+	Missing   []string `json:"missing_requirements"`
+}
+
+// Qualifies reports whether nothing is missing.
+func (m Match) Qualifies() bool { return len(m.Missing) == 0 }
+
+// AsMap is the match as generic JSON.
+func (m Match) AsMap() map[string]any {
+	out := map[string]any{"profile_id": m.ProfileID, "score": m.Score, "satisfied_requirements": nil, "missing_requirements": nil}
+	if m.Satisfied != nil {
+		out["satisfied_requirements"] = toAny(m.Satisfied)
+	}
+	if m.Missing != nil {
+		out["missing_requirements"] = toAny(m.Missing)
+	}
+	return out
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// allows reports whether list is unrestricted (empty) or contains v, ignoring
+// case and surrounding space.
+func allows(list []string, v string) bool {
+	if len(list) == 0 {
+		return true
+	}
+	return containsFold(list, v)
+}
+
+func containsFold(list []string, v string) bool {
+	v = strings.TrimSpace(v)
+	for _, x := range list {
+		if strings.EqualFold(strings.TrimSpace(x), v) {
+			return true
+		}
+	}
+	return false
+}
+
+func overlapFold(a, b []string) bool {
+	for _, x := range a {
+		if containsFold(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// Score matches p against reqs. Checks run in the order intent, types, mode,
+// target and only the first failure of a requirement is reported.
+func Score(p Profile, reqs []Requirement) Match {
+	m := Match{ProfileID: p.ProfileID}
+	slots := make(map[string]ProfileSlot, len(p.Slots))
+	for _, s := range p.Slots {
+		if _, dup := slots[s.Slot]; !dup {
+			slots[s.Slot] = s
+		}
+	}
+	for _, r := range reqs {
+		key := r.Key()
+		s, ok := slots[r.Slot]
+		if !ok {
+			m.Missing = append(m.Missing, key+":slot_missing")
+			continue
+		}
+		local := 1
+		if r.Intent != "" {
+			if !allows(s.AllowedIntents, r.Intent) {
+				m.Missing = append(m.Missing, key+":intent")
+				continue
+			}
+			local++
+		}
+		if len(r.ExpectedSecretTypes) > 0 && len(s.ExpectedSecretTypes) > 0 {
+			if !overlapFold(r.ExpectedSecretTypes, s.ExpectedSecretTypes) {
+				m.Missing = append(m.Missing, key+":expected_secret_types")
+				continue
+			}
+			local++
+		}
+		if !allows(s.AllowedModes, r.Mode) {
+			m.Missing = append(m.Missing, key+":mode")
+			continue
+		}
+		local++
+		if !allows(s.AllowedTargets, r.Target) {
+			m.Missing = append(m.Missing, key+":target")
+			continue
+		}
+		local++
+		m.Score += local
+		m.Satisfied = append(m.Satisfied, key)
+	}
+	sort.Strings(m.Satisfied)
+	sort.Strings(m.Missing)
+	return m
+}
+
+// Best scores every profile and returns the index of the winner: the
+// qualifying profile with the highest score, ties to the smallest
+// profile_id (byte order). It returns -1 when none qualifies. matches is in
+// the order of profiles.
+func Best(profiles []Profile, reqs []Requirement) (best int, matches []Match) {
+	best = -1
+	matches = make([]Match, len(profiles))
+	for i, p := range profiles {
+		matches[i] = Score(p, reqs)
+		if !matches[i].Qualifies() {
+			continue
+		}
+		if best < 0 || matches[i].Score > matches[best].Score ||
+			(matches[i].Score == matches[best].Score && p.ProfileID < profiles[best].ProfileID) {
+			best = i
+		}
+	}
+	return best, matches
+}

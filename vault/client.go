@@ -1,0 +1,312 @@
+// Package vault is the HTTP client to Vaultclaw (spec vaultclaw-api.md §1–§3):
+// endpoint resolution (TCP or Unix socket), headers, request ids,
+// idempotency keys, timeouts, pooled connections, a response-size cap, and
+// the one normalization of Vault failures into *apperr.Error.
+package vault
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/version"
+)
+
+// DefaultMaxResponseBytes caps a Vault response body (16 MiB).
+const DefaultMaxResponseBytes int64 = 16 << 20
+
+// Options configure a Client.
+type Options struct {
+	// MaxResponseBytes caps response bodies; larger ones fail cleanly
+	// (default DefaultMaxResponseBytes).
+	MaxResponseBytes int64
+	// Logger receives one debug line per Vault call (never the token).
+	Logger *slog.Logger
+}
+
+// Client talks to Vaultclaw. It is safe for concurrent use; connections are
+// pooled in one transport per Unix socket (and one for all TCP bases) and
+// reused across calls and sessions.
+type Client struct {
+	maxBytes int64
+	logger   *slog.Logger
+
+	mu         sync.Mutex
+	transports map[string]*http.Transport
+}
+
+// New returns a client.
+func New(opts Options) *Client {
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{maxBytes: opts.MaxResponseBytes, logger: opts.Logger, transports: map[string]*http.Transport{}}
+}
+
+// Close drops idle pooled connections.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.transports {
+		t.CloseIdleConnections()
+	}
+}
+
+// Request is one Vault call. Path is relative to the base URL ("/v0/...");
+// Body, when non-nil, is sent as JSON (POST always gets a body).
+type Request struct {
+	Method         string
+	Path           string
+	Query          url.Values
+	Body           any
+	IdempotencyKey string
+}
+
+// Response is a successful (status < 400) Vault reply.
+type Response struct {
+	Status    int
+	RequestID string
+	// Body is the decoded JSON object (map[string]any), or nil when the body
+	// was empty or not a JSON object (spec §1.9).
+	Body any
+	Raw  []byte
+}
+
+// Object returns Body as an object, or nil.
+func (r *Response) Object() map[string]any {
+	if r == nil {
+		return nil
+	}
+	m, _ := r.Body.(map[string]any)
+	return m
+}
+
+// Endpoint is where a session's requests go.
+type Endpoint struct {
+	// Base is the HTTP base URL without a trailing slash.
+	Base string
+	// Socket is the Unix socket every connection dials, or "".
+	Socket string
+}
+
+// ResolveEndpoint applies spec §1.1/§1.2: unix:// and http+unix:// base URLs
+// name the socket (and imply http://localhost); otherwise the session's
+// socket (VC_UNIX_SOCKET / VAULT_UNIX_SOCKET) is used with the base URL as
+// given. "~" is expanded.
+func ResolveEndpoint(s session.Session) (Endpoint, error) {
+	base := strings.TrimRight(strings.TrimSpace(s.BaseURL), "/")
+	if base == "" {
+		base = session.DefaultBaseURL
+	}
+	lower := strings.ToLower(base)
+	switch {
+	case strings.HasPrefix(lower, "unix://"):
+		sock := strings.TrimSpace(base[len("unix://"):])
+		if sock == "" {
+			return Endpoint{}, apperr.Validation("base_url", "unix:// base URL must name a socket path")
+		}
+		return Endpoint{Base: "http://localhost", Socket: expandHome(sock)}, nil
+	case strings.HasPrefix(lower, "http+unix://"):
+		rest := strings.TrimSpace(base[len("http+unix://"):])
+		// The socket is the escaped host part; a literal "/" after it
+		// starts a path prefix.
+		prefix := ""
+		if i := strings.Index(rest, "/"); i > 0 {
+			rest, prefix = rest[:i], rest[i:]
+		}
+		sock, err := url.PathUnescape(rest)
+		if err != nil || strings.TrimSpace(sock) == "" {
+			return Endpoint{}, apperr.Validation("base_url", "http+unix:// base URL must name an escaped socket path, e.g. http+unix://%%2Frun%%2Fvc.sock")
+		}
+		return Endpoint{Base: "http://localhost" + prefix, Socket: expandHome(strings.TrimSpace(sock))}, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Endpoint{}, apperr.Validation("base_url", "base_url must be an http(s), unix:// or http+unix:// URL")
+	}
+	return Endpoint{Base: base, Socket: expandHome(strings.TrimSpace(s.UnixSocket))}, nil
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+func (c *Client) transport(ep Endpoint) *http.Transport {
+	key := "tcp"
+	if ep.Socket != "" {
+		key = "unix:" + ep.Socket
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.transports[key]; ok {
+		return t
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 16
+	t.IdleConnTimeout = 90 * time.Second
+	if ep.Socket != "" {
+		sock := ep.Socket
+		t.Proxy = nil
+		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			// The request context carries the session timeout, so the dial
+			// is bounded by it too.
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}
+	}
+	c.transports[key] = t
+	return t
+}
+
+// NewID returns 32 lowercase hex characters (16 random bytes).
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "req_fallback"
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func timeoutOf(s session.Session) time.Duration {
+	if s.TimeoutMS <= 0 {
+		return session.DefaultTimeoutMS * time.Millisecond
+	}
+	return s.Timeout()
+}
+
+func encodeQuery(q url.Values) string {
+	if len(q) == 0 {
+		return ""
+	}
+	clean := url.Values{}
+	for k, vs := range q {
+		for _, v := range vs {
+			if v = strings.TrimSpace(v); v != "" {
+				clean.Add(k, v)
+			}
+		}
+	}
+	return clean.Encode() // keys sorted, standard form encoding
+}
+
+// Do performs one Vault call with the session's endpoint, token and
+// timeout. A status >= 400 or a transport failure returns a normalized
+// *apperr.Error; the response is returned only on success.
+func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Response, error) {
+	reqID := NewID()
+	ep, err := ResolveEndpoint(s)
+	if err != nil {
+		return nil, err
+	}
+	method := strings.ToUpper(strings.TrimSpace(r.Method))
+	if method == "" {
+		method = http.MethodGet
+	}
+	path := r.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	target := ep.Base + path
+	if q := encodeQuery(r.Query); q != "" {
+		target += "?" + q
+	}
+	var body io.Reader
+	if r.Body != nil || method == http.MethodPost {
+		payload := r.Body
+		if payload == nil {
+			payload = map[string]any{}
+		}
+		raw, err := json.Marshal(payload)
+		if err != nil {
+			return nil, apperr.Validation("request", "request body cannot be encoded as JSON: %v", err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	timeout := timeoutOf(s)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, apperr.Validation("base_url", "cannot build Vault request: %v", err)
+	}
+	hr.Header.Set("X-Request-Id", reqID)
+	hr.Header.Set("User-Agent", version.UserAgent())
+	if tok := strings.TrimSpace(s.Token); tok != "" {
+		hr.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if r.IdempotencyKey != "" {
+		hr.Header.Set("Idempotency-Key", r.IdempotencyKey)
+	}
+	hc := &http.Client{Transport: c.transport(ep)}
+	start := time.Now()
+	resp, err := hc.Do(hr)
+	if err != nil {
+		return nil, c.transportFailure(ctx, method, path, reqID, timeout, start, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	if err != nil {
+		return nil, c.transportFailure(ctx, method, path, reqID, timeout, start, err)
+	}
+	c.logger.Debug("vault call", "method", method, "path", path, "status", resp.StatusCode, "request_id", reqID, "duration_ms", time.Since(start).Milliseconds())
+	if int64(len(raw)) > c.maxBytes {
+		e := apperr.New(apperr.CodeInternal, "Vault response exceeds the %d-byte limit", c.maxBytes)
+		e.VaultCode = "RESPONSE_TOO_LARGE"
+		e.Details["request_id"] = reqID
+		e.Details["vault_http_status"] = resp.StatusCode
+		e.Details["max_response_bytes"] = c.maxBytes
+		return nil, e
+	}
+	if resp.StatusCode >= 400 {
+		code, msg, details := parseErrorBody(raw)
+		return nil, MapError(APIError{Status: resp.StatusCode, Code: code, Message: msg, Details: details, RequestID: reqID})
+	}
+	out := &Response{Status: resp.StatusCode, RequestID: reqID, Raw: raw}
+	var obj map[string]any
+	if len(bytes.TrimSpace(raw)) > 0 && json.Unmarshal(raw, &obj) == nil && obj != nil {
+		out.Body = obj
+	}
+	return out, nil
+}
+
+func (c *Client) transportFailure(ctx context.Context, method, path, reqID string, timeout time.Duration, start time.Time, err error) error {
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// The URL is ours and carries no secret, but the inner error is
+		// the useful part.
+		msg = ue.Err.Error()
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("Vault did not answer within %d ms (%s)", timeout.Milliseconds(), msg)
+	}
+	c.logger.Debug("vault call failed", "method", method, "path", path, "request_id", reqID, "error", msg, "duration_ms", time.Since(start).Milliseconds())
+	return MapError(APIError{Status: 0, Code: CodeNetworkError, Message: msg, RequestID: reqID, Cause: err})
+}
