@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/audit"
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
@@ -44,6 +46,10 @@ type App struct {
 	Execution *execution.Service
 	Registry  *tools.Registry
 	Builder   *server.Builder
+	// Audit is the receipt log; Gateway applies policy, rate limits and
+	// audit to every server the app builds.
+	Audit   *audit.Log
+	Gateway *gateway.Gateway
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -95,12 +101,39 @@ func (a *App) init() error {
 		a.Logger.Warn("pruning approval handles failed", "error", err)
 	}
 	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router})
+	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
+	}
+	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
+	if err != nil {
+		return err
+	}
+	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
+		return err
+	}
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router, Audit: a.Audit})
+	if err != nil {
+		a.Audit.Close()
 		return err
 	}
 	a.Registry = reg
 	a.Builder = &server.Builder{Logger: a.Logger, Instructions: instructions}
+	a.Gateway, err = gateway.New(gateway.Options{
+		Registry:       reg,
+		Builder:        a.Builder,
+		PolicyFile:     a.Config.PolicyFile,
+		ReadOnly:       a.Config.ReadOnly,
+		Toolsets:       a.Config.Toolsets,
+		Audit:          a.Audit,
+		Hasher:         hasher,
+		OnAuditFailure: a.Config.AuditOnFailure,
+		Logger:         a.Logger,
+	})
+	if err != nil {
+		a.Audit.Close()
+		return err
+	}
 	return nil
 }
 
@@ -109,16 +142,23 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close releases the database.
+// Close flushes the audit log, closes idle Vault connections and releases the database.
 func (a *App) Close() error {
 	if a.Vault != nil {
 		a.Vault.Close()
 	}
+	if a.Audit != nil {
+		a.Audit.Close()
+	}
 	return a.DB.Close()
 }
 
-// MCPServer builds a server exposing every registered tool.
-func (a *App) MCPServer() *mcp.Server { return a.Builder.Build(a.Registry) }
+// MCPServer builds the stdio server: every tool the read-only and toolsets
+// settings leave, behind the gateway (capabilities, rate limits, receipts).
+func (a *App) MCPServer() *mcp.Server { return a.Gateway.StdioServer() }
+
+// Reload re-reads the policy file (the serve command calls it on SIGHUP).
+func (a *App) Reload() error { return a.Gateway.Reload() }
 
 // ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -131,12 +171,12 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
-	srv := a.MCPServer()
 	return server.NewHTTPHandler(server.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
-		GetServer:           func(*http.Request) *mcp.Server { return srv },
+		GetServer:           a.Gateway.GetServer,
+		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
 		Logger:              a.Logger,
 	})
@@ -145,6 +185,9 @@ func (a *App) HTTPHandler() http.Handler {
 // ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
 // lets in-flight requests finish within config.ShutdownGrace.
 func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
+	if err := a.Gateway.CheckListen(addr); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

@@ -26,6 +26,11 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits; SIGHUP reloads it (docs/gateway.md)"},
+	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
+	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
+	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
+	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
 	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (logs go to stderr)"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
 	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session"},
@@ -48,6 +53,12 @@ type Config struct {
 	MaxBodyBytes        int64
 
 	LogLevel string
+
+	PolicyFile     string
+	ReadOnly       bool
+	Toolsets       []string
+	AuditRetention string
+	AuditOnFailure string
 
 	VaultToken      string
 	VaultBaseURL    string
@@ -106,6 +117,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.HTTPPath = "/" + c.HTTPPath
 	}
 	c.RequireTenantHeader, _ = strconv.ParseBool(get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"))
+	c.PolicyFile = get("ACCORDS_MCP_POLICY_FILE")
+	if v := get("ACCORDS_MCP_READ_ONLY"); v != "" {
+		ro, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
+		}
+		c.ReadOnly = ro
+	}
+	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
+	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
+	c.AuditOnFailure = get("ACCORDS_MCP_AUDIT_ON_FAILURE")
 	if v := get("ACCORDS_MCP_HTTP_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
@@ -164,3 +186,14 @@ func (c Config) KeyFile() string {
 
 // IndexDir is the bleve index folder beside the database.
 func (c Config) IndexDir() string { return c.DBPath + ".index" }
+
+// SplitList splits a comma-separated list, dropping blanks.
+func SplitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -6,7 +6,9 @@ package keyring
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -26,6 +28,7 @@ var ErrWrongKey = errors.New("sealed value cannot be opened with the configured 
 // Keyring seals and opens values. Its zero value is unusable; use Load.
 type Keyring struct {
 	aead   cipher.AEAD
+	derive []byte // HMAC key for Derive, itself derived from the key
 	Source string // "env" or the key file path, for diagnostics
 }
 
@@ -58,7 +61,9 @@ func newKeyring(key []byte, source string) (*Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keyring{aead: aead, Source: source}, nil
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("accords-mcp keyring derivation v1"))
+	return &Keyring{aead: aead, derive: m.Sum(nil), Source: source}, nil
 }
 
 func decodeKey(s string) ([]byte, error) {
@@ -132,4 +137,12 @@ func (k *Keyring) Open(sealed, aad []byte) ([]byte, error) {
 		return nil, ErrWrongKey
 	}
 	return pt, nil
+}
+
+// Derive returns a 32-byte key for purpose (for example the audit HMAC
+// key), independent of the sealing key and of every other purpose.
+func (k *Keyring) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, k.derive)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }

@@ -4,6 +4,8 @@ import (
 	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/routing"
+	"time"
+
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -20,6 +22,8 @@ type Deps struct {
 	// approval handles.
 	Execution *execution.Service
 	Handles   *approval.Store
+	// Audit lists receipts for vaultclaw_audit_receipts_list.
+	Audit AuditLister
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -30,5 +34,6 @@ func All(d Deps) (*Registry, error) {
 		routingTools(d.Router),
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
+		auditTools(d.Audit, time.Now),
 	)
 }

@@ -1,0 +1,345 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "a.db"), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func receipt(i int, scope string, at time.Time) Receipt {
+	return Receipt{
+		CallID: fmt.Sprintf("call_%d", i), Timestamp: at.UTC().Format(time.RFC3339Nano),
+		Caller: "local", Transport: "stdio", Scope: scope, Tool: fmt.Sprintf("tool_%d", i%3),
+		CapabilityUsed: "vault_read", ParamsHash: "hmac-sha256:00", ResultHash: "hmac-sha256:11",
+		Outcome: OutcomeOK, DurationMS: 0.125,
+	}
+}
+
+func writeLog(t *testing.T, db *store.DB, n int) *Log {
+	t.Helper()
+	l, err := Open(db, Options{})
+	require.NoError(t, err)
+	for i := 1; i <= n; i++ {
+		require.NoError(t, l.Append(receipt(i, "default", time.Now())))
+	}
+	require.NoError(t, l.Flush())
+	return l
+}
+
+func TestChainIsContiguousAndVerifies(t *testing.T) {
+	db := openDB(t)
+	l := writeLog(t, db, 25)
+	require.NoError(t, l.Close())
+	rep, err := Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 25, rep.Count)
+	assert.Equal(t, uint64(1), rep.FirstSeq)
+	assert.Equal(t, uint64(25), rep.LastSeq)
+
+	all, err := List(db, Filter{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, all, 25)
+	for i, r := range all {
+		assert.Equal(t, uint64(25-i), r.Seq, "newest first")
+		assert.Equal(t, TypeToolCall, r.Type)
+		assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, r.Hash)
+		if i+1 < len(all) {
+			assert.Equal(t, all[i+1].Hash, r.PrevHash)
+		}
+	}
+	assert.Equal(t, Genesis, all[24].PrevHash)
+
+	// A reopened log continues the same chain.
+	l2, err := Open(db, Options{})
+	require.NoError(t, err)
+	require.NoError(t, l2.AppendSync(receipt(26, "default", time.Now())))
+	require.NoError(t, l2.Close())
+	rep, err = Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 26, rep.Count)
+}
+
+func rawGet(t *testing.T, db *store.DB, seq uint64) []byte {
+	var out []byte
+	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+		out = append([]byte(nil), tx.Bucket(store.BucketAudit).Bucket(bucketReceipts).Get(store.U64(seq))...)
+		return nil
+	}))
+	return out
+}
+
+func mutate(t *testing.T, db *store.DB, fn func(rb *bolt.Bucket, b *bolt.Bucket)) {
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketAudit)
+		fn(b.Bucket(bucketReceipts), b)
+		return nil
+	}))
+}
+
+func TestVerifyDetectsEachKindOfTampering(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, db *store.DB)
+		kind   string
+		seq    uint64
+	}{
+		{"edit a field", func(t *testing.T, db *store.DB) {
+			raw := rawGet(t, db, 4)
+			edited := []byte(string(raw[:0]) + replaceOnce(string(raw), `"outcome":"ok"`, `"outcome":"MCP_INTERNAL"`))
+			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Put(store.U64(4), edited)) })
+		}, ProblemAltered, 4},
+		{"edit and recompute its own hash", func(t *testing.T, db *store.DB) {
+			r, _, err := decodeStrict(rawGet(t, db, 5))
+			require.NoError(t, err)
+			r.Tool = "something_else"
+			raw, err := seal(&r)
+			require.NoError(t, err)
+			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Put(store.U64(5), raw)) })
+		}, ProblemAltered, 5},
+		{"delete one in the middle", func(t *testing.T, db *store.DB) {
+			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(3))) })
+		}, ProblemRemoved, 3},
+		{"delete the first", func(t *testing.T, db *store.DB) {
+			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(1))) })
+		}, ProblemRemoved, 1},
+		{"swap two receipts", func(t *testing.T, db *store.DB) {
+			a, b := rawGet(t, db, 6), rawGet(t, db, 7)
+			mutate(t, db, func(rb, _ *bolt.Bucket) {
+				require.NoError(t, rb.Put(store.U64(6), b))
+				require.NoError(t, rb.Put(store.U64(7), a))
+			})
+		}, ProblemReordered, 6},
+		{"truncate the tail", func(t *testing.T, db *store.DB) {
+			mutate(t, db, func(rb, _ *bolt.Bucket) {
+				require.NoError(t, rb.Delete(store.U64(10)))
+				require.NoError(t, rb.Delete(store.U64(9)))
+			})
+		}, ProblemTruncated, 9},
+		{"reformat bytes", func(t *testing.T, db *store.DB) {
+			raw := rawGet(t, db, 2)
+			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Put(store.U64(2), append([]byte(" "), raw...))) })
+		}, ProblemAltered, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openDB(t)
+			require.NoError(t, writeLog(t, db, 10).Close())
+			tc.tamper(t, db)
+			rep, err := Verify(db)
+			require.NoError(t, err)
+			require.False(t, rep.OK)
+			require.NotNil(t, rep.Problem)
+			assert.Equal(t, tc.kind, rep.Problem.Kind, rep.Problem.Message)
+			assert.Equal(t, tc.seq, rep.Problem.Seq, rep.Problem.Message)
+		})
+	}
+}
+
+func replaceOnce(s, old, new string) string {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if s[i:i+len(old)] == old {
+			return s[:i] + new + s[i+len(old):]
+		}
+	}
+	panic("not found: " + old)
+}
+
+func TestRetentionKeepsChainVerifiable(t *testing.T) {
+	db := openDB(t)
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l, err := Open(db, Options{Now: c.now, Retention: Retention{MaxCount: 5, MaxAge: 48 * time.Hour}})
+	require.NoError(t, err)
+	for i := 1; i <= 12; i++ {
+		require.NoError(t, l.Append(receipt(i, "default", c.now())))
+		c.advance(time.Hour)
+	}
+	require.NoError(t, l.Prune())
+	rep, err := Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 5, rep.Count, "count bound")
+	assert.Equal(t, uint64(8), rep.FirstSeq)
+	require.NotNil(t, rep.Checkpoint)
+	assert.Equal(t, uint64(7), rep.Checkpoint.Seq)
+	assert.Equal(t, uint64(7), rep.Checkpoint.Pruned)
+
+	// Age bound: 3 days later, everything is older than 48h.
+	c.advance(72 * time.Hour)
+	require.NoError(t, l.Append(receipt(13, "default", c.now())))
+	require.NoError(t, l.Prune())
+	require.NoError(t, l.Close())
+	rep, err = Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 1, rep.Count)
+	assert.Equal(t, uint64(13), rep.FirstSeq)
+
+	// Deleting the first receipt after the checkpoint is still caught.
+	mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(13))) })
+	rep, err = Verify(db)
+	require.NoError(t, err)
+	require.False(t, rep.OK)
+	assert.Equal(t, ProblemTruncated, rep.Problem.Kind)
+}
+
+func TestParseRetention(t *testing.T) {
+	r, err := ParseRetention("")
+	require.NoError(t, err)
+	assert.Equal(t, DefaultRetention, r)
+	r, err = ParseRetention("30d, 5000")
+	require.NoError(t, err)
+	assert.Equal(t, Retention{MaxAge: 30 * 24 * time.Hour, MaxCount: 5000}, r)
+	r, err = ParseRetention("720h")
+	require.NoError(t, err)
+	assert.Equal(t, Retention{MaxAge: 720 * time.Hour}, r)
+	r, err = ParseRetention("off")
+	require.NoError(t, err)
+	assert.Equal(t, Retention{}, r)
+	for _, bad := range []string{"banana", "-3d", "0d", "10x"} {
+		_, err := ParseRetention(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestFailedCommitMarksUnhealthyAndRecovers(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{})
+	require.NoError(t, err)
+	defer l.Close()
+	fail := true
+	l.beforeCommit = func() error {
+		if fail {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	err = l.AppendSync(receipt(1, "s", time.Now()))
+	require.Error(t, err)
+	ok, msg := l.Healthy()
+	assert.False(t, ok)
+	assert.Contains(t, msg, "disk full")
+	fail = false
+	require.NoError(t, l.AppendSync(receipt(2, "s", time.Now())))
+	ok, _ = l.Healthy()
+	assert.True(t, ok)
+	rep, err := Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 1, rep.Count, "the failed receipt left no trace and no gap")
+}
+
+func TestListFilters(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{})
+	require.NoError(t, err)
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= 9; i++ {
+		scope := "a"
+		if i%2 == 0 {
+			scope = "b"
+		}
+		r := receipt(i, scope, base.Add(time.Duration(i)*time.Minute))
+		if i == 5 {
+			r.Outcome = "MCP_PERMISSION_DENIED"
+		}
+		require.NoError(t, l.Append(r))
+	}
+	got, err := l.List(Filter{Scope: "a"})
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	for _, r := range got {
+		assert.Equal(t, "a", r.Scope)
+	}
+	got, err = l.List(Filter{Scope: "a", Outcome: "MCP_PERMISSION_DENIED"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "call_5", got[0].CallID)
+	got, err = l.List(Filter{Scope: "b", Tool: "tool_2"})
+	require.NoError(t, err)
+	require.Len(t, got, 2) // 2 and 8
+	got, err = l.List(Filter{Since: base.Add(7 * time.Minute), Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "call_9", got[0].CallID)
+	require.NoError(t, l.Close())
+	assert.ErrorIs(t, l.Append(receipt(10, "a", base)), ErrClosed)
+}
+
+func TestConcurrentAppendsStayChained(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if i%10 == 0 {
+					assert.NoError(t, l.AppendSync(receipt(i, "c", time.Now())))
+				} else {
+					assert.NoError(t, l.Append(receipt(i, "c", time.Now())))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, l.Close())
+	rep, err := Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 400, rep.Count)
+}
+
+func TestHasherCanonicalArgs(t *testing.T) {
+	h, err := NewHasher(make([]byte, 32))
+	require.NoError(t, err)
+	a := h.SumArgs([]byte(`{"b":1,"a":"x"}`))
+	b := h.SumArgs([]byte(` { "a" : "x", "b" : 1 } `))
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, h.SumArgs([]byte(`{"a":"y","b":1}`)))
+	assert.Equal(t, h.SumArgs(nil), h.SumArgs([]byte("null")))
+	assert.Regexp(t, `^hmac-sha256:[0-9a-f]{64}$`, a)
+	other, _ := NewHasher(append(make([]byte, 31), 1))
+	assert.NotEqual(t, a, other.SumArgs([]byte(`{"a":"x","b":1}`)), "keyed")
+	_, err = NewHasher([]byte("short"))
+	assert.Error(t, err)
+}

@@ -1,0 +1,141 @@
+// Package audit keeps the tamper-evident log of tool calls: one receipt per
+// call in completion order, chained by SHA-256 over the canonical receipt
+// bytes, in the bbolt bucket "audit". Parameters and results are recorded
+// only as HMAC-SHA-256 digests under a per-install key, so low-entropy
+// arguments (e-mail addresses, tokens) cannot be recovered from the log.
+package audit
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"sync"
+)
+
+// Receipt is one audited tool call. Field order is the canonical encoding:
+// never reorder or rename fields, that would break verification of old logs.
+type Receipt struct {
+	Seq            uint64  `json:"seq"`
+	Type           string  `json:"type"`
+	CallID         string  `json:"call_id"`
+	Timestamp      string  `json:"timestamp"`
+	Caller         string  `json:"caller"`
+	Transport      string  `json:"transport"`
+	Scope          string  `json:"scope"`
+	Tool           string  `json:"tool"`
+	CapabilityUsed string  `json:"capability_used"`
+	ParamsHash     string  `json:"params_hash"`
+	ResultHash     string  `json:"result_hash"`
+	Outcome        string  `json:"outcome"`
+	DurationMS     float64 `json:"duration_ms"`
+	PrevHash       string  `json:"prev_hash"`
+	Hash           string  `json:"hash,omitempty"`
+}
+
+// Receipt types and outcomes.
+const (
+	TypeToolCall = "mcp_tool_call"
+	OutcomeOK    = "ok"
+	// OutcomeProtocolError marks calls the protocol layer rejected (for
+	// example an unknown tool name).
+	OutcomeProtocolError = "protocol_error"
+)
+
+// Algorithm prefixes.
+const (
+	PrefixSHA256 = "sha256:"
+	PrefixHMAC   = "hmac-sha256:"
+)
+
+// Genesis is the prev_hash of the first receipt ever written.
+var Genesis = PrefixSHA256 + hex.EncodeToString(make([]byte, sha256.Size))
+
+// chainHash is SHA-256 over the canonical encoding of r without its hash
+// (prev_hash and seq included, so the receipt is bound to its position).
+func chainHash(r Receipt) (string, []byte, error) {
+	r.Hash = ""
+	body, err := json.Marshal(r)
+	if err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256(body)
+	return PrefixSHA256 + hex.EncodeToString(sum[:]), body, nil
+}
+
+// seal computes r.Hash and returns the stored bytes.
+func seal(r *Receipt) ([]byte, error) {
+	h, _, err := chainHash(*r)
+	if err != nil {
+		return nil, err
+	}
+	r.Hash = h
+	return json.Marshal(r)
+}
+
+// decodeStrict decodes stored bytes and reports whether they are exactly the
+// canonical encoding of the decoded receipt (any byte-level edit, added
+// field or reformatting counts as an alteration).
+func decodeStrict(raw []byte) (Receipt, bool, error) {
+	var r Receipt
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, false, err
+	}
+	again, err := json.Marshal(r)
+	if err != nil {
+		return r, false, err
+	}
+	return r, bytes.Equal(again, raw), nil
+}
+
+// Hasher computes the keyed digests of parameters and results.
+type Hasher struct {
+	pool sync.Pool
+}
+
+// NewHasher returns a hasher for key (at least 32 bytes).
+func NewHasher(key []byte) (*Hasher, error) {
+	if len(key) < 32 {
+		return nil, fmt.Errorf("audit HMAC key must be at least 32 bytes")
+	}
+	k := append([]byte(nil), key...)
+	return &Hasher{pool: sync.Pool{New: func() any { return hmac.New(sha256.New, k) }}}, nil
+}
+
+// Sum returns "hmac-sha256:<hex>" of b.
+func (h *Hasher) Sum(b []byte) string {
+	m := h.pool.Get().(hash.Hash)
+	m.Reset()
+	m.Write(b)
+	var out [sha256.Size]byte
+	sum := m.Sum(out[:0])
+	h.pool.Put(m)
+	return PrefixHMAC + hex.EncodeToString(sum)
+}
+
+// SumArgs digests tool arguments canonically: objects are re-encoded with
+// sorted keys so equal arguments give equal digests whatever the client's
+// key order or whitespace. Arguments that are not valid JSON are digested as
+// sent.
+func (h *Hasher) SumArgs(raw json.RawMessage) string {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return h.Sum([]byte("{}"))
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return h.Sum(trimmed)
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return h.Sum(trimmed)
+	}
+	return h.Sum(canon)
+}

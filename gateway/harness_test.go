@@ -1,0 +1,195 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/audit"
+	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/server"
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type harness struct {
+	t      *testing.T
+	dbPath string
+	db     *store.DB
+	log    *audit.Log
+	gw     *Gateway
+	clock  *fakeClock
+	policy string
+}
+
+type setup struct {
+	policy     string // TOML; "" = no policy file
+	policyJSON bool
+	readOnly   bool
+	toolsets   []string
+	recorder   func(*audit.Log) Recorder
+	onFailure  string
+}
+
+func newHarness(t *testing.T, s setup) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	h := &harness{t: t, dbPath: filepath.Join(dir, "accords.db"), clock: &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
+	var err error
+	h.db, err = store.Open(h.dbPath, store.Options{})
+	require.NoError(t, err)
+	keys, err := keyring.New(make([]byte, 32))
+	require.NoError(t, err)
+	sessions := session.New(h.db, keys, session.Defaults{})
+	h.log, err = audit.Open(h.db, audit.Options{Now: h.clock.Now})
+	require.NoError(t, err)
+	reg, err := tools.All(tools.Deps{Sessions: sessions, Audit: h.log})
+	require.NoError(t, err)
+	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
+	require.NoError(t, err)
+	if s.policy != "" {
+		name := "policy.toml"
+		if s.policyJSON {
+			name = "policy.json"
+		}
+		h.policy = filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(h.policy, []byte(s.policy), 0o600))
+	}
+	var rec Recorder = h.log
+	if s.recorder != nil {
+		rec = s.recorder(h.log)
+	}
+	h.gw, err = New(Options{
+		Registry: reg, Builder: &server.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
+		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		h.log.Close()
+		h.db.Close()
+	})
+	return h
+}
+
+func (h *harness) writePolicy(toml string) {
+	require.NoError(h.t, os.WriteFile(h.policy, []byte(toml), 0o600))
+}
+
+// stdio connects an in-memory client to the stdio server.
+func (h *harness) stdio() *mcp.ClientSession {
+	h.t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := h.gw.StdioServer().Connect(ctx, st, nil)
+	require.NoError(h.t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(h.t, err)
+	h.t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// httpServer serves the bridge with the gateway's auth and servers.
+func (h *harness) httpServer() *httptest.Server {
+	srv := httptest.NewServer(server.NewHTTPHandler(server.HTTPOptions{GetServer: h.gw.GetServer, Wrap: h.gw.Wrap}))
+	h.t.Cleanup(srv.Close)
+	return srv
+}
+
+type headerRT struct {
+	headers map[string]string
+}
+
+func (rt headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range rt.headers {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// httpClient connects a Streamable HTTP client sending headers.
+func (h *harness) httpClient(srv *httptest.Server, headers map[string]string) *mcp.ClientSession {
+	h.t.Helper()
+	tr := &mcp.StreamableClientTransport{
+		Endpoint:             srv.URL + "/v1/mcp",
+		HTTPClient:           &http.Client{Transport: headerRT{headers: headers}},
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	require.NoError(h.t, err)
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) envelope.Envelope {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Content)
+	text, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok)
+	var env envelope.Envelope
+	require.NoError(t, json.Unmarshal([]byte(text.Text), &env))
+	require.Equal(t, !env.OK, res.IsError)
+	require.NotEmpty(t, res.Meta["accords/call_id"], "every call carries its receipt id")
+	return env
+}
+
+func listNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+func (h *harness) receipts(f audit.Filter) []audit.Receipt {
+	h.t.Helper()
+	if f.Limit == 0 {
+		f.Limit = 1000
+	}
+	rs, err := h.log.List(f)
+	require.NoError(h.t, err)
+	return rs
+}
+
+func errCode(env envelope.Envelope) string {
+	if env.Error == nil {
+		return ""
+	}
+	return env.Error.Code
+}

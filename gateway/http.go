@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/caller"
+	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/policy"
+	"github.com/accordsai/accords-mcp/server"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tokenInfoTenant marks TokenInfo values made by Wrap; it carries the
+// caller's tenant from the policy into the MCP request.
+const tokenInfoTenant = "accords_tenant"
+
+// Realm is the WWW-Authenticate realm.
+const Realm = "accords-mcp"
+
+// queryCredentialNames are query parameters that look like credentials. URLs
+// end up in proxy and access logs, so such requests are refused outright.
+var queryCredentialNames = []string{"access_token", "token", "auth_token", "bearer", "api_key", "apikey", "authorization", "auth", "key"}
+
+type principalKey struct{}
+type callerKey struct{}
+
+// Wrap authenticates HTTP requests to the MCP endpoint. When the policy
+// names callers, a bearer token is required (401 otherwise) and the caller's
+// tenant is fixed by the policy: a tenant header naming another tenant gets
+// 403. Tokens in the query string get 400 whatever the policy.
+func (g *Gateway) Wrap(next http.Handler) http.Handler {
+	// The SDK middleware is what puts TokenInfo where the MCP layer reads
+	// it (RequestExtra.TokenInfo); the token was checked already.
+	inner := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		c, ok := ctx.Value(callerKey{}).(*policy.Caller)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: c.ID, Extra: map[string]any{tokenInfoTenant: c.Tenant}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		for name := range q {
+			for _, bad := range queryCredentialNames {
+				if strings.EqualFold(name, bad) {
+					e := apperr.Validation("query."+strings.ToLower(name), "credentials in the URL query are refused (URLs are logged); send Authorization: Bearer <token>")
+					writeEnvelope(w, http.StatusBadRequest, e)
+					return
+				}
+			}
+		}
+		pol := g.policy.Load()
+		if !pol.HasCallers() {
+			p := anonymousPrincipal(pol, r.Header)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			return
+		}
+		token, present := bearer(r.Header.Get("Authorization"))
+		if !present {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+Realm+`"`)
+			writeEnvelope(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "this server requires Authorization: Bearer <token>"))
+			return
+		}
+		c, ok := pol.Authenticate(token)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+Realm+`", error="invalid_token", error_description="unknown token"`)
+			writeEnvelope(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "the bearer token is not known to this server"))
+			return
+		}
+		if h := server.TenantFromHeader(r.Header); h != "" && h != c.Tenant {
+			e := apperr.New(apperr.CodePermissionDenied, "caller %s is bound to its own tenant; the tenant header names another tenant", c.ID).
+				With("reason", "tenant_mismatch").With("header_tenant", h)
+			writeEnvelope(w, http.StatusForbidden, e)
+			return
+		}
+		p := caller.Principal{ID: c.ID, Scope: c.Tenant, Transport: caller.TransportHTTP, Authenticated: true}
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		ctx = context.WithValue(ctx, callerKey{}, c)
+		inner.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func bearer(h string) (string, bool) {
+	fields := strings.Fields(h)
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
+		return "", false
+	}
+	return fields[1], true
+}
+
+func writeEnvelope(w http.ResponseWriter, status int, e *apperr.Error) {
+	env := envelope.Failure(e)
+	env.Meta.VaultHTTPStatus = status
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(env)
+}
+
+// GetServer returns the cached server for the caller Wrap resolved: its
+// tools/list shows exactly what it may call.
+func (g *Gateway) GetServer(r *http.Request) *mcp.Server {
+	pol := g.policy.Load()
+	p, ok := r.Context().Value(principalKey{}).(caller.Principal)
+	if !ok {
+		p = anonymousPrincipal(pol, r.Header)
+	}
+	return g.serverFor(g.callerFor(pol, p))
+}

@@ -1,0 +1,113 @@
+package ratelimit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestBurstThenRefusalThenRecovery(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	lm := New(c.now)
+	l := Limit{PerMinute: 60, Burst: 3}
+	for i := 0; i < 3; i++ {
+		ok, _ := lm.Allow("k", l)
+		require.True(t, ok, "call %d within burst", i)
+	}
+	ok, wait := lm.Allow("k", l)
+	require.False(t, ok)
+	assert.Equal(t, time.Second, wait, "60/min refills one token per second")
+
+	c.advance(500 * time.Millisecond)
+	ok, wait = lm.Allow("k", l)
+	require.False(t, ok)
+	assert.Equal(t, 500*time.Millisecond, wait)
+
+	c.advance(500 * time.Millisecond)
+	ok, _ = lm.Allow("k", l)
+	require.True(t, ok, "one token after a second")
+	ok, _ = lm.Allow("k", l)
+	require.False(t, ok)
+
+	c.advance(time.Hour)
+	for i := 0; i < 3; i++ {
+		ok, _ := lm.Allow("k", l)
+		require.True(t, ok, "refill is capped at the burst")
+	}
+	ok, _ = lm.Allow("k", l)
+	require.False(t, ok)
+}
+
+func TestKeysAreIndependentAndUnlimited(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	lm := New(c.now)
+	l := Limit{PerMinute: 1, Burst: 1}
+	ok, _ := lm.Allow("a", l)
+	require.True(t, ok)
+	ok, _ = lm.Allow("a", l)
+	require.False(t, ok)
+	ok, _ = lm.Allow("b", l)
+	require.True(t, ok, "another key has its own bucket")
+	for i := 0; i < 1000; i++ {
+		ok, _ := lm.Allow("a", Limit{})
+		require.True(t, ok, "unlimited never refuses")
+	}
+}
+
+func TestLimitChangeResizesWithoutRefilling(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	lm := New(c.now)
+	for i := 0; i < 10; i++ {
+		ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 10})
+		require.True(t, ok)
+	}
+	ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
+	require.False(t, ok, "an emptied bucket stays empty after a reload")
+	c.advance(10 * time.Second)
+	for i := 0; i < 2; i++ {
+		ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
+		require.True(t, ok)
+	}
+	ok, _ = lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
+	require.False(t, ok, "new burst caps the refill")
+}
+
+func TestClockGoingBackwards(t *testing.T) {
+	c := &clock{t: time.Unix(100, 0)}
+	lm := New(c.now)
+	l := Limit{PerMinute: 60, Burst: 1}
+	ok, _ := lm.Allow("k", l)
+	require.True(t, ok)
+	c.advance(-time.Hour)
+	ok, _ = lm.Allow("k", l)
+	require.False(t, ok, "a clock step back never grants tokens")
+}
+
+func TestSweepBoundsMemory(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	lm := New(c.now)
+	lm.sweepAt = 100
+	l := Limit{PerMinute: 60, Burst: 5}
+	for i := 0; i < 100; i++ {
+		lm.Allow(fmt.Sprint(i), l)
+	}
+	c.advance(time.Minute)
+	lm.Allow("new", l)
+	assert.Equal(t, 1, lm.Len(), "refilled idle buckets are dropped")
+}
+
+func BenchmarkAllow(b *testing.B) {
+	lm := New(nil)
+	l := Limit{PerMinute: 1e9, Burst: 1 << 30}
+	for i := 0; i < b.N; i++ {
+		lm.Allow("caller:x|tool", l)
+	}
+}

@@ -1,0 +1,76 @@
+package tools
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/audit"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// AuditLister reads receipts (audit.Log).
+type AuditLister interface {
+	List(f audit.Filter) ([]audit.Receipt, error)
+}
+
+// Audit listing bounds.
+const (
+	auditDefaultLimit = 50
+	auditMaxLimit     = 500
+)
+
+type auditListIn struct {
+	Tool    string `json:"tool,omitempty" jsonschema:"only receipts of this tool name"`
+	Outcome string `json:"outcome,omitempty" jsonschema:"only this outcome: ok or an error code such as MCP_PERMISSION_DENIED"`
+	Since   string `json:"since,omitempty" jsonschema:"only receipts at or after this time: RFC 3339 timestamp or a duration ago such as 15m or 24h"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"maximum receipts, newest first; default 50, at most 500"`
+}
+
+func auditTools(lister AuditLister, now func() time.Time) []Tool {
+	if lister == nil {
+		return nil
+	}
+	return []Tool{
+		Typed(Tool{
+			Name:  "vaultclaw_audit_receipts_list",
+			Title: "List audit receipts",
+			Description: "List this scope's audit receipts of tool calls, newest first: call id, time, caller, tool, capability, " +
+				"outcome, duration and keyed hashes of parameters and result (never the values). Filter by tool, outcome and time.",
+			Toolset:    ToolsetAudit,
+			Capability: CapAuditView,
+			Hints:      ReadLocal,
+		}, func(s *jsonschema.Schema) {
+			Range(s, "limit", 1, auditMaxLimit)
+			Default(s, "limit", auditDefaultLimit)
+		}, func(ctx context.Context, c *Call, in auditListIn) (Result, error) {
+			f := audit.Filter{Scope: c.Scope(), Tool: strings.TrimSpace(in.Tool), Outcome: strings.TrimSpace(in.Outcome), Limit: in.Limit}
+			if f.Limit <= 0 {
+				f.Limit = auditDefaultLimit
+			}
+			if s := strings.TrimSpace(in.Since); s != "" {
+				since, err := parseSince(s, now())
+				if err != nil {
+					return Result{}, err
+				}
+				f.Since = since
+			}
+			rs, err := lister.List(f)
+			if err != nil {
+				return Result{}, apperr.Internal("list audit receipts", err)
+			}
+			return OK(map[string]any{"scope": c.Scope(), "count": len(rs), "receipts": rs})
+		}),
+	}
+}
+
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, apperr.Validation("since", "since must be an RFC 3339 timestamp (2026-01-02T15:04:05Z) or a positive duration such as 15m or 24h, got %q", s)
+}
