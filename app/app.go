@@ -15,6 +15,8 @@ import (
 
 	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/audit"
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/gateway"
@@ -50,6 +52,7 @@ type App struct {
 	// audit to every server the app builds.
 	Audit   *audit.Log
 	Gateway *gateway.Gateway
+	Catalog *catalog.Service
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -66,10 +69,40 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	}
 	a := &App{Config: cfg, Logger: logger, DB: db}
 	if err := a.init(); err != nil {
+		if a.Catalog != nil {
+			a.Catalog.Close()
+		}
 		db.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// openCatalog opens the cookbook catalog and its index (checked against the
+// catalog revision, rebuilt or caught up when needed) and seeds the
+// built-in cookbooks.
+func (a *App) openCatalog() error {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger})
+	if err != nil {
+		return fmt.Errorf("open cookbook catalog: %w", err)
+	}
+	a.Catalog = cat
+	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
+		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
+	}
+	bundles, err := builtin.Bundles()
+	if err != nil {
+		return fmt.Errorf("load built-in cookbooks: %w", err)
+	}
+	seed, err := cat.SeedBuiltins(ctx, bundles)
+	if err != nil {
+		return err
+	}
+	if !seed.Unchanged {
+		a.Logger.Info("built-in cookbooks seeded", "seeded", seed.Seeded, "updated", seed.Updated, "kept_user_versions", seed.Kept)
+	}
+	return nil
 }
 
 func (a *App) init() error {
@@ -78,6 +111,9 @@ func (a *App) init() error {
 		return fmt.Errorf("load secret key: %w", err)
 	}
 	a.Keys = keys
+	if err := a.openCatalog(); err != nil {
+		return err
+	}
 	a.Sessions = session.New(a.DB, keys, session.Defaults{
 		Token:      a.Config.VaultToken,
 		BaseURL:    a.Config.VaultBaseURL,
@@ -112,7 +148,7 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router, Audit: a.Audit})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router, Audit: a.Audit, Catalog: a.Catalog})
 	if err != nil {
 		a.Audit.Close()
 		return err
@@ -142,7 +178,8 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close flushes the audit log, closes idle Vault connections and releases the database.
+// Close flushes the audit log, closes idle Vault connections and the
+// catalog index, then releases the database.
 func (a *App) Close() error {
 	if a.Vault != nil {
 		a.Vault.Close()
@@ -150,7 +187,14 @@ func (a *App) Close() error {
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
-	return a.DB.Close()
+	var err error
+	if a.Catalog != nil {
+		err = a.Catalog.Close()
+	}
+	if derr := a.DB.Close(); err == nil {
+		err = derr
+	}
+	return err
 }
 
 // MCPServer builds the stdio server: every tool the read-only and toolsets

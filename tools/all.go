@@ -6,6 +6,7 @@ import (
 	"github.com/accordsai/accords-mcp/routing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -23,7 +24,8 @@ type Deps struct {
 	Execution *execution.Service
 	Handles   *approval.Store
 	// Audit lists receipts for vaultclaw_audit_receipts_list.
-	Audit AuditLister
+	Audit   AuditLister
+	Catalog *catalog.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -35,5 +37,6 @@ func All(d Deps) (*Registry, error) {
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
 		auditTools(d.Audit, time.Now),
+		catalogTools(d.Catalog),
 	)
 }

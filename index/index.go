@@ -1,0 +1,424 @@
+// Package index is the bleve full-text index of cookbook entries. It is
+// derived state: the bbolt catalog is the source of truth, every update
+// carries the catalog revision it reflects (stored with SetInternal in the
+// same batch), and the whole index can be rebuilt from the store at any
+// time. One document is indexed per (cookbook, version, entry).
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// MappingVersion changes whenever the mapping or the document shape
+// changes; an index built with another version is rebuilt.
+const MappingVersion = "accords.catalog.index.v1"
+
+var (
+	keyRev     = []byte("catalog_rev")
+	keyMapping = []byte("mapping_version")
+)
+
+// docType is the bleve document type of entries.
+const docType = "entry"
+
+// Doc is one indexed entry.
+type Doc struct {
+	CookbookID string
+	Version    string
+	// VersionSort is a byte-sortable encoding of the version's semver
+	// precedence (see catalog.VersionSortKey); the index sorts by it.
+	VersionSort         string
+	Latest              bool
+	EntryID             string
+	EntryType           string
+	Title               string
+	Description         string
+	ConnectorID         string
+	Verb                string
+	Tags                []string
+	CookbookTitle       string
+	CookbookDescription string
+	CookbookTags        []string
+}
+
+// ID is the document id; ids and versions cannot contain '@' or '/'.
+func (d Doc) ID() string { return DocID(d.CookbookID, d.Version, d.EntryID) }
+
+// DocID builds a document id.
+func DocID(cookbookID, version, entryID string) string {
+	return cookbookID + "@" + version + "/" + entryID
+}
+
+// Hit is one search result.
+type Hit struct {
+	CookbookID  string   `json:"cookbook_id"`
+	Version     string   `json:"version"`
+	EntryID     string   `json:"entry_id"`
+	EntryType   string   `json:"entry_type"`
+	Title       string   `json:"title,omitempty"`
+	ConnectorID string   `json:"connector_id,omitempty"`
+	Verb        string   `json:"verb,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	Latest      bool     `json:"latest"`
+	Score       float64  `json:"score"`
+}
+
+// bleveDoc is what bleve indexes; field names are the json tags.
+type bleveDoc struct {
+	CookbookID  string   `json:"cookbook_id"`
+	Version     string   `json:"version"`
+	VersionSort string   `json:"version_sort"`
+	Latest      string   `json:"latest"`
+	EntryID     string   `json:"entry_id"`
+	EntryType   string   `json:"entry_type"`
+	ConnectorID string   `json:"connector_id"`
+	Verb        string   `json:"verb"`
+	Tags        []string `json:"tags"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	CBTitle     string   `json:"cookbook_title"`
+	CBDesc      string   `json:"cookbook_description"`
+	Keywords    string   `json:"keywords"`
+	Hit         string   `json:"hit"`
+}
+
+// Type selects the document mapping (bleve's Classifier interface).
+func (bleveDoc) Type() string { return docType }
+
+func toBleve(d Doc) bleveDoc {
+	hit, _ := json.Marshal(Hit{CookbookID: d.CookbookID, Version: d.Version, EntryID: d.EntryID, EntryType: d.EntryType,
+		Title: d.Title, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags, Latest: d.Latest})
+	latest := "0"
+	if d.Latest {
+		latest = "1"
+	}
+	// Ids, verbs and tags are also indexed as words ("google.gmail.labels.list"
+	// → "google gmail labels list") so a plain-language query finds them.
+	var kw []string
+	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, append(d.Tags, d.CookbookTags...)...) {
+		kw = append(kw, splitWords(s))
+	}
+	return bleveDoc{
+		CookbookID: d.CookbookID, Version: d.Version, VersionSort: d.VersionSort, Latest: latest,
+		EntryID: d.EntryID, EntryType: d.EntryType, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags,
+		Title: d.Title, Description: d.Description, CBTitle: d.CookbookTitle, CBDesc: d.CookbookDescription,
+		Keywords: strings.Join(kw, " "), Hit: string(hit),
+	}
+}
+
+func splitWords(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.', '_', '-', '/', ':':
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// NewMapping is the explicit index mapping: English-analysed text for
+// titles and descriptions, keyword fields for ids, connector, verb, tags,
+// entry type and version, nothing dynamic.
+func NewMapping() mapping.IndexMapping {
+	kw := func(docValues bool) *mapping.FieldMapping {
+		f := bleve.NewKeywordFieldMapping()
+		f.Store = false
+		f.IncludeInAll = false
+		f.IncludeTermVectors = false
+		f.DocValues = docValues
+		return f
+	}
+	text := func() *mapping.FieldMapping {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer = en.AnalyzerName
+		f.Store = false
+		f.IncludeInAll = false
+		f.IncludeTermVectors = false
+		f.DocValues = false
+		return f
+	}
+	stored := bleve.NewTextFieldMapping()
+	stored.Analyzer = keyword.Name
+	stored.Index = false
+	stored.Store = true
+	stored.IncludeInAll = false
+	stored.IncludeTermVectors = false
+	stored.DocValues = false
+
+	dm := bleve.NewDocumentStaticMapping()
+	for _, name := range []string{"cookbook_id", "entry_id"} {
+		dm.AddFieldMappingsAt(name, kw(true))
+	}
+	dm.AddFieldMappingsAt("version_sort", kw(true))
+	for _, name := range []string{"version", "latest", "entry_type", "connector_id", "verb", "tags"} {
+		dm.AddFieldMappingsAt(name, kw(false))
+	}
+	for _, name := range []string{"title", "description", "cookbook_title", "cookbook_description", "keywords"} {
+		dm.AddFieldMappingsAt(name, text())
+	}
+	dm.AddFieldMappingsAt("hit", stored)
+
+	im := bleve.NewIndexMapping()
+	im.DefaultMapping = bleve.NewDocumentDisabledMapping()
+	im.AddDocumentMapping(docType, dm)
+	im.DefaultAnalyzer = en.AnalyzerName
+	im.IndexDynamic = false
+	im.StoreDynamic = false
+	im.DocValuesDynamic = false
+	return im
+}
+
+// ErrNeedsRebuild means the folder holds no usable index: it is missing,
+// corrupt, or was built with another mapping.
+var ErrNeedsRebuild = errors.New("index needs rebuild")
+
+// Index is an open on-disk (scorch) index.
+type Index struct {
+	path string
+	mu   sync.RWMutex // guards bi against Close
+	bi   bleve.Index
+}
+
+// Open opens the index at path. A missing, unreadable or foreign index is
+// reported as ErrNeedsRebuild (wrapped with the reason).
+func Open(path string) (*Index, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNeedsRebuild, err)
+	}
+	bi, err := openBleve(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNeedsRebuild, err)
+	}
+	mv, err := bi.GetInternal(keyMapping)
+	if err != nil || string(mv) != MappingVersion {
+		bi.Close()
+		return nil, fmt.Errorf("%w: mapping version %q, want %q", ErrNeedsRebuild, mv, MappingVersion)
+	}
+	if _, err := readRev(bi); err != nil {
+		bi.Close()
+		return nil, fmt.Errorf("%w: %v", ErrNeedsRebuild, err)
+	}
+	return &Index{path: path, bi: bi}, nil
+}
+
+// openBleve recovers from panics inside bleve's open path: a corrupt folder
+// must lead to a rebuild, never a crash.
+func openBleve(path string) (bi bleve.Index, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("open index: %v", r)
+		}
+	}()
+	return bleve.OpenUsing(path, map[string]interface{}{"unsafe_batch": true})
+}
+
+func readRev(bi bleve.Index) (uint64, error) {
+	raw, err := bi.GetInternal(keyRev)
+	if err != nil {
+		return 0, err
+	}
+	if raw == nil {
+		return 0, errors.New("index has no catalog revision")
+	}
+	return strconv.ParseUint(string(raw), 10, 64)
+}
+
+// Path is the index folder.
+func (ix *Index) Path() string { return ix.path }
+
+// Rev is the catalog revision the index reflects.
+func (ix *Index) Rev() (uint64, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.bi == nil {
+		return 0, errors.New("index closed")
+	}
+	return readRev(ix.bi)
+}
+
+// Close flushes and closes the index.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.bi == nil {
+		return nil
+	}
+	err := ix.bi.Close()
+	ix.bi = nil
+	return err
+}
+
+// DocCount is the number of indexed entries.
+func (ix *Index) DocCount() (uint64, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.bi == nil {
+		return 0, errors.New("index closed")
+	}
+	return ix.bi.DocCount()
+}
+
+// Update replaces every document of the named cookbooks with docs and
+// records rev, all in one bleve batch.
+type Update struct {
+	Cookbooks []string
+	Docs      []Doc
+	Rev       uint64
+}
+
+// Apply applies u atomically.
+func (ix *Index) Apply(ctx context.Context, u Update) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.bi == nil {
+		return errors.New("index closed")
+	}
+	batch := ix.bi.NewBatch()
+	keep := map[string]bool{}
+	for _, d := range u.Docs {
+		keep[d.ID()] = true
+	}
+	for _, cb := range u.Cookbooks {
+		ids, err := ix.docIDs(ctx, cb)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !keep[id] {
+				batch.Delete(id)
+			}
+		}
+	}
+	for _, d := range u.Docs {
+		if err := batch.Index(d.ID(), toBleve(d)); err != nil {
+			return fmt.Errorf("index %s: %w", d.ID(), err)
+		}
+	}
+	batch.SetInternal(keyRev, []byte(strconv.FormatUint(u.Rev, 10)))
+	return ix.bi.Batch(batch)
+}
+
+// docIDs lists the ids of every document of one cookbook.
+func (ix *Index) docIDs(ctx context.Context, cookbookID string) ([]string, error) {
+	q := query.NewTermQuery(cookbookID)
+	q.SetField("cookbook_id")
+	var ids []string
+	for from := 0; ; {
+		req := bleve.NewSearchRequestOptions(q, 1000, from, false)
+		req.Score = "none"
+		res, err := ix.bi.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("list documents of %s: %w", cookbookID, err)
+		}
+		for _, h := range res.Hits {
+			ids = append(ids, h.ID)
+		}
+		from += len(res.Hits)
+		if len(res.Hits) == 0 || uint64(from) >= res.Total {
+			return ids, nil
+		}
+	}
+}
+
+// Progress reports rebuild progress: done of total documents.
+type Progress func(done, total int)
+
+// Source feeds every document of the catalog to yield; total is the number
+// of documents it will yield (for progress), or 0 when unknown.
+type Source struct {
+	Total int
+	Rev   uint64
+	Each  func(yield func(Doc) error) error
+}
+
+// BatchSize is the number of documents per bleve batch during a rebuild.
+const BatchSize = 2000
+
+// Build writes a fresh index of src at path: it builds into a sibling
+// temporary folder and swaps it in only when complete, so an interrupted
+// rebuild never leaves a half-built index in place. The caller must not
+// hold the index at path open.
+func Build(ctx context.Context, path string, src Source, progress Progress) error {
+	tmp := fmt.Sprintf("%s.rebuild-%d", path, time.Now().UnixNano())
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return fmt.Errorf("create index: %w", err)
+	}
+	cleanup := func() { bi.Close(); os.RemoveAll(tmp) }
+	batch := bi.NewBatch()
+	done := 0
+	flush := func() error {
+		if batch.Size() == 0 {
+			return nil
+		}
+		if err := bi.Batch(batch); err != nil {
+			return err
+		}
+		batch.Reset()
+		if progress != nil {
+			progress(done, src.Total)
+		}
+		return nil
+	}
+	err = src.Each(func(d Doc) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := batch.Index(d.ID(), toBleve(d)); err != nil {
+			return err
+		}
+		done++
+		if batch.Size() >= BatchSize {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		batch.SetInternal(keyMapping, []byte(MappingVersion))
+		batch.SetInternal(keyRev, []byte(strconv.FormatUint(src.Rev, 10)))
+		err = bi.Batch(batch)
+		if err == nil && progress != nil {
+			progress(done, src.Total)
+		}
+	}
+	if err != nil {
+		cleanup()
+		return fmt.Errorf("build index: %w", err)
+	}
+	if err := bi.Close(); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("close new index: %w", err)
+	}
+	old := path + ".old"
+	os.RemoveAll(old)
+	if _, err := os.Stat(path); err == nil {
+		if err := os.Rename(path, old); err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("move old index aside: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("install new index: %w", err)
+	}
+	os.RemoveAll(old)
+	return nil
+}
