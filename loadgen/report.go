@@ -49,6 +49,7 @@ type TransportReport struct {
 	Transport string `json:"transport"`
 	Bundles   int    `json:"bundles"`
 	Clients   int    `json:"clients"`
+	Policy    string `json:"policy,omitempty"`
 	// StartupEmptyMS is start-up to the first tools/list on an empty db.
 	StartupEmptyMS float64 `json:"startup_empty_ms"`
 	// StartupMS is the median start-up with the seeded catalog, over
@@ -83,6 +84,9 @@ func (rep Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "binary:  %s\n", rep.Binary)
 	for _, tr := range rep.Transports {
 		fmt.Fprintf(w, "\n== %s, %d bundles, %d client(s)\n", tr.Transport, tr.Bundles, tr.Clients)
+		if tr.Policy != "" {
+			fmt.Fprintf(w, "policy: %s\n", tr.Policy)
+		}
 		fmt.Fprintf(w, "start-up to first tools/list: empty db %.1f ms; with catalog median %.1f ms %v\n",
 			tr.StartupEmptyMS, tr.StartupMS, tr.StartupRunsMS)
 		if tr.SeedPeakRSSMiB > 0 {

@@ -45,6 +45,7 @@ type options struct {
 	json        bool
 	env         []string
 	bearer      string
+	policy      string
 }
 
 var allOps = []string{"status", "search", "render", "route", "route-search", "list", "upsert", "mixed"}
@@ -74,6 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
 	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
+	fs.StringVar(&o.policy, "policy", "", "policy file for the HTTP server (default: one lifting the anonymous caller's rate limit, since a load test against the default 60 calls a minute measures refusals; \"none\" keeps the server's default)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: accords-bench [flags]\n\nSeeds --bundles bundles through the built server and measures each operation.\nOperations whose tools the server does not register are reported as skipped.\n\nflags:")
 		fs.PrintDefaults()
@@ -140,6 +142,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// benchPolicy lifts the rate limit of the anonymous HTTP caller and
+// leaves everything else (capabilities, audit) as the server's default, so
+// the gateway's cost is still measured.
+const benchPolicy = `version = 1
+
+[anonymous]
+calls_per_minute = 0
+`
+
 // marker records what a kept database was seeded with, so a later run
 // reuses it only when it matches.
 type marker struct {
@@ -179,7 +190,23 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 			}
 		}
 	}
-	so := loadgen.ServerOptions{Bin: o.bin, DBPath: dbPath, Transport: transport, Clients: tr.Clients, Env: o.env, Bearer: o.bearer}
+	env := append([]string(nil), o.env...)
+	if transport == loadgen.HTTP {
+		switch o.policy {
+		case "none":
+		case "":
+			p := filepath.Join(dir, "bench-policy.toml")
+			if err := os.WriteFile(p, []byte(benchPolicy), 0o600); err != nil {
+				return tr, err
+			}
+			env = append(env, "ACCORDS_MCP_POLICY_FILE="+p)
+			tr.Policy = "anonymous caller unlimited (accords-bench default)"
+		default:
+			env = append(env, "ACCORDS_MCP_POLICY_FILE="+o.policy)
+			tr.Policy = o.policy
+		}
+	}
+	so := loadgen.ServerOptions{Bin: o.bin, DBPath: dbPath, Transport: transport, Clients: tr.Clients, Env: env, Bearer: o.bearer}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(logw, "[%s] "+format+"\n", append([]any{transport}, a...)...)
 	}
