@@ -48,8 +48,9 @@ type Server struct {
 	Startup time.Duration
 	Tools   map[string]*mcp.Tool
 	stderr  *tailBuffer
-	done    chan struct{}
+	done    chan struct{} // HTTP: closed when the process has exited
 	waitErr error
+	killed  bool
 }
 
 // tailBuffer keeps the last 64 KiB of the server's stderr for diagnostics.
@@ -127,7 +128,8 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 			return nil, err
 		}
 		s.Startup = time.Since(t0)
-		go func() { s.waitErr = cmd.Wait(); close(s.done) }()
+		// The SDK's command transport owns cmd.Wait: closing the session
+		// closes stdin and waits (SIGTERM, then SIGKILL, if it lingers).
 	case HTTP:
 		cmd := exec.Command(o.Bin, "serve", "--http", "127.0.0.1:0")
 		cmd.Env = ServerEnv(o.DBPath, o.Env)
@@ -256,31 +258,38 @@ func PeakRSS(pid int) (int64, error) {
 	return 0, errors.New("VmHWM not found")
 }
 
-// Close ends the sessions and stops the process (stdin EOF for stdio,
-// SIGTERM for HTTP), killing it if it does not exit within 15 s.
+// Close ends the sessions and stops the process: closing stdin for stdio
+// (the SDK transport then waits, escalating to SIGTERM and SIGKILL after
+// 10 s each), SIGTERM for HTTP, killing it if it does not exit within 15 s.
 func (s *Server) Close() error {
+	if s.Transport == Stdio {
+		var err error
+		for _, cs := range s.Sessions {
+			if cerr := cs.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		s.Sessions = nil
+		if err != nil && !s.killed {
+			return fmt.Errorf("server exit: %v\n%s", err, s.Stderr())
+		}
+		return nil
+	}
 	for _, cs := range s.Sessions {
 		_ = cs.Close()
 	}
+	s.Sessions = nil
 	if s.Cmd == nil || s.Cmd.Process == nil {
 		return nil
 	}
-	if s.Transport == HTTP {
-		_ = s.Cmd.Process.Signal(syscall.SIGTERM)
-	}
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
+		return nil
 	case <-time.After(15 * time.Second):
 		s.kill()
 		return errors.New("server did not exit within 15s; killed")
 	}
-	if s.waitErr != nil {
-		var ee *exec.ExitError
-		if errors.As(s.waitErr, &ee) && s.Transport == Stdio {
-			return fmt.Errorf("server exited with %v\n%s", s.waitErr, s.Stderr())
-		}
-	}
-	return nil
 }
 
 // Kill sends SIGKILL (crash tests) and waits for the process to go.
@@ -289,11 +298,16 @@ func (s *Server) Kill() {
 	for _, cs := range s.Sessions {
 		_ = cs.Close()
 	}
+	s.Sessions = nil
 }
 
 func (s *Server) kill() {
-	if s.Cmd != nil && s.Cmd.Process != nil {
-		_ = s.Cmd.Process.Kill()
+	if s.Cmd == nil || s.Cmd.Process == nil {
+		return
+	}
+	s.killed = true
+	_ = s.Cmd.Process.Kill()
+	if s.Transport == HTTP {
 		select {
 		case <-s.done:
 		case <-time.After(10 * time.Second):
