@@ -38,5 +38,6 @@ func All(d Deps) (*Registry, error) {
 		planTools(d.Sessions, d.Execution),
 		auditTools(d.Audit, time.Now),
 		catalogTools(d.Catalog),
+		vaultTools(d),
 	)
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/vault"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+func testEnv(out, errOut *lockedBuf) *environment {
+	return &environment{stdin: strings.NewReader(""), stdout: out, stderr: errOut, getenv: func(string) string { return "" }}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startDevVault(t *testing.T, args ...string) (*lockedBuf, func() int) {
+	t.Helper()
+	out, errOut := &lockedBuf{}, &lockedBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, testEnv(out, errOut), append([]string{"dev-vault"}, args...)) }()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "agent token: ") }, 5*time.Second, 10*time.Millisecond, errOut.String())
+	return out, func() int { cancel(); return <-done }
+}
+
+func TestDevVaultServesAndApproves(t *testing.T) {
+	addr := freeAddr(t)
+	out, stop := startDevVault(t, "--addr", addr, "--token", "vc_tok_cli_test")
+	assert.Contains(t, out.String(), "listening on http://"+addr)
+	assert.Contains(t, out.String(), "agent token: vc_tok_cli_test")
+	assert.Contains(t, out.String(), "export VC_BASE_URL=http://"+addr+" VC_AGENT_TOKEN=vc_tok_cli_test")
+
+	c := vault.New(vault.Options{})
+	s := session.Session{BaseURL: "http://" + addr, Token: "vc_tok_cli_test", TimeoutMS: 5000}
+	ctx := context.Background()
+	conn, err := c.GetConnector(ctx, s, "google")
+	require.NoError(t, err)
+	req := map[string]any{"connector_id": "google", "verb": "google.gmail.send.v1", "module_hash": conn.Object()["policy_hash"],
+		"request": map[string]any{"to": []any{"a@example.com"}, "text_plain": "hi"}}
+	resp, err := c.ExecuteJob(ctx, s, req, "")
+	require.NoError(t, err)
+	jobID := resp.Object()["job"].(map[string]any)["job_id"].(string)
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "approval needed: apj_") }, 2*time.Second, 10*time.Millisecond)
+	pid := regexp.MustCompile(`approval needed: (apj_\S+)`).FindStringSubmatch(out.String())[1]
+	assert.Contains(t, out.String(), "POST /v0/connectors/execute-job -> 202")
+
+	aout, aerr := &lockedBuf{}, &lockedBuf{}
+	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr}))
+	assert.Contains(t, aout.String(), pid)
+	aout = &lockedBuf{}
+	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve", pid, "--addr", addr}), aerr.String())
+	assert.Equal(t, "approve: "+pid+" is now SUCCEEDED\n", aout.String())
+	assert.Equal(t, 1, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "deny", pid, "--addr", addr}))
+	assert.Contains(t, aerr.String(), "not WAITING")
+	assert.Equal(t, 2, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve"}))
+
+	resp, err = c.JobGet(ctx, s, jobID)
+	require.NoError(t, err)
+	assert.Equal(t, "SUCCEEDED", resp.Object()["job"].(map[string]any)["status"])
+	assert.NotContains(t, out.String(), "Bearer")
+	assert.Equal(t, 0, stop())
+	assert.Contains(t, out.String(), "dev-vault stopped")
+}
+
+func TestDevVaultUnixSocketAndDeny(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dv")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "vc.sock")
+	out, stop := startDevVault(t, "--socket", sock, "--quiet")
+	assert.Contains(t, out.String(), "listening on unix://"+sock)
+	tok := regexp.MustCompile(`agent token: (\S+)`).FindStringSubmatch(out.String())[1]
+	c := vault.New(vault.Options{})
+	s := session.Session{BaseURL: "unix://" + sock, Token: tok, TimeoutMS: 5000}
+	_, err = c.Execute(context.Background(), s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": "x"})
+	require.Error(t, err) // a validation failure, over the socket
+	_, err = c.ListConnectors(context.Background(), s)
+	require.NoError(t, err)
+
+	aout, aerr := &lockedBuf{}, &lockedBuf{}
+	assert.Equal(t, 0, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "pending", "--socket", sock}))
+	assert.Equal(t, "no approvals waiting\n", aout.String())
+	assert.Equal(t, 1, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "deny", "apj_missing", "--socket", sock}))
+	assert.Contains(t, aerr.String(), "not found")
+	assert.Equal(t, 0, stop())
+	_, statErr := os.Stat(sock)
+	assert.True(t, os.IsNotExist(statErr))
+}
