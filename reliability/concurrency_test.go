@@ -97,15 +97,16 @@ func TestConcurrentHTTPClients(t *testing.T) {
 		}
 	}
 	var calls atomic.Int64
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
-	defer cancel()
+	// Calls are never cancelled: a client stops starting calls at the
+	// deadline but lets the one in flight finish, so its log stays exact.
+	deadline := time.Now().Add(dur)
 	var wg sync.WaitGroup
 	for c := range clients {
 		logs[c] = &clientLog{bundles: map[key]string{}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runClient(ctx, c, sessions[c], corpus, rand.New(rand.NewPCG(seed, uint64(c)+1)), logs[c], fail, &calls)
+			runClient(deadline, c, sessions[c], corpus, rand.New(rand.NewPCG(seed, uint64(c)+1)), logs[c], fail, &calls)
 		}()
 	}
 	wg.Wait()
@@ -160,14 +161,13 @@ func TestConcurrentHTTPClients(t *testing.T) {
 	}
 }
 
-func runClient(ctx context.Context, c int, cs *mcp.ClientSession, corpus loadgen.Corpus, r *rand.Rand, l *clientLog, fail func(string, ...any), calls *atomic.Int64) {
+func runClient(deadline time.Time, c int, cs *mcp.ClientSession, corpus loadgen.Corpus, r *rand.Rand, l *clientLog, fail func(string, ...any), calls *atomic.Int64) {
 	ownID := func(k int) string { return fmt.Sprintf("conc.c%02d.cookbook-%d", c, k) }
 	versions := []string{"1.0.0", "1.1.0", "2.0.0-rc.1"}
 	call := func(tool string, args map[string]any) (loadgen.Envelope, string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		env, code, err := loadgen.Call(ctx, cs, tool, args)
-		if ctx.Err() != nil {
-			return env, code, false // the run ended mid-call; the outcome is unknown
-		}
 		calls.Add(1)
 		if code == loadgen.CodeTransport || code == loadgen.CodeNoEnvelope || code == "MCP_INTERNAL" {
 			fail("client %d %s: %s %v %+v", c, tool, code, err, env.Error)
@@ -175,7 +175,7 @@ func runClient(ctx context.Context, c int, cs *mcp.ClientSession, corpus loadgen
 		}
 		return env, code, true
 	}
-	for ctx.Err() == nil {
+	for time.Now().Before(deadline) {
 		switch x := r.IntN(100); {
 		case x < 30: // upsert (create or overwrite) one of the client's own keys
 			k := key{ownID(r.IntN(6)), versions[r.IntN(len(versions))]}
