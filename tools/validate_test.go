@@ -40,7 +40,7 @@ func sampleTool(t *testing.T, got *sampleIn) Tool {
 	})
 }
 
-func call(t *testing.T, tool Tool, args string) (ok bool, field, message string) {
+func invokeSample(t *testing.T, tool Tool, args string) (ok bool, field, message string) {
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool.Name, Arguments: json.RawMessage(args)}}
 	env := tool.Invoke(context.Background(), req, nil)
 	if env.OK {
@@ -70,7 +70,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		{`[1,2]`, "arguments", "arguments must be a JSON object"},
 	}
 	for _, c := range cases {
-		ok, field, msg := call(t, tool, c.args)
+		ok, field, msg := invokeSample(t, tool, c.args)
 		require.False(t, ok, c.args)
 		require.Equal(t, c.field, field, c.args)
 		require.Equal(t, c.msg, msg, c.args)
@@ -80,14 +80,14 @@ func TestValidationNamesTheField(t *testing.T) {
 func TestDefaultsTruncationAndUnknownArguments(t *testing.T) {
 	var got sampleIn
 	tool := sampleTool(t, &got)
-	ok, _, msg := call(t, tool, `{"name":"a","limit":7.9,"unknown":true,"tags":"a,b","blob":{"x":[1]}}`)
+	ok, _, msg := invokeSample(t, tool, `{"name":"a","limit":7.9,"unknown":true,"tags":"a,b","blob":{"x":[1]}}`)
 	require.True(t, ok, msg)
 	require.Equal(t, "AUTO", got.Kind, "defaults are applied")
 	require.Equal(t, 7, got.Limit, "numbers for integer fields are truncated")
 	require.Equal(t, "a,b", got.Tags)
 	require.Equal(t, map[string]any{"x": []any{1.0}}, got.Blob)
 
-	ok, _, msg = call(t, tool, `{"name":"a","tags":["a","b"]}`)
+	ok, _, msg = invokeSample(t, tool, `{"name":"a","tags":["a","b"]}`)
 	require.True(t, ok, msg)
 	require.Equal(t, 50, got.Limit)
 	require.Equal(t, []any{"a", "b"}, got.Tags)
