@@ -21,6 +21,7 @@ import (
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/passport"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
@@ -37,7 +38,6 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Sessions *session.Service
-	Router   *routing.Resolver
 	// Vault is the shared Vaultclaw client (pooled connections).
 	Vault *vault.Client
 	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
@@ -46,13 +46,15 @@ type App struct {
 	// plans and approval waits.
 	Handles   *approval.Store
 	Execution *execution.Service
+	Catalog   *catalog.Service
+	Router    *routing.Resolver
+	Passport  *passport.Service
 	Registry  *tools.Registry
 	Builder   *server.Builder
 	// Audit is the receipt log; Gateway applies policy, rate limits and
 	// audit to every server the app builds.
 	Audit   *audit.Log
 	Gateway *gateway.Gateway
-	Catalog *catalog.Service
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -120,12 +122,6 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	routes, err := routing.Default()
-	if err != nil {
-		return fmt.Errorf("load route registry: %w", err)
-	}
-	// The search fallback is attached once the catalog index is wired.
-	a.Router = routing.New(routes, nil)
 	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger})
 	cacheDB := a.DB
 	if a.Config.PolicyHashTTL == 0 {
@@ -137,6 +133,13 @@ func (a *App) init() error {
 		a.Logger.Warn("pruning approval handles failed", "error", err)
 	}
 	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	routes, err := routing.Default()
+	if err != nil {
+		return fmt.Errorf("load route registry: %w", err)
+	}
+	// The search fallback reads the catalog's bleve index (latest versions).
+	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
+	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
 	retention, err := audit.ParseRetention(a.Config.AuditRetention)
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
@@ -148,7 +151,8 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution, Handles: a.Handles, Router: a.Router, Audit: a.Audit, Catalog: a.Catalog})
+	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution,
+		Handles: a.Handles, Catalog: a.Catalog, Router: a.Router, Passport: a.Passport, Audit: a.Audit})
 	if err != nil {
 		a.Audit.Close()
 		return err

@@ -186,16 +186,19 @@ func (s *Store) Observe(scope string, res WaitResult) (Record, error) {
 }
 
 // stale reports a record past retention: terminal ones retention after they
-// finished; pending ones retention after their Vault expiry (or, without
-// one, after their last update).
+// finished; pending ones retention after the later of their last update and
+// their Vault expiry (so a clock skew with Vault cannot drop a fresh handle).
 func (s *Store) stale(r Record, now time.Time) bool {
-	switch {
-	case r.Terminal && r.TerminalAt != nil:
+	if r.Terminal && r.TerminalAt != nil {
 		return now.Sub(*r.TerminalAt) > s.retention
-	case r.PendingExpiresAtUnixMS > 0:
-		return now.Sub(time.UnixMilli(r.PendingExpiresAtUnixMS)) > s.retention
 	}
-	return now.Sub(r.UpdatedAt) > 4*s.retention
+	last := r.UpdatedAt
+	if r.PendingExpiresAtUnixMS > 0 {
+		if exp := time.UnixMilli(r.PendingExpiresAtUnixMS); exp.After(last) {
+			last = exp
+		}
+	}
+	return now.Sub(last) > s.retention
 }
 
 func (s *Store) pruneBucket(b *bolt.Bucket) (int, error) {

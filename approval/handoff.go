@@ -226,6 +226,9 @@ func FromError(err error) (*Handoff, bool) {
 	if h.ExpiresAtUnixMS == 0 {
 		h.ExpiresAtUnixMS = int64Of(vd["pending_expires_at_unix_ms"])
 	}
+	if h.ExpiresAtUnixMS == 0 {
+		h.ExpiresAtUnixMS = int64Of(pa["expires_at_unix_ms"])
+	}
 	h.Kind = KindJob
 	if h.RunID != "" {
 		h.Kind = KindPlanRun

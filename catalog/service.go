@@ -194,11 +194,15 @@ func (s *Service) syncIndex(ctx context.Context, progress index.Progress) (OpenR
 	want := s.storeRev.Load()
 	ix, err := index.Open(s.indexPath)
 	if err != nil {
-		reason := "index missing or unreadable"
+		reason := "index missing"
 		if _, statErr := os.Stat(s.indexPath); statErr == nil {
 			reason = "index corrupt or built with another mapping"
 		}
-		s.logger.Warn("rebuilding catalog index", "reason", reason, "error", err.Error())
+		if want == 0 && reason == "index missing" {
+			s.logger.Info("creating catalog index", "path", s.indexPath)
+		} else {
+			s.logger.Warn("rebuilding catalog index", "reason", reason, "error", err.Error())
+		}
 		if err := s.rebuildLocked(ctx, progress); err != nil {
 			return OpenReport{}, err
 		}
@@ -331,7 +335,7 @@ func bundleDocs(b *Bundle, latest bool) []index.Doc {
 			CookbookID: b.CookbookID, Version: b.Version, VersionSort: vs, Latest: latest,
 			EntryID: e.EntryID, EntryType: e.EntryType, Title: e.Title, Description: e.Description,
 			ConnectorID: e.IndexConnector(), Verb: e.Verb, Tags: e.Tags,
-			CookbookTitle: b.Title, CookbookDescription: b.Description, CookbookTags: b.Tags,
+			CookbookTitle: b.Title,
 		})
 	}
 	return docs

@@ -43,18 +43,16 @@ type Doc struct {
 	Version    string
 	// VersionSort is a byte-sortable encoding of the version's semver
 	// precedence (see catalog.VersionSortKey); the index sorts by it.
-	VersionSort         string
-	Latest              bool
-	EntryID             string
-	EntryType           string
-	Title               string
-	Description         string
-	ConnectorID         string
-	Verb                string
-	Tags                []string
-	CookbookTitle       string
-	CookbookDescription string
-	CookbookTags        []string
+	VersionSort   string
+	Latest        bool
+	EntryID       string
+	EntryType     string
+	Title         string
+	Description   string
+	ConnectorID   string
+	Verb          string
+	Tags          []string
+	CookbookTitle string
 }
 
 // ID is the document id; ids and versions cannot contain '@' or '/'.
@@ -93,7 +91,6 @@ type bleveDoc struct {
 	Title       string   `json:"title"`
 	Description string   `json:"description"`
 	CBTitle     string   `json:"cookbook_title"`
-	CBDesc      string   `json:"cookbook_description"`
 	Keywords    string   `json:"keywords"`
 	Hit         string   `json:"hit"`
 }
@@ -111,13 +108,13 @@ func toBleve(d Doc) bleveDoc {
 	// Ids, verbs and tags are also indexed as words ("google.gmail.labels.list"
 	// → "google gmail labels list") so a plain-language query finds them.
 	var kw []string
-	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, append(d.Tags, d.CookbookTags...)...) {
+	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, d.Tags...) {
 		kw = append(kw, splitWords(s))
 	}
 	return bleveDoc{
 		CookbookID: d.CookbookID, Version: d.Version, VersionSort: d.VersionSort, Latest: latest,
 		EntryID: d.EntryID, EntryType: d.EntryType, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags,
-		Title: d.Title, Description: d.Description, CBTitle: d.CookbookTitle, CBDesc: d.CookbookDescription,
+		Title: d.Title, Description: d.Description, CBTitle: d.CookbookTitle,
 		Keywords: strings.Join(kw, " "), Hit: string(hit),
 	}
 }
@@ -169,7 +166,7 @@ func NewMapping() mapping.IndexMapping {
 	for _, name := range []string{"version", "latest", "entry_type", "connector_id", "verb", "tags"} {
 		dm.AddFieldMappingsAt(name, kw(false))
 	}
-	for _, name := range []string{"title", "description", "cookbook_title", "cookbook_description", "keywords"} {
+	for _, name := range []string{"title", "description", "cookbook_title", "keywords"} {
 		dm.AddFieldMappingsAt(name, text())
 	}
 	dm.AddFieldMappingsAt("hit", stored)
@@ -252,16 +249,47 @@ func (ix *Index) Rev() (uint64, error) {
 	return readRev(ix.bi)
 }
 
-// Close flushes and closes the index.
+// FlushTimeout bounds how long Close waits for in-memory batches to reach
+// disk.
+const FlushTimeout = 5 * time.Second
+
+// Close waits for pending batches to be persisted, then closes the index.
+// Live updates are applied without waiting for disk (scorch unsafe_batch)
+// to keep writes fast; a batch lost in a crash is harmless because the
+// recorded revision is lost with it and start-up catches up (D8).
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.bi == nil {
 		return nil
 	}
+	ix.waitPersisted(FlushTimeout)
 	err := ix.bi.Close()
 	ix.bi = nil
 	return err
+}
+
+// waitPersisted polls scorch until its persisted epoch reaches the current
+// root epoch (or the timeout passes).
+func (ix *Index) waitPersisted(timeout time.Duration) {
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		m := sc.StatsMap()
+		cur, _ := m["CurRootEpoch"].(uint64)
+		done, _ := m["LastPersistedEpoch"].(uint64)
+		if done >= cur {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // DocCount is the number of indexed entries.
@@ -358,6 +386,12 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 	tmp := fmt.Sprintf("%s.rebuild-%d", path, time.Now().UnixNano())
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
+	}
+	// Leftovers of a rebuild that crashed are garbage.
+	if stale, _ := filepath.Glob(path + ".rebuild-*"); len(stale) > 0 {
+		for _, d := range stale {
+			os.RemoveAll(d)
+		}
 	}
 	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, nil)
 	if err != nil {

@@ -43,13 +43,14 @@ type Result struct {
 }
 
 // Field boosts: a word in an entry title counts most, then ids and verbs
-// (as words), then descriptions; cookbook-level text counts least.
+// (as words), then descriptions; the cookbook title counts least. The
+// cookbook description is not searched: it would make every entry of a
+// cookbook match words that describe only some of them.
 const (
 	boostTitle      = 3.0
 	boostKeywords   = 2.0
 	boostDesc       = 1.5
 	boostCBTitle    = 1.0
-	boostCBDesc     = 0.5
 	boostExactID    = 6.0
 	boostExactField = 4.0
 )
@@ -143,7 +144,6 @@ func textQuery(text string) query.Query {
 		match("keywords", boostKeywords),
 		match("description", boostDesc),
 		match("cookbook_title", boostCBTitle),
-		match("cookbook_description", boostCBDesc),
 		exact("entry_id", boostExactID),
 		exact("verb", boostExactField),
 		exact("cookbook_id", boostExactField),

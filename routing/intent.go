@@ -13,7 +13,7 @@ var passportNegations = []string{"without passport fields", "no passport fields"
 	"without my passport details"}
 
 // passportIntent fires for "e-mail … passport … fields/details in the body".
-func (r *Resolver) passportIntent(t *text, inputs map[string]any) (Result, bool) {
+func (r *Resolver) passportIntent(t *text, inputs, facts map[string]any) (Result, bool) {
 	if !t.has("passport") || !(t.has("email") || t.has("gmail") || t.has("mail")) {
 		return Result{}, false
 	}
@@ -32,6 +32,17 @@ func (r *Resolver) passportIntent(t *text, inputs map[string]any) (Result, bool)
 	res.Execution = Execution{Strategy: StrategyToolInvoke, Tool: PassportTool}
 	res.Inputs = map[string]any{"request_text": t.raw, "execute": true}
 	to, _ := inputs["to"].([]string)
+	if len(to) == 0 {
+		// The answer to the "to" question comes back as a fact.
+		for _, fk := range []string{"recipient_email", "to"} {
+			if v, ok := coerceFact(InputSpec{Type: TypeStringArray}, facts[fk]); ok {
+				to = v.([]string)
+				res.AutofilledInputs = append(res.AutofilledInputs, Autofill{InputKey: "recipient_email", Source: SourceFacts,
+					Reason: "filled recipient_email from context.facts." + fk, FactKey: fk})
+				break
+			}
+		}
+	}
 	switch len(to) {
 	case 0:
 		res.Status = StatusMissingInputs

@@ -178,7 +178,14 @@ func (r *Registry) validate() error {
 	if len(r.Inputs) == 0 {
 		return fmt.Errorf("inputs must declare at least one input key")
 	}
-	for k, spec := range r.Inputs {
+	// Sorted iteration so the first problem reported is always the same.
+	inputKeys := make([]string, 0, len(r.Inputs))
+	for k := range r.Inputs {
+		inputKeys = append(inputKeys, k)
+	}
+	sort.Strings(inputKeys)
+	for _, k := range inputKeys {
+		spec := r.Inputs[k]
 		if !inputKeyR.MatchString(k) {
 			return fmt.Errorf("inputs: invalid input key %q", k)
 		}
@@ -193,7 +200,13 @@ func (r *Registry) validate() error {
 	}
 	// Aliases: normalize keys, reject collisions and bad type ids.
 	seenAlias := map[string]string{}
-	for k, typeID := range r.DocumentTypeAliases {
+	aliasKeys := make([]string, 0, len(r.DocumentTypeAliases))
+	for k := range r.DocumentTypeAliases {
+		aliasKeys = append(aliasKeys, k)
+	}
+	sort.Strings(aliasKeys)
+	for _, k := range aliasKeys {
+		typeID := r.DocumentTypeAliases[k]
 		n := normalizeAlias(k)
 		if n == "" {
 			return fmt.Errorf("document_type_aliases: empty alias")

@@ -33,6 +33,10 @@ func New(reg *Registry, search Searcher) *Resolver {
 // Registry returns the resolver's registry.
 func (r *Resolver) Registry() *Registry { return r.reg }
 
+// MaxRequestBytes bounds the request text: a request is a sentence or two,
+// and extraction cost grows with the text.
+const MaxRequestBytes = 16 << 10
+
 const (
 	reasonEmpty       = "request_text is empty"
 	hintEmpty         = "Provide a natural-language Vault request after /vault."
@@ -55,12 +59,19 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) Result {
 		res.FallbackHint = hintEmpty
 		return res
 	}
+	if len(t.raw) > MaxRequestBytes {
+		res := newResult()
+		res.Status, res.Confidence = StatusNotEligible, ConfidenceLow
+		res.Reasons = []string{fmt.Sprintf("request_text is longer than %d bytes", MaxRequestBytes)}
+		res.FallbackHint = "Shorten the request to the action, recipients and the few details it needs."
+		return res
+	}
 	facts := req.Facts
 	if facts == nil {
 		facts = map[string]any{}
 	}
 	inputs := r.reg.extract(t)
-	if res, ok := r.passportIntent(t, inputs); ok {
+	if res, ok := r.passportIntent(t, inputs, facts); ok {
 		return res
 	}
 	best, top, tie := r.score(t)
@@ -177,6 +188,28 @@ var (
 	reSaying = regexp.MustCompile(`(?i)\b(?:saying|that\s+says|to\s+say|telling\s+(?:him|her|them)(?:\s+that)?)\s+["']?([^"\n]+)`)
 )
 
+// topicTail words never end a topic: "about the invoice to bob@x.com" is
+// about "the invoice".
+var topicTail = map[string]bool{"to": true, "for": true, "and": true, "with": true, "at": true, "on": true, "in": true,
+	"by": true, "from": true, "of": true, "cc": true, "via": true}
+
+// topicPhrase is the subject implied by "about/regarding/re <topic>": up to
+// 11 words, stopping at a clause break or an e-mail address, cut to 70
+// bytes.
+func topicPhrase(raw string) string {
+	words := strings.Fields(firstGroup(reTopic, raw))
+	for i, w := range words {
+		if strings.Contains(w, "@") {
+			words = words[:i]
+			break
+		}
+	}
+	for len(words) > 0 && topicTail[strings.ToLower(words[len(words)-1])] {
+		words = words[:len(words)-1]
+	}
+	return cutBytes(strings.Trim(strings.Join(words, " "), " .,:;!?\"'"), 70)
+}
+
 func (t *text) semanticBody() bool {
 	for _, m := range semanticMarkers {
 		if t.hasPhrase(m) {
@@ -258,9 +291,8 @@ func (r *Resolver) composeAutofill(t *text, cs composeState, inputs, facts map[s
 		switch {
 		case factString(facts, "email_subject") != "":
 			set("subject", factString(facts, "email_subject"), SourceFacts, "composed subject from normal-loop facts", "email_subject")
-		case firstGroup(reTopic, t.raw) != "":
-			topic := cutBytes(strings.Trim(firstGroup(reTopic, t.raw), " .,:;!?\"'"), 70)
-			set("subject", topic, SourceHeuristic, "inferred subject from natural-language topic phrase", "")
+		case topicPhrase(t.raw) != "":
+			set("subject", topicPhrase(t.raw), SourceHeuristic, "inferred subject from natural-language topic phrase", "")
 		case hasValue(inputs["document_attachments"]) && !cs.subjectNeedsExt:
 			name := "Requested document"
 			if d := displayName(attType); d != "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/catalog/builtin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -122,6 +124,29 @@ func TestPassportIntentNegationAndMail(t *testing.T) {
 	assert.Equal(t, "Docs", res.Inputs["subject"])
 }
 
+func TestPassportIntentRecipientFromFacts(t *testing.T) {
+	const text = "send an email with a copy of my passport and include passport fields in the body"
+	res := resolve(t, text, map[string]any{"to": "a@b.com"})
+	assert.Equal(t, StatusExecutable, res.Status)
+	assert.Equal(t, "a@b.com", res.Inputs["recipient_email"])
+	assert.Equal(t, "filled recipient_email from context.facts.to", res.AutofilledInputs[0].Reason)
+	res = resolve(t, text, map[string]any{"recipient_email": []any{"a@b.com", "c@d.com"}})
+	assert.Equal(t, StatusAmbiguous, res.Status)
+}
+
+func TestOversizedRequest(t *testing.T) {
+	res := resolve(t, strings.Repeat("send email to a@b.com ", 1000), nil)
+	assert.Equal(t, StatusNotEligible, res.Status)
+	assert.Contains(t, res.Reasons[0], "longer than")
+}
+
+func TestTopicPhraseStopsAtRecipient(t *testing.T) {
+	res := resolve(t, "send a message regarding the invoice to bob@x.com", nil)
+	assert.Equal(t, "the invoice", res.Inputs["subject"])
+	assert.Equal(t, "Following up regarding the invoice.", res.Inputs["text_plain"])
+	assert.Equal(t, "q3 plans", topicPhrase("email about q3 plans for a@b.co"))
+}
+
 func TestExtractionFalsePositivesFixed(t *testing.T) {
 	reg := testReg(t)
 	in := reg.extract(newText("send a message regarding the thread conversation and put it away"))
@@ -216,6 +241,8 @@ func TestRegistryValidation(t *testing.T) {
 		"auto needs fact": {base(`[{"route_id":"r","domain":"d","strategy":"RECIPE","cookbook_id":"c","entry_id":"e","entry_type":"x","keywords":["a"],"required_inputs":["to"],"enrichment_policies":[{"input_key":"to","resolution_mode":"AUTO_RETRY_WITH_FACTS"}]}]`), "needs fact_key"},
 		"bad condition":   {base(`[{"route_id":"r","domain":"d","strategy":"RECIPE","cookbook_id":"c","entry_id":"e","entry_type":"x","keywords":["a"],"required_inputs":["to"],"enrichment_policies":[{"input_key":"to","resolution_mode":"ASK_USER","condition":"sunny"}]}]`), "unknown condition"},
 		"no routes":       {base(`[]`), "routes must be non-empty"},
+		"alias collision": {`{"type":"vaultclaw.routing.registry.v1","version":"1","inputs":{"to":{"type":"string_array"}},"document_type_aliases":{"Passport":"identity.passport","passport ":"identity.other"},"routes":[` + ok + `]}`, "normalize to the same alias"},
+		"input type":      {`{"type":"vaultclaw.routing.registry.v1","version":"1","inputs":{"to":{"type":"list"}},"routes":[` + ok + `]}`, "unknown type"},
 	} {
 		_, err := Load([]byte(c.raw))
 		require.Error(t, err, name)
@@ -223,12 +250,43 @@ func TestRegistryValidation(t *testing.T) {
 	}
 }
 
-func TestDefaultRegistryCoversCookbookEntries(t *testing.T) {
-	// Every template/recipe route names an entry of the google.workspace
-	// 1.3.0 bundle (the predecessor's cookbook, read from shared fixtures).
+func TestDefaultRegistryMatchesBuiltinCatalog(t *testing.T) {
+	// Every template/recipe route names an entry of the built-in cookbook
+	// the server seeds, with the same version, entry type and inputs: its
+	// required inputs are exactly the bindings that are required without a
+	// default, its optional inputs the other bindings.
+	bundles, err := builtin.Bundles()
+	require.NoError(t, err)
+	type key struct{ cookbook, version, entry string }
+	entries := map[key]catalog.Entry{}
+	for _, b := range bundles {
+		for _, e := range b.Entries {
+			entries[key{b.CookbookID, b.Version, e.EntryID}] = e
+		}
+	}
+	for _, rt := range testReg(t).Routes {
+		if rt.Strategy != StrategyTemplate && rt.Strategy != StrategyRecipe {
+			continue
+		}
+		e, ok := entries[key{rt.CookbookID, rt.Version, rt.EntryID}]
+		require.True(t, ok, "%s: %s@%s %s is not a built-in entry", rt.RouteID, rt.CookbookID, rt.Version, rt.EntryID)
+		assert.Equal(t, e.EntryType, rt.EntryType, rt.RouteID)
+		var req, opt []string
+		for _, b := range e.Bindings {
+			if b.IsRequired() && !b.HasDefault() {
+				req = append(req, b.InputKey)
+			} else {
+				opt = append(opt, b.InputKey)
+			}
+		}
+		assert.Equal(t, normList(req), rt.RequiredInputs, rt.RouteID)
+		assert.Equal(t, normList(opt), rt.OptionalInputs, rt.RouteID)
+	}
+}
+
+func TestRegistryEntriesExistInPredecessorCookbook(t *testing.T) {
 	raw := readFixture(t, "predecessor/cookbooks/google.workspace/1.3.0.json")
 	var bundle struct {
-		Version string `json:"version"`
 		Entries []struct {
 			EntryID   string `json:"entry_id"`
 			EntryType string `json:"entry_type"`
@@ -240,11 +298,9 @@ func TestDefaultRegistryCoversCookbookEntries(t *testing.T) {
 		types[e.EntryID] = e.EntryType
 	}
 	for _, rt := range testReg(t).Routes {
-		if rt.CookbookID != "google.workspace" {
-			continue
+		if rt.CookbookID == "google.workspace" {
+			assert.Equal(t, types[rt.EntryID], rt.EntryType, rt.RouteID)
 		}
-		assert.Equal(t, bundle.Version, rt.Version, rt.RouteID)
-		assert.Equal(t, types[rt.EntryID], rt.EntryType, rt.RouteID)
 	}
 }
 

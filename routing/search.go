@@ -176,6 +176,13 @@ func (r *Resolver) searchFallback(ctx context.Context, t *text, facts map[string
 		return res, nil
 	}
 	h := top.hit
+	if ir, ok := r.search.(InputsResolver); ok && h.RequiredInputs == nil {
+		req, err := ir.RequiredInputs(ctx, h)
+		if err != nil {
+			return Result{}, err
+		}
+		h.RequiredInputs = req
+	}
 	strategy := StrategyRecipe
 	if strings.Contains(strings.ToLower(h.EntryType), "template") {
 		strategy = StrategyTemplate

@@ -1,12 +1,13 @@
 package tools
 
 import (
-	"github.com/accordsai/accords-mcp/approval"
-	"github.com/accordsai/accords-mcp/execution"
-	"github.com/accordsai/accords-mcp/routing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/approval"
 	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/passport"
+	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
@@ -14,8 +15,6 @@ import (
 // Deps are the domain services tool handlers call.
 type Deps struct {
 	Sessions *session.Service
-	// Router resolves natural-language requests (vaultclaw_route_resolve).
-	Router *routing.Resolver
 	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
 	Vault      *vault.Client
 	ModuleHash *vault.ModuleHash
@@ -24,8 +23,12 @@ type Deps struct {
 	Execution *execution.Service
 	Handles   *approval.Store
 	// Audit lists receipts for vaultclaw_audit_receipts_list.
-	Audit   AuditLister
-	Catalog *catalog.Service
+	Audit AuditLister
+	// Router resolves natural-language requests (vaultclaw_route_resolve).
+	Router *routing.Resolver
+	// Passport runs vaultclaw_passport_email_workflow.
+	Passport *passport.Service
+	Catalog  *catalog.Service
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -33,11 +36,12 @@ type Deps struct {
 func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
-		routingTools(d.Router),
+		vaultTools(d),
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
-		auditTools(d.Audit, time.Now),
+		routingTools(d.Router),
+		passportTools(d.Passport),
 		catalogTools(d.Catalog),
-		vaultTools(d),
+		auditTools(d.Audit, time.Now),
 	)
 }

@@ -54,6 +54,9 @@ func routingTools(r *routing.Resolver) []Tool {
 			if text == "" {
 				return Result{}, apperr.Validation("request_text", "request_text is required")
 			}
+			if len(text) > routing.MaxRequestBytes {
+				return Result{}, apperr.Validation("request_text", "request_text is longer than %d bytes", routing.MaxRequestBytes)
+			}
 			req := routing.Request{Text: text, AllowSearch: true}
 			if in.Options != nil && in.Options.AllowSearchFallback != nil {
 				req.AllowSearch = *in.Options.AllowSearchFallback

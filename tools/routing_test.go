@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/apperr"
@@ -70,6 +71,9 @@ func TestRouteResolveTool(t *testing.T) {
 	// request_text wins over the aliases.
 	m = invokeJSON(t, tool, `{"request_text":"tell me a joke","request":"send email to a@b.com"}`)
 	assert.Equal(t, routing.StatusNotEligible, m["data"].(map[string]any)["status"])
+
+	m = invokeJSON(t, tool, `{"request_text":"`+strings.Repeat("x", routing.MaxRequestBytes+1)+`"}`)
+	assert.Equal(t, apperr.CodeValidation, m["error"].(map[string]any)["code"])
 
 	// Malformed facts and options are validation errors naming the field.
 	m = invokeJSON(t, tool, `{"request_text":"x","context":{"facts":"nope"}}`)

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"github.com/accordsai/accords-mcp/execution"
 	"net/url"
 	"strings"
 
@@ -72,6 +73,8 @@ type vaultDeps struct {
 	sessions *session.Service
 	client   *vault.Client
 	hash     *vault.ModuleHash
+	// exec turns approval errors into stored handoffs (approval package).
+	exec *execution.Service
 }
 
 func (v vaultDeps) session(ctx context.Context, c *Call) (session.Session, error) {
@@ -124,7 +127,7 @@ func cloneValue(v any) any {
 }
 
 func vaultTools(d Deps) []Tool {
-	v := vaultDeps{sessions: d.Sessions, client: d.Vault, hash: d.ModuleHash}
+	v := vaultDeps{sessions: d.Sessions, client: d.Vault, hash: d.ModuleHash, exec: d.Execution}
 	if v.hash == nil && v.client != nil {
 		v.hash = vault.NewModuleHash(v.client, nil)
 	}
@@ -206,6 +209,11 @@ func vaultTools(d Deps) []Tool {
 				return err
 			})
 			if err != nil {
+				if v.exec != nil {
+					// One handoff implementation (approval package) that also
+					// stores the durable handle (D4).
+					return Result{}, v.exec.HandoffFromError(ctx, c.Scope(), s, err, "vaultclaw_connector_execute")
+				}
 				return Result{}, syncApprovalHandoff(ctx, v, s, err)
 			}
 			return vaultResult(resp), nil

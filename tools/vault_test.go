@@ -471,7 +471,7 @@ func TestValidateGenericHTTP(t *testing.T) {
 	assert.Empty(t, h.calls("GET", "/v0/connectors/generic.http"))
 }
 
-func gmailSend(to any) map[string]any {
+func gmailSendTo(to any) map[string]any {
 	return m("connector_id", "google", "verb", "google.gmail.send.v1", "policy_version", "1",
 		"request", m("user_id", "me", "to", to, "subject", "Hello", "text_plain", "Hi there"))
 }
@@ -479,7 +479,7 @@ func gmailSend(to any) map[string]any {
 // C2
 func TestExecuteStopsOnValidationFailure(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
-	e := h.call("vaultclaw_connector_execute", m("request", gmailSend("bob@example.com")))
+	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo("bob@example.com")))
 	require.False(t, e.OK)
 	assert.Equal(t, apperr.CodeValidation, e.Error.Code)
 	assert.Equal(t, "INVALID_ARGUMENT", e.Error.VaultCode)
@@ -495,7 +495,7 @@ func TestExecuteGmailInjectsModuleHash(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	h.sim.SetApprovalRules() // no approval gate for this scenario
 	hash := h.sim.PolicyHash("google")
-	e := h.call("vaultclaw_connector_execute", m("request", gmailSend([]any{"bob@example.com"})))
+	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
 	require.True(t, e.OK, e.Error)
 	assert.Equal(t, "SUCCEEDED", data(e)["status"])
 	require.Len(t, h.calls("GET", "/v0/connectors/google"), 1)
@@ -514,7 +514,7 @@ func TestExecuteGmailInjectsModuleHash(t *testing.T) {
 	// Vault's rejection, refetched once, and the call goes through.
 	h.sim.ClearRequests()
 	h.sim.SetPolicyHash("google", "ph_rotated")
-	e = h.call("vaultclaw_connector_execute", m("request", gmailSend([]any{"carol@example.com"})))
+	e = h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"carol@example.com"})))
 	require.True(t, e.OK, e.Error)
 	var seq []string
 	for _, r := range h.sim.Requests() {
@@ -535,7 +535,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 func TestModuleHashRequired(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	h.sim.SetPolicyHash("google", "")
-	e := h.call("vaultclaw_connector_execute", m("request", gmailSend([]any{"bob@example.com"})))
+	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
 	require.False(t, e.OK)
 	assert.Equal(t, apperr.CodeModuleHashRequired, e.Error.Code)
 	assert.Equal(t, apperr.CatPolicy, e.Error.Category)
@@ -556,7 +556,7 @@ func TestModuleHashRequired(t *testing.T) {
 func TestModuleHashAlreadyProvided(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	h.sim.SetApprovalRules()
-	req := gmailSend([]any{"bob@example.com"})
+	req := gmailSendTo([]any{"bob@example.com"})
 	req["module_hash"] = h.sim.PolicyHash("google")
 	e := h.call("vaultclaw_connector_execute", m("request", req))
 	require.True(t, e.OK, e.Error)
@@ -612,7 +612,7 @@ func TestLegacySecretFieldsNeedModuleHash(t *testing.T) {
 // C9, with D3: the synchronous approval also carries a handle.
 func TestSyncExecuteApproval(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
-	e := h.call("vaultclaw_connector_execute", m("request", gmailSend([]any{"bob@example.com"})))
+	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
 	require.False(t, e.OK)
 	assert.Equal(t, apperr.CodeApprovalRequired, e.Error.Code)
 	assert.Equal(t, apperr.CatApproval, e.Error.Category)
@@ -737,7 +737,7 @@ func TestTokenNeverLogged(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{AgentToken: "vc_tok_supersecret_42"}, nil)
 	h.configure("vc_tok_supersecret_42", 1000)
 	h.call("vaultclaw_connectors_list", nil)
-	h.call("vaultclaw_connector_execute", m("request", gmailSend("scalar@example.com")))
+	h.call("vaultclaw_connector_execute", m("request", gmailSendTo("scalar@example.com")))
 	h.sim.InjectFault(vaultsim.Fault{Path: "/v0/connectors", Status: 500})
 	h.call("vaultclaw_connectors_list", nil)
 	h.sim.InjectFault(vaultsim.Fault{Path: "/v0/connectors", Latency: 3 * time.Second})

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/envelope"
+)
+
+// Shared plumbing of the catalog commands (search, catalog, render,
+// reindex): they open the database like the server does, print a human
+// table by default and the tool envelope with --json.
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// parseInterleaved lets flags follow positional arguments
+// ("search send email --json").
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(env *environment, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "usage: accords-mcp %s\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// openCatalogApp opens the app quietly: warnings (such as an index
+// rebuild) go to stderr as text, routine start-up logs are dropped.
+func openCatalogApp(env *environment) (*app.App, func(), error) {
+	cfg, err := env.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	level := slog.LevelWarn
+	if strings.EqualFold(cfg.LogLevel, "debug") {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	a, err := app.Open(cfg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, func() {
+		if err := a.Close(); err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp: closing database:", err)
+		}
+	}, nil
+}
+
+// output prints data (or err) as the tool envelope with asJSON, otherwise
+// calls human for success and a one-line message for failure. It returns
+// the exit code.
+func output(env *environment, asJSON bool, data any, err error, human func(w io.Writer)) int {
+	if asJSON {
+		var e envelope.Envelope
+		if err != nil {
+			e = envelope.Failure(err)
+		} else {
+			e = envelope.Success(data, envelope.Meta{})
+		}
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if encErr := enc.Encode(e); encErr != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp:", encErr)
+			return 1
+		}
+		if err != nil {
+			return 1
+		}
+		return 0
+	}
+	if err != nil {
+		printErr(env.stderr, err)
+		return 1
+	}
+	human(env.stdout)
+	return 0
+}
+
+// printErr writes "accords-mcp: CODE: message (k=v, ...)" with the details
+// that help a person fix the input.
+func printErr(w io.Writer, err error) {
+	ae := apperr.As(err)
+	var parts []string
+	for _, k := range []string{"field", "cookbook_id", "version", "entry_id", "template_id", "entry_index", "binding_index", "target_path", "input_key", "cause", "file"} {
+		if v, ok := ae.Details[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	if mi, ok := ae.Details["missing_inputs"]; ok {
+		raw, _ := json.Marshal(mi)
+		parts = append(parts, "missing_inputs="+string(raw))
+	}
+	msg := ae.Code + ": " + ae.Message
+	if len(parts) > 0 {
+		msg += " (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintln(w, "accords-mcp:", msg)
+}
+
+// splitRef parses ID[@VERSION]; ids and versions cannot contain '@'.
+func splitRef(ref string) (string, string) {
+	id, version, _ := strings.Cut(ref, "@")
+	return id, version
+}
+
+// progressBar draws "label [=====>    ] done/total" on one stderr line.
+type progressBar struct {
+	w     io.Writer
+	label string
+	width int
+	drawn bool
+}
+
+func (p *progressBar) update(done, total int, note string) {
+	if total <= 0 {
+		return
+	}
+	filled := done * p.width / total
+	bar := strings.Repeat("=", filled)
+	if filled < p.width {
+		bar += ">" + strings.Repeat(" ", p.width-filled-1)
+	}
+	if note != "" {
+		note = " " + note
+	}
+	fmt.Fprintf(p.w, "\r%s [%s] %d/%d%s", p.label, bar, done, total, note)
+	p.drawn = true
+}
+
+func (p *progressBar) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func withContext(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}

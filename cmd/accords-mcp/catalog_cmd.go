@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/catalog"
+)
+
+func init() {
+	register("catalog", "manage cookbooks: catalog list | import FILE... | export ID[@VERSION] | delete ID[@VERSION]", runCatalog)
+}
+
+const catalogUsage = `usage: accords-mcp catalog <subcommand> [flags]
+
+subcommands:
+  list [--latest] [--query TEXT] [--tag TAG] [--json]   list stored cookbook versions
+  import FILE... [--policy FAIL|OVERWRITE|SKIP_IF_EXISTS] [--json]
+                                                         validate and store bundle files
+  export ID[@VERSION] [--out FILE]                       print a bundle exactly as stored
+  delete ID[@VERSION] [--json]                           delete one version (latest when omitted)
+`
+
+func runCatalog(ctx context.Context, env *environment, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(env.stderr, catalogUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	ctx = withContext(ctx)
+	switch args[0] {
+	case "list":
+		return catalogList(ctx, env, args[1:])
+	case "import":
+		return catalogImport(ctx, env, args[1:])
+	case "export":
+		return catalogExport(ctx, env, args[1:])
+	case "delete":
+		return catalogDelete(ctx, env, args[1:])
+	}
+	fmt.Fprintf(env.stderr, "accords-mcp: unknown catalog subcommand %q\n\n%s", args[0], catalogUsage)
+	return 2
+}
+
+func catalogList(ctx context.Context, env *environment, args []string) int {
+	fs := newFlagSet(env, "catalog list", "catalog list [flags]")
+	latest := fs.Bool("latest", false, "only the latest version of each cookbook")
+	query := fs.String("query", "", "case-insensitive substring of id, title, description or tags")
+	tag := fs.String("tag", "", "only cookbooks carrying this tag")
+	asJSON := fs.Bool("json", false, "print the result envelope as JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(env.stderr, "accords-mcp: catalog list takes no arguments")
+		return 2
+	}
+	a, done, err := openCatalogApp(env)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer done()
+	items, err := a.Catalog.List(ctx, catalog.ListFilter{Query: *query, Tag: *tag, LatestOnly: *latest})
+	data := map[string]any{"items": items, "root_dir": a.Catalog.DBPath()}
+	return output(env, *asJSON, data, err, func(w io.Writer) {
+		if len(items) == 0 {
+			fmt.Fprintln(w, "no cookbooks")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "COOKBOOK\tVERSION\tLATEST\tENTRIES\tTITLE")
+		for _, it := range items {
+			mark := ""
+			if it.Latest {
+				mark = "*"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.CookbookID, it.Version, mark, it.EntryCount, it.Title)
+		}
+		tw.Flush()
+	})
+}
+
+// importResult is one file's outcome.
+type importResult struct {
+	File   string                `json:"file"`
+	Result *catalog.UpsertResult `json:"result,omitempty"`
+	Error  *importError          `json:"error,omitempty"`
+}
+
+type importError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func catalogImport(ctx context.Context, env *environment, args []string) int {
+	fs := newFlagSet(env, "catalog import", "catalog import FILE... [flags]")
+	policyFlag := fs.String("policy", "FAIL", "conflict policy when a version exists with different content: FAIL, OVERWRITE or SKIP_IF_EXISTS")
+	asJSON := fs.Bool("json", false, "print the per-file results as JSON")
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(env.stderr, "accords-mcp: catalog import needs at least one FILE")
+		return 2
+	}
+	policy, err := catalog.NormalizePolicy(*policyFlag)
+	if err != nil {
+		printErr(env.stderr, err)
+		return 2
+	}
+	a, done, err := openCatalogApp(env)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer done()
+	bar := &progressBar{w: env.stderr, label: "importing", width: 30}
+	var results []importResult
+	failed := 0
+	for i, f := range files {
+		r := importResult{File: f}
+		res, err := importFile(ctx, a.Catalog, f, policy)
+		if err != nil {
+			ae := apperr.As(err)
+			r.Error = &importError{Code: ae.Code, Message: ae.Message, Details: ae.Details}
+			failed++
+		} else {
+			r.Result = res
+		}
+		results = append(results, r)
+		if len(files) > 1 {
+			bar.update(i+1, len(files), "")
+		}
+	}
+	bar.finish()
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy})
+	} else {
+		tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
+		for _, r := range results {
+			if r.Error != nil {
+				fmt.Fprintf(tw, "%s\t-\t-\terror\n", r.File)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
+		}
+		tw.Flush()
+		for _, r := range results {
+			if r.Error != nil {
+				printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
+			}
+		}
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// MaxImportBytes bounds a bundle file read by the CLI.
+const maxImportBytes = 16 << 20
+
+func importFile(ctx context.Context, svc *catalog.Service, path, policy string) (*catalog.UpsertResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+	if err != nil {
+		return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
+	}
+	if len(raw) > maxImportBytes {
+		return nil, apperr.Validation("file", "%s is larger than %d bytes", path, maxImportBytes)
+	}
+	b, err := catalog.DecodeBundle(raw)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Upsert(ctx, b, catalog.UpsertOptions{Policy: policy})
+}
+
+func catalogExport(ctx context.Context, env *environment, args []string) int {
+	fs := newFlagSet(env, "catalog export", "catalog export ID[@VERSION] [--out FILE]")
+	out := fs.String("out", "", "write to FILE instead of stdout")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(env.stderr, "accords-mcp: catalog export needs exactly one ID[@VERSION]")
+		return 2
+	}
+	a, done, err := openCatalogApp(env)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer done()
+	id, version := splitRef(pos[0])
+	st, err := a.Catalog.Get(ctx, id, version)
+	if err != nil {
+		printErr(env.stderr, err)
+		return 1
+	}
+	var sb bytes.Buffer
+	if err := json.Indent(&sb, st.Raw, "", "  "); err != nil {
+		printErr(env.stderr, apperr.Internal("format bundle", err))
+		return 1
+	}
+	sb.WriteString("\n")
+	if *out == "" {
+		fmt.Fprint(env.stdout, sb.String())
+		return 0
+	}
+	if err := os.WriteFile(*out, sb.Bytes(), 0o644); err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	fmt.Fprintf(env.stderr, "exported %s@%s to %s\n", st.Bundle.CookbookID, st.Bundle.Version, *out)
+	return 0
+}
+
+func catalogDelete(ctx context.Context, env *environment, args []string) int {
+	fs := newFlagSet(env, "catalog delete", "catalog delete ID[@VERSION] [--json]")
+	asJSON := fs.Bool("json", false, "print the result envelope as JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(env.stderr, "accords-mcp: catalog delete needs exactly one ID[@VERSION]")
+		return 2
+	}
+	a, done, err := openCatalogApp(env)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer done()
+	id, version := splitRef(pos[0])
+	res, err := a.Catalog.Delete(ctx, id, version)
+	return output(env, *asJSON, res, err, func(w io.Writer) {
+		fmt.Fprintf(w, "deleted %s@%s\n", res.CookbookID, res.Version)
+	})
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/index"
+)
+
+func init() {
+	register("search", "search cookbook recipes and templates: search QUERY [--connector --verb --tag --type --all-versions --json]", runSearch)
+}
+
+func runSearch(ctx context.Context, env *environment, args []string) int {
+	fs := newFlagSet(env, "search", "search [QUERY...] [flags]")
+	connector := fs.String("connector", "", "only entries of this connector id")
+	verb := fs.String("verb", "", "only entries with this verb")
+	var tags multiFlag
+	fs.Var(&tags, "tag", "only entries carrying this tag (repeatable, or comma-separated)")
+	entryType := fs.String("type", "", "only entries of this type (recipe.verb.v1, recipe.plan.v1, template.verb.v1, template.plan.v1)")
+	cookbook := fs.String("cookbook", "", "only entries of this cookbook id")
+	all := fs.Bool("all-versions", false, "search every stored version, not only the latest of each cookbook")
+	limit := fs.Int("limit", 20, "maximum number of hits (at most 1000)")
+	asJSON := fs.Bool("json", false, "print the result envelope as JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if *entryType != "" && !contains(catalog.EntryTypes, *entryType) {
+		fmt.Fprintf(env.stderr, "accords-mcp: --type must be one of %s\n", strings.Join(catalog.EntryTypes, ", "))
+		return 2
+	}
+	var tagList []string
+	for _, t := range tags {
+		tagList = append(tagList, strings.Split(t, ",")...)
+	}
+	a, done, err := openCatalogApp(env)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer done()
+	q := index.Query{Text: strings.Join(pos, " "), ConnectorID: *connector, Verb: *verb, Tags: catalog.CanonicalTags(tagList),
+		EntryType: *entryType, CookbookID: *cookbook, AllVersions: *all, Limit: *limit}
+	res, err := a.Catalog.Search(withContext(ctx), q)
+	return output(env, *asJSON, res, err, func(w io.Writer) {
+		if len(res.Items) == 0 {
+			fmt.Fprintln(w, "no matching recipes")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCORE\tCOOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
+		for _, h := range res.Items {
+			fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", h.Score, h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
+		}
+		tw.Flush()
+		if uint64(len(res.Items)) < res.Total {
+			fmt.Fprintf(w, "(%d of %d matches; use --limit for more)\n", len(res.Items), res.Total)
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

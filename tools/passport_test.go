@@ -1,0 +1,58 @@
+package tools
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/approval"
+	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/passport"
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/vault"
+	"github.com/accordsai/accords-mcp/vault/vaultsim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type staticSession struct{ s session.Session }
+
+func (f staticSession) Resolve(context.Context, string) (session.Session, error) { return f.s, nil }
+
+func TestPassportWorkflowTool(t *testing.T) {
+	srv, err := vaultsim.Start("", vaultsim.Options{})
+	require.NoError(t, err)
+	defer srv.Close()
+	db, err := store.Open(filepath.Join(t.TempDir(), "p.db"), store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	client := vault.New(vault.Options{})
+	defer client.Close()
+	mh := vault.NewModuleHash(client, vault.NewPolicyHashCache(db, 0))
+	svc := &passport.Service{Sessions: staticSession{srv.Session(5000)}, Vault: client, ModuleHash: mh,
+		Exec: &execution.Service{Vault: client, ModuleHash: mh, Handles: approval.NewStore(db, 0)}}
+	tools := passportTools(svc)
+	require.Len(t, tools, 1)
+	tool := tools[0]
+	assert.Equal(t, "vaultclaw_passport_email_workflow", tool.Name)
+	assert.False(t, tool.Hints.ReadOnly)
+
+	m := invokeJSON(t, tool, `{}`)
+	assert.Equal(t, false, m["ok"])
+	assert.Equal(t, apperr.CodeRecipientRequired, m["error"].(map[string]any)["code"])
+
+	m = invokeJSON(t, tool, `{"text":"email a@b.co my passport details in the body","execute":false}`)
+	require.Equal(t, true, m["ok"], m)
+	assert.Equal(t, "READY_TO_SEND", m["data"].(map[string]any)["status"])
+
+	m = invokeJSON(t, tool, `{"recipient_email":"a@b.co"}`)
+	require.Equal(t, false, m["ok"])
+	e := m["error"].(map[string]any)
+	assert.Equal(t, apperr.CodeApprovalRequired, e["code"])
+	assert.NotNil(t, e["details"].(map[string]any)["pre_send_summary"])
+
+	m = invokeJSON(t, tool, `{"recipient_email":"a@b.co","manual_fields":"nope"}`)
+	assert.Equal(t, apperr.CodeValidation, m["error"].(map[string]any)["code"])
+}
