@@ -343,3 +343,31 @@ func TestHasherCanonicalArgs(t *testing.T) {
 	_, err = NewHasher([]byte("short"))
 	assert.Error(t, err)
 }
+
+func TestAsyncReceiptIsCommittedWithoutFlush(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{Linger: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer l.Close()
+	for i := 0; i < 3; i++ {
+		require.NoError(t, l.Append(receipt(i, "s", time.Now())))
+	}
+	// The writer commits on its own once the linger window closes.
+	require.Eventually(t, func() bool {
+		rs, err := List(db, Filter{})
+		return err == nil && len(rs) == 3
+	}, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestOddStringsStayVerifiable(t *testing.T) {
+	db := openDB(t)
+	l, err := Open(db, Options{})
+	require.NoError(t, err)
+	r := receipt(1, "ten<ant>&\u2028", time.Now())
+	r.Tool = "bad\xff\xfeutf8\x00\n\"quoted\""
+	require.NoError(t, l.AppendSync(r))
+	require.NoError(t, l.Close())
+	rep, err := Verify(db)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+}

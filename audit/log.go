@@ -38,6 +38,10 @@ type Checkpoint struct {
 	Pruned   uint64 `json:"pruned_total"`
 }
 
+// DefaultLinger is the default group-commit window for receipts nobody
+// waits for.
+const DefaultLinger = 5 * time.Millisecond
+
 // ErrClosed is returned by appends after Close.
 var ErrClosed = errors.New("audit log is closed")
 
@@ -102,6 +106,10 @@ type Options struct {
 	// PruneEvery is the number of commits between retention passes
 	// (default 256); a pass also runs at Open.
 	PruneEvery int
+	// Linger is how long the writer waits to gather more receipts into one
+	// commit when nobody is waiting for the commit (default 5ms; negative
+	// disables). It bounds how long a read tool's receipt can sit in memory.
+	Linger time.Duration
 }
 
 type item struct {
@@ -143,6 +151,9 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	}
 	if opts.PruneEvery <= 0 {
 		opts.PruneEvery = 256
+	}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
 	}
 	l := &Log{db: db, opts: opts, queue: make(chan item, opts.QueueSize), done: make(chan struct{})}
 	err := db.Update(func(tx *bolt.Tx) error {
@@ -236,20 +247,49 @@ func (l *Log) Close() error {
 
 func (l *Log) run() {
 	defer close(l.done)
-	batch := make([]item, 0, 256)
+	batch := make([]item, 0, 512)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for it := range l.queue {
 		batch = append(batch[:0], it)
-	drain:
+		waited := it.done != nil
+		lingering := false
+	gather:
 		for len(batch) < cap(batch) {
 			select {
 			case next, ok := <-l.queue:
 				if !ok {
-					break drain
+					break gather
 				}
 				batch = append(batch, next)
+				waited = waited || next.done != nil
+				continue
 			default:
-				break drain
 			}
+			// Queue empty. Commit now if someone waits (write tools,
+			// flushes); otherwise gather more receipts into this commit,
+			// for at most Linger from the first empty queue.
+			if waited || l.opts.Linger < 0 {
+				break gather
+			}
+			if !lingering {
+				lingering = true
+				linger.Reset(l.opts.Linger)
+			}
+			select {
+			case next, ok := <-l.queue:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, next)
+				waited = waited || next.done != nil
+			case <-linger.C:
+				lingering = false
+				break gather
+			}
+		}
+		if lingering {
+			linger.Stop()
 		}
 		l.commit(batch)
 	}
@@ -307,7 +347,7 @@ func (l *Log) write(batch []item) error {
 			if batch[i].barrier || batch[i].prune {
 				continue
 			}
-			r := batch[i].r
+			r := sanitize(batch[i].r)
 			seq, err := rb.NextSequence()
 			if err != nil {
 				return err
@@ -415,4 +455,15 @@ func olderThan(ts, cutoff string) bool {
 	}
 	c, _ := time.Parse(time.RFC3339Nano, cutoff)
 	return t.Before(c)
+}
+
+// sanitize makes every string valid UTF-8: JSON encoding would otherwise
+// replace invalid bytes on the way out and the stored bytes would no longer
+// be the canonical form of the decoded receipt.
+func sanitize(r Receipt) Receipt {
+	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Scope, &r.Tool,
+		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome} {
+		*f = strings.ToValidUTF8(*f, "\uFFFD")
+	}
+	return r
 }

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -344,9 +343,15 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	var res mcp.Result
 	var err error
 	t, known := g.reg.Lookup(name)
-	writes := !known || t.Writes()
+	writes := known && t.Writes()
 	if !known {
-		res, err = next(ctx, method, req)
+		// Unknown names stay protocol errors, but they share one bucket
+		// per caller so they cannot flood the log.
+		if refused := g.limit(p, g.callerFor(g.policy.Load(), p), unknownToolKey); refused != nil {
+			res = tools.Render(envelope.Failure(refused))
+		} else {
+			res, err = next(ctx, method, req)
+		}
 	} else {
 		rec.CapabilityUsed = t.Capability
 		if refused := g.admit(g.policy.Load(), p, t); refused != nil {
@@ -391,11 +396,21 @@ func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *a
 			return e.With("reason", "audit_unavailable").With("operation", "audit append").With("cause", why)
 		}
 	}
-	l := c.LimitFor(t.Name)
+	return g.limit(p, c, t.Name)
+}
+
+// unknownToolKey is the rate-limit bucket of calls naming no known tool.
+const unknownToolKey = "\x00unknown-tool"
+
+func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *apperr.Error {
+	if c == nil {
+		return nil
+	}
+	l := c.LimitFor(tool)
 	if l.Unlimited() {
 		return nil
 	}
-	ok, wait := g.limiter.Allow(limitKey(p, c, t.Name), l)
+	ok, wait := g.limiter.Allow(limitKey(p, c, tool), l)
 	if ok {
 		return nil
 	}
@@ -403,9 +418,13 @@ func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *a
 	if wait%time.Millisecond != 0 {
 		ms++
 	}
-	e := apperr.New(apperr.CodeRateLimited, "rate limit for %s exceeded (%g calls per minute, burst %d); retry in %d ms", t.Name, l.PerMinute, l.Burst, ms)
+	name := tool
+	if tool == unknownToolKey {
+		name = "unknown tools"
+	}
+	e := apperr.New(apperr.CodeRateLimited, "rate limit for %s exceeded (%g calls per minute, burst %d); retry in %d ms", name, l.PerMinute, l.Burst, ms)
 	e.Retryable = true
-	return e.With("retry_after_ms", ms).With("tool", t.Name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
+	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
 }
 
 // limitKey buckets authenticated callers by caller id and anonymous HTTP by
@@ -520,11 +539,4 @@ func (g *Gateway) serverFor(c *policy.Caller) *mcp.Server {
 	reg := g.visible.Filter(func(t tools.Tool) bool { return g.refusal(c, t) == nil })
 	s, _ := g.servers.LoadOrStore(key, g.builder.Build(reg))
 	return s.(*mcp.Server)
-}
-
-// knownTools lists every tool name, sorted (tests, docs).
-func (g *Gateway) knownTools() []string {
-	out := slices.Clone(g.known.Tools)
-	sort.Strings(out)
-	return out
 }

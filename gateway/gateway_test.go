@@ -410,3 +410,24 @@ func TestAuditListArguments(t *testing.T) {
 	require.True(t, env.OK)
 	assert.EqualValues(t, 1, env.Data.(map[string]any)["count"])
 }
+
+func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
+	h := newHarness(t, setup{policy: twoCallers() + "calls_per_minute = 60\nburst = 2\n"})
+	srv := h.httpServer()
+	b1 := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenB})
+	b2 := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenB})
+	a := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenA})
+	require.True(t, call(t, b1, "vaultclaw_session_status", nil).OK)
+	require.True(t, call(t, b2, "vaultclaw_session_status", nil).OK)
+	require.Equal(t, apperr.CodeRateLimited, errCode(call(t, b1, "vaultclaw_session_status", nil)), "one bucket per caller across connections")
+	require.True(t, call(t, a, "vaultclaw_session_status", nil).OK, "acme-bot has its own bucket (default burst 20)")
+
+	// Unknown tool names share one bucket per caller.
+	for i := 0; i < 2; i++ {
+		_, err := b1.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope"})
+		require.Error(t, err)
+	}
+	env := call(t, b1, "also_nope", nil)
+	require.Equal(t, apperr.CodeRateLimited, errCode(env))
+	assert.Equal(t, "unknown tools", env.Error.Details["tool"])
+}

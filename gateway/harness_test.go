@@ -40,7 +40,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	dbPath string
 	db     *store.DB
 	log    *audit.Log
@@ -58,7 +58,7 @@ type setup struct {
 	onFailure  string
 }
 
-func newHarness(t *testing.T, s setup) *harness {
+func newHarness(t testing.TB, s setup) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dbPath: filepath.Join(dir, "accords.db"), clock: &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
@@ -192,4 +192,8 @@ func errCode(env envelope.Envelope) string {
 		return ""
 	}
 	return env.Error.Code
+}
+
+func envelopeOK() envelope.Envelope {
+	return envelope.Success(map[string]any{"configured": false}, envelope.Meta{})
 }

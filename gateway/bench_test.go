@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/caller"
+	"github.com/accordsai/accords-mcp/server"
+	"github.com/accordsai/accords-mcp/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkSessionStatus compares a cheap tool call through the whole stack
+// (in-memory MCP transport) with and without the gateway; the difference is
+// the gateway's overhead: policy, rate limit, HMACs, receipt enqueue, and
+// the background group commit competing for the CPU.
+func BenchmarkSessionStatus(b *testing.B) {
+	b.Run("bare", func(b *testing.B) {
+		h := newHarness(b, setup{})
+		benchServer(b, (&server.Builder{}).Build(h.gw.reg))
+	})
+	b.Run("gateway", func(b *testing.B) {
+		h := newHarness(b, setup{})
+		benchServer(b, h.gw.StdioServer())
+	})
+}
+
+// BenchmarkGatewayOverheadMedian alternates the same call on a bare server
+// and on the gateway server, so machine load hits both alike, and reports
+// the medians of each and of the per-pair difference (the figure the
+// < 100 µs target is about).
+func BenchmarkGatewayOverheadMedian(b *testing.B) {
+	hb := newHarness(b, setup{})
+	hg := newHarness(b, setup{})
+	bare, closeBare := connect(b, (&server.Builder{}).Build(hb.gw.reg))
+	defer closeBare()
+	gw, closeGW := connect(b, hg.gw.StdioServer())
+	defer closeGW()
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "vaultclaw_session_status"}
+	once := func(cs *mcp.ClientSession) time.Duration {
+		start := time.Now()
+		res, err := cs.CallTool(ctx, params)
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("call failed: %v %+v", err, res)
+		}
+		return d
+	}
+	for i := 0; i < 50; i++ { // warm caches and the writer
+		once(bare)
+		once(gw)
+	}
+	bareD := make([]float64, 0, b.N)
+	gwD := make([]float64, 0, b.N)
+	diff := make([]float64, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var db, dg time.Duration
+		if i%2 == 0 {
+			db, dg = once(bare), once(gw)
+		} else {
+			dg, db = once(gw), once(bare)
+		}
+		bareD = append(bareD, float64(db.Nanoseconds()))
+		gwD = append(gwD, float64(dg.Nanoseconds()))
+		diff = append(diff, float64((dg - db).Nanoseconds()))
+	}
+	b.StopTimer()
+	b.ReportMetric(median(bareD), "bare-median-ns")
+	b.ReportMetric(median(gwD), "gateway-median-ns")
+	b.ReportMetric(median(gwD)-median(bareD), "overhead-median-ns")
+	b.ReportMetric(median(diff), "paired-diff-median-ns")
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func connect(b *testing.B, srv *mcp.Server) (*mcp.ClientSession, func()) {
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs, func() {
+		cs.Close()
+		ss.Wait()
+	}
+}
+
+func benchServer(b *testing.B, srv *mcp.Server) {
+	{
+		ctx := context.Background()
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			cs.Close()
+			ss.Wait()
+		}()
+		params := &mcp.CallToolParams{Name: "vaultclaw_session_status"}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				b.Fatalf("call failed: %v %+v", err, res)
+			}
+		}
+	}
+}
+
+// BenchmarkMiddleware isolates the gateway's own work around a handler that
+// returns a rendered envelope at once.
+func BenchmarkMiddleware(b *testing.B) {
+	h := newHarness(b, setup{})
+	res := tools.Render(envelopeOK())
+	next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		out := *res
+		return &out, nil
+	}
+	mw := h.gw.Middleware(next)
+	ctx := caller.With(context.Background(), caller.Local())
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "vaultclaw_session_status", Arguments: []byte(`{}`)}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := mw(ctx, "tools/call", req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	_ = h.log.Flush()
+}
