@@ -395,3 +395,29 @@ func TestWaitStopsOnCancel(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
+
+// hangingAPI answers the first job poll, then hangs until its context ends.
+type hangingAPI struct {
+	fakeAPI
+	calls int
+}
+
+func (h *hangingAPI) JobGet(ctx context.Context, id string) (Reply, error) {
+	h.calls++
+	if h.calls == 1 {
+		return Reply{Status: 200, Body: decode(pendingJob)}, nil
+	}
+	<-ctx.Done()
+	return Reply{}, &apperr.Error{Code: apperr.CodeNetwork, VaultCode: "NETWORK_ERROR", Cause: ctx.Err()}
+}
+
+func TestWaitHungPollIsCutOffAtTheDeadline(t *testing.T) {
+	start := time.Now()
+	res, err := Waiter{API: &hangingAPI{}}.Wait(context.Background(), Handle{Kind: KindJob, JobID: "job_1"}, WaitOptions{TimeoutMS: 1000, PollIntervalMS: 250})
+	ae := requireCode(t, err, apperr.CodeWaitTimeout)
+	elapsed := time.Since(start)
+	assert.GreaterOrEqual(t, elapsed, time.Second)
+	assert.Less(t, elapsed, time.Second+PollGrace+500*time.Millisecond, "a hung Vault cannot stretch the wait past deadline + grace")
+	assert.Equal(t, "PENDING", res.State, "the last known state is kept")
+	assert.NotNil(t, ae.Details["latest"].(map[string]any)["job"])
+}

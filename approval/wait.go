@@ -113,11 +113,17 @@ type Waiter struct {
 	Progress Progress
 }
 
+// PollGrace is how long a poll may run past the wait's deadline. It bounds
+// the overrun when Vault hangs: a wait returns by deadline + PollGrace even
+// if the session's request timeout is much longer.
+const PollGrace = time.Second
+
 // Wait polls the job or run of h until it is terminal or the deadline passes
 // (spec §4.6 with D3). There is always at least one poll; sleeps never run
 // past the deadline (the last one is shortened and followed by a final poll
-// at the deadline), and a cancelled ctx stops the wait promptly. The
-// returned result holds the latest state even on error.
+// at the deadline); a poll still running PollGrace after the deadline is cut
+// off and reported as MCP_WAIT_TIMEOUT; a cancelled ctx stops the wait
+// promptly. The returned result holds the latest state even on error.
 func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResult, error) {
 	clock := w.Clock
 	if clock == nil {
@@ -133,9 +139,16 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 		if err := ctx.Err(); err != nil {
 			return res, cancelled(err)
 		}
-		if err := w.poll(ctx, &res); err != nil {
+		pollCtx, cancel := context.WithTimeout(ctx, deadline.Sub(clock.Now())+PollGrace)
+		err := w.poll(pollCtx, &res)
+		cutOff := pollCtx.Err() != nil
+		cancel()
+		if err != nil {
 			if ctx.Err() != nil {
 				return res, cancelled(ctx.Err())
+			}
+			if cutOff {
+				return res, timeoutErr(res, opts)
 			}
 			return res, err
 		}

@@ -67,17 +67,32 @@ func overlapFold(a, b []string) bool {
 
 // Score matches p against reqs. Checks run in the order intent, types, mode,
 // target and only the first failure of a requirement is reported.
-func Score(p Profile, reqs []Requirement) Match {
-	m := Match{ProfileID: p.ProfileID}
-	slots := make(map[string]ProfileSlot, len(p.Slots))
+func Score(p Profile, reqs []Requirement) Match { return score(p, reqs, requirementKeys(reqs)) }
+
+func requirementKeys(reqs []Requirement) []string {
+	keys := make([]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Key()
+	}
+	return keys
+}
+
+// findSlot returns the first slot named name (profiles have few slots, so a
+// scan beats building a map per profile).
+func findSlot(p Profile, name string) (ProfileSlot, bool) {
 	for _, s := range p.Slots {
-		if _, dup := slots[s.Slot]; !dup {
-			slots[s.Slot] = s
+		if s.Slot == name {
+			return s, true
 		}
 	}
-	for _, r := range reqs {
-		key := r.Key()
-		s, ok := slots[r.Slot]
+	return ProfileSlot{}, false
+}
+
+func score(p Profile, reqs []Requirement, keys []string) Match {
+	m := Match{ProfileID: p.ProfileID}
+	for i, r := range reqs {
+		key := keys[i]
+		s, ok := findSlot(p, r.Slot)
 		if !ok {
 			m.Missing = append(m.Missing, key+":slot_missing")
 			continue
@@ -122,8 +137,9 @@ func Score(p Profile, reqs []Requirement) Match {
 func Best(profiles []Profile, reqs []Requirement) (best int, matches []Match) {
 	best = -1
 	matches = make([]Match, len(profiles))
+	keys := requirementKeys(reqs)
 	for i, p := range profiles {
-		matches[i] = Score(p, reqs)
+		matches[i] = score(p, reqs, keys)
 		if !matches[i].Qualifies() {
 			continue
 		}

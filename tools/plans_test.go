@@ -193,6 +193,17 @@ func TestPlanPrecheckUnresolvedU10U11(t *testing.T) {
 	assert.Equal(t, false, at(r.data(), "preflight", "orchestrated"))
 	assert.NotContains(t, at(r.data(), "preflight").(map[string]any), "resolutions")
 	assert.NotContains(t, s2.callsTo("POST", pathPlanExec)[0].Body, "plan_input")
+
+	// An explicit plan_input: null is forwarded, as the reference does.
+	r = newEnv(t, s2).call("vaultclaw_plan_execute", map[string]any{"plan": obj(unresolvedPlan), "plan_input": nil, "orchestration": map[string]any{"unbounded_profiles": false}, "analysis": true, "analysis_model": " m1 "})
+	require.True(t, r.Env.OK, r.Raw)
+	body := s2.callsTo("POST", pathPlanExec)[1].Body
+	v, ok := body["plan_input"]
+	assert.True(t, ok)
+	assert.Nil(t, v)
+	assert.Equal(t, true, body["analysis"])
+	assert.Equal(t, "m1", body["analysis_model"])
+	assert.NotContains(t, body, "analysis_api_key_secret_id")
 }
 
 func TestPlanPreviewMalformedBinding(t *testing.T) {
