@@ -86,11 +86,7 @@ func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*U
 	res := &UpsertResult{ConflictPolicy: policy, ContentHash: hash}
 	err = s.write(ctx, func(w *writeTx) error {
 		*res = UpsertResult{ConflictPolicy: policy, ContentHash: hash}
-		cb := w.bundles().Bucket([]byte(b.CookbookID))
-		var existing []byte
-		if cb != nil {
-			existing = cb.Get([]byte(b.Version))
-		}
+		existing := w.stored(b.CookbookID, b.Version)
 		write := true
 		switch {
 		case existing == nil:
@@ -131,24 +127,22 @@ func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*U
 // item reads the list row of id@version with its latest flag.
 func (w *writeTx) item(id, version string) (Item, error) {
 	var it Item
-	raw := w.items().Get(itemKey(id, version))
+	raw := w.root.Get(itemKey(id, version))
 	if raw == nil {
 		// A row lost by an older bug or manual edit: rebuild it.
-		cb := w.bundles().Bucket([]byte(id))
-		if cb == nil || cb.Get([]byte(version)) == nil {
+		raw := w.stored(id, version)
+		if raw == nil {
 			return it, notFoundVersion(id, version)
 		}
-		b, err := decodeBundle(cb.Get([]byte(version)))
+		b, err := decodeBundle(raw)
 		if err != nil {
 			return it, err
 		}
-		it = itemOf(b, HashBytes(cb.Get([]byte(version))))
+		it = itemOf(b, HashBytes(raw))
 	} else if err := json.Unmarshal(raw, &it); err != nil {
 		return it, err
 	}
-	if cb := w.bundles().Bucket([]byte(id)); cb != nil {
-		it.Latest = latestVersion(cb) == version
-	}
+	it.Latest = latestVersion(w.root, id) == version
 	return it, nil
 }
 
@@ -297,22 +291,18 @@ func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedRep
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	err = s.write(ctx, func(w *writeTx) error {
 		*rep = SeedReport{Manifest: manifest}
-		seeded := w.root.Bucket(bktSeeded)
 		for _, p := range ps {
 			ref := p.b.CookbookID + "@" + p.b.Version
-			key := itemKey(p.b.CookbookID, p.b.Version)
-			var stored []byte
-			if cb := w.bundles().Bucket([]byte(p.b.CookbookID)); cb != nil {
-				stored = cb.Get([]byte(p.b.Version))
-			}
+			key := seedKey(p.b.CookbookID, p.b.Version)
+			stored := w.stored(p.b.CookbookID, p.b.Version)
 			var rec SeedRecord
 			hasRec := false
-			if raw := seeded.Get(key); raw != nil {
+			if raw := w.root.Get(key); raw != nil {
 				hasRec = json.Unmarshal(raw, &rec) == nil
 			}
 			record := func() error {
 				raw, _ := json.Marshal(SeedRecord{ContentHash: p.hash, SeededAt: now})
-				return seeded.Put(key, raw)
+				return w.root.Put(key, raw)
 			}
 			switch {
 			case !hasRec && stored == nil:

@@ -555,7 +555,7 @@ func TestReindexProgressAndCorruptBundleSkipped(t *testing.T) {
 	}
 	// A bundle corrupted on disk by hand must not take search down.
 	require.NoError(t, e.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(store.BucketCatalog).Bucket(bktBundles).Bucket([]byte("r1")).Put([]byte("1.0.0"), []byte("{bad"))
+		return tx.Bucket(store.BucketCatalog).Put(bundleKey("r1", "1.0.0"), []byte("{bad"))
 	}))
 	var calls [][2]int
 	require.NoError(t, e.svc.Reindex(t.Context(), func(d, total int) { calls = append(calls, [2]int{d, total}) }))

@@ -7,6 +7,7 @@ package index
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ import (
 
 // MappingVersion changes whenever the mapping or the document shape
 // changes; an index built with another version is rebuilt.
-const MappingVersion = "accords.catalog.index.v1"
+const MappingVersion = "accords.catalog.index.v4"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -75,13 +76,21 @@ type Hit struct {
 	Tags        []string `json:"tags,omitempty"`
 	Latest      bool     `json:"latest"`
 	Score       float64  `json:"score"`
+
+	versionSort string
+}
+
+// storedHit is the stored form of a hit: the hit plus its version sort key.
+type storedHit struct {
+	Hit
+	VersionSort string `json:"vs"`
 }
 
 // bleveDoc is what bleve indexes; field names are the json tags.
 type bleveDoc struct {
 	CookbookID  string   `json:"cookbook_id"`
 	Version     string   `json:"version"`
-	VersionSort string   `json:"version_sort"`
+	ListKey     string   `json:"list_key"`
 	Latest      string   `json:"latest"`
 	EntryID     string   `json:"entry_id"`
 	EntryType   string   `json:"entry_type"`
@@ -89,9 +98,7 @@ type bleveDoc struct {
 	Verb        string   `json:"verb"`
 	Tags        []string `json:"tags"`
 	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	CBTitle     string   `json:"cookbook_title"`
-	Keywords    string   `json:"keywords"`
+	Text        string   `json:"text"`
 	Hit         string   `json:"hit"`
 }
 
@@ -99,24 +106,40 @@ type bleveDoc struct {
 func (bleveDoc) Type() string { return docType }
 
 func toBleve(d Doc) bleveDoc {
-	hit, _ := json.Marshal(Hit{CookbookID: d.CookbookID, Version: d.Version, EntryID: d.EntryID, EntryType: d.EntryType,
-		Title: d.Title, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags, Latest: d.Latest})
+	hit, _ := json.Marshal(storedHit{Hit: Hit{CookbookID: d.CookbookID, Version: d.Version, EntryID: d.EntryID, EntryType: d.EntryType,
+		Title: d.Title, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags, Latest: d.Latest}, VersionSort: d.VersionSort})
 	latest := "0"
 	if d.Latest {
 		latest = "1"
 	}
-	// Ids, verbs and tags are also indexed as words ("google.gmail.labels.list"
-	// → "google gmail labels list") so a plain-language query finds them.
-	var kw []string
+	// The text field holds everything searchable besides the title: the
+	// description, the cookbook title, and ids, connector, verb and tags as
+	// words ("google.gmail.labels.list" → "google gmail labels list"), so a
+	// plain-language query finds them. One field keeps queries cheap.
+	parts := []string{d.Description, d.CookbookTitle}
 	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, d.Tags...) {
-		kw = append(kw, splitWords(s))
+		parts = append(parts, splitWords(s))
 	}
 	return bleveDoc{
-		CookbookID: d.CookbookID, Version: d.Version, VersionSort: d.VersionSort, Latest: latest,
+		CookbookID: d.CookbookID, Version: d.Version, ListKey: listKey(d), Latest: latest,
 		EntryID: d.EntryID, EntryType: d.EntryType, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags,
-		Title: d.Title, Description: d.Description, CBTitle: d.CookbookTitle,
-		Keywords: strings.Join(kw, " "), Hit: string(hit),
+		Title: d.Title, Text: strings.Join(parts, " \n "), Hit: string(hit),
 	}
+}
+
+// listKey is one keyword whose ascending byte order is the tie-break
+// order: higher version first, then cookbook_id, then entry_id. Sorting on
+// one doc-value field instead of three keeps filter-only listings cheap.
+// The version part is the bitwise inverse of the version sort key plus a
+// 0xff terminator (so a longer key with the same prefix sorts first), hex
+// encoded to stay ASCII; ids cannot contain spaces.
+func listKey(d Doc) string {
+	inv := make([]byte, 0, len(d.VersionSort)+1)
+	for i := 0; i < len(d.VersionSort); i++ {
+		inv = append(inv, ^d.VersionSort[i])
+	}
+	inv = append(inv, 0xff)
+	return hex.EncodeToString(inv) + " " + d.CookbookID + " " + d.EntryID
 }
 
 func splitWords(s string) string {
@@ -159,14 +182,13 @@ func NewMapping() mapping.IndexMapping {
 	stored.DocValues = false
 
 	dm := bleve.NewDocumentStaticMapping()
-	for _, name := range []string{"cookbook_id", "entry_id"} {
-		dm.AddFieldMappingsAt(name, kw(true))
-	}
-	dm.AddFieldMappingsAt("version_sort", kw(true))
+	dm.AddFieldMappingsAt("cookbook_id", kw(false))
+	dm.AddFieldMappingsAt("entry_id", kw(false))
+	dm.AddFieldMappingsAt("list_key", kw(true))
 	for _, name := range []string{"version", "latest", "entry_type", "connector_id", "verb", "tags"} {
 		dm.AddFieldMappingsAt(name, kw(false))
 	}
-	for _, name := range []string{"title", "description", "cookbook_title", "keywords"} {
+	for _, name := range []string{"title", "text"} {
 		dm.AddFieldMappingsAt(name, text())
 	}
 	dm.AddFieldMappingsAt("hit", stored)
@@ -306,8 +328,11 @@ func (ix *Index) DocCount() (uint64, error) {
 // records rev, all in one bleve batch.
 type Update struct {
 	Cookbooks []string
-	Docs      []Doc
-	Rev       uint64
+	// Created lists cookbooks of Cookbooks that had no documents at the
+	// previous revision, so there is nothing to look up and delete.
+	Created []string
+	Docs    []Doc
+	Rev     uint64
 }
 
 // Apply applies u atomically.
@@ -322,7 +347,14 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 	for _, d := range u.Docs {
 		keep[d.ID()] = true
 	}
+	created := map[string]bool{}
+	for _, cb := range u.Created {
+		created[cb] = true
+	}
 	for _, cb := range u.Cookbooks {
+		if created[cb] {
+			continue
+		}
 		ids, err := ix.docIDs(ctx, cb)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
@@ -42,23 +43,32 @@ type Result struct {
 	Total uint64 `json:"total"`
 }
 
-// Field boosts: a word in an entry title counts most, then ids and verbs
-// (as words), then descriptions; the cookbook title counts least. The
-// cookbook description is not searched: it would make every entry of a
-// cookbook match words that describe only some of them.
+// Field boosts: a word in an entry title counts three times a word of the
+// text field (description, cookbook title, ids, verb, tags); an exact id or
+// verb typed as the query ranks first. The cookbook description is not
+// searched: it would make every entry of a cookbook match words that
+// describe only some of them.
 const (
 	boostTitle      = 3.0
-	boostKeywords   = 2.0
-	boostDesc       = 1.5
-	boostCBTitle    = 1.0
+	boostText       = 1.0
 	boostExactID    = 6.0
 	boostExactField = 4.0
 )
+
+// MaxTieGroup bounds how many equally scored hits at the page boundary are
+// fetched to order them exactly; beyond it the search falls back to an
+// index-side sort by the tie-break fields.
+const MaxTieGroup = 5000
 
 // Search runs q. Hits are ordered by score (descending), then higher
 // version, then cookbook_id, then entry_id, so equal-scoring results always
 // come back in the same order. A query without text lists every match in
 // that tie-break order (score 0).
+//
+// Text queries let bleve rank by score alone (no per-candidate doc-value
+// loads, which dominate latency at scale) and apply the tie-break to the
+// page in Go; if equal scores straddle the page boundary, the page is
+// widened until the whole tie group is in hand, so the result is exact.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -78,52 +88,125 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		bq.AddMust(textQuery(text))
 	}
 	var filters []query.Query
-	term := func(field, value string) {
-		if value == "" {
-			return
-		}
+	term := func(field, value string) query.Query {
 		t := query.NewTermQuery(value)
 		t.SetField(field)
-		filters = append(filters, t)
+		return t
 	}
-	if !q.AllVersions {
-		term("latest", "1")
+	add := func(field, value string) {
+		if value != "" {
+			filters = append(filters, term(field, value))
+		}
 	}
-	term("cookbook_id", q.CookbookID)
-	term("connector_id", q.ConnectorID)
-	term("verb", q.Verb)
-	term("entry_type", q.EntryType)
+	add("cookbook_id", q.CookbookID)
+	add("connector_id", q.ConnectorID)
+	add("verb", q.Verb)
+	add("entry_type", q.EntryType)
 	for _, tag := range q.Tags {
-		term("tags", tag)
+		add("tags", tag)
 	}
-	if len(filters) > 0 {
+	switch {
+	case len(filters) > 0 && text != "":
+		// Filters never change the score of a text query.
 		bq.AddFilter(query.NewConjunctionQuery(filters))
-	} else if text == "" {
+	case len(filters) > 0:
+		// Without text nothing is scored; the filters themselves drive the
+		// iteration over their postings (a bleve Filter would scan every
+		// document of a match-all instead).
+		bq.AddMust(query.NewConjunctionQuery(filters))
+	}
+	// Excluding older versions (few documents) is far cheaper than
+	// requiring the latest flag (almost every document).
+	if !q.AllVersions {
+		bq.AddMustNot(term("latest", "0"))
+	} else if text == "" && len(filters) == 0 {
 		bq.AddMust(query.NewMatchAllQuery())
 	}
+	if text == "" {
+		req := bleve.NewSearchRequestOptions(bq, limit, 0, false)
+		req.Fields = []string{"hit"}
+		req.Score = "none"
+		req.SortBy([]string{"list_key"})
+		res, err := ix.bi.SearchInContext(ctx, req)
+		if err != nil {
+			return Result{}, fmt.Errorf("search: %w", err)
+		}
+		items, err := decodeHits(res, false)
+		return Result{Items: items, Total: res.Total}, err
+	}
+	size := limit
+	for {
+		req := bleve.NewSearchRequestOptions(bq, size, 0, false)
+		req.Fields = []string{"hit"}
+		res, err := ix.bi.SearchInContext(ctx, req)
+		if err != nil {
+			return Result{}, fmt.Errorf("search: %w", err)
+		}
+		items, err := decodeHits(res, true)
+		if err != nil {
+			return Result{}, err
+		}
+		// Complete when everything matched is in hand, or when the last hit
+		// scores strictly below the page's boundary score.
+		if uint64(len(items)) >= res.Total || len(items) <= limit || items[len(items)-1].Score < items[limit-1].Score {
+			sortHits(items)
+			if len(items) > limit {
+				items = items[:limit]
+			}
+			return Result{Items: items, Total: res.Total}, nil
+		}
+		if size >= MaxTieGroup+limit {
+			break
+		}
+		size *= 4
+		if size > MaxTieGroup+limit {
+			size = MaxTieGroup + limit
+		}
+	}
+	// A huge tie group: let the index sort by the tie-break fields.
 	req := bleve.NewSearchRequestOptions(bq, limit, 0, false)
 	req.Fields = []string{"hit"}
-	req.SortBy([]string{"-_score", "-version_sort", "cookbook_id", "entry_id"})
-	if text == "" {
-		req.Score = "none"
-	}
+	req.SortBy([]string{"-_score", "list_key"})
 	res, err := ix.bi.SearchInContext(ctx, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
-	out := Result{Items: make([]Hit, 0, len(res.Hits)), Total: res.Total}
+	items, err := decodeHits(res, true)
+	return Result{Items: items, Total: res.Total}, err
+}
+
+func decodeHits(res *bleve.SearchResult, scored bool) ([]Hit, error) {
+	out := make([]Hit, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		raw, _ := h.Fields["hit"].(string)
-		var hit Hit
-		if err := json.Unmarshal([]byte(raw), &hit); err != nil {
-			return Result{}, fmt.Errorf("decode hit %s: %w", h.ID, err)
+		var sh storedHit
+		if err := json.Unmarshal([]byte(raw), &sh); err != nil {
+			return nil, fmt.Errorf("decode hit %s: %w", h.ID, err)
 		}
-		if text != "" {
+		hit := sh.Hit
+		hit.versionSort = sh.VersionSort
+		if scored {
 			hit.Score = h.Score
 		}
-		out.Items = append(out.Items, hit)
+		out = append(out, hit)
 	}
 	return out, nil
+}
+
+func sortHits(items []Hit) {
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		if a.versionSort != b.versionSort {
+			return a.versionSort > b.versionSort
+		}
+		if a.CookbookID != b.CookbookID {
+			return a.CookbookID < b.CookbookID
+		}
+		return a.EntryID < b.EntryID
+	})
 }
 
 func textQuery(text string) query.Query {
@@ -141,13 +224,10 @@ func textQuery(text string) query.Query {
 	}
 	return query.NewDisjunctionQuery([]query.Query{
 		match("title", boostTitle),
-		match("keywords", boostKeywords),
-		match("description", boostDesc),
-		match("cookbook_title", boostCBTitle),
+		match("text", boostText),
 		exact("entry_id", boostExactID),
 		exact("verb", boostExactField),
 		exact("cookbook_id", boostExactField),
-		exact("connector_id", boostExactField),
 		exact("tags", boostExactField),
 	})
 }
