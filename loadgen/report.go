@@ -134,3 +134,35 @@ func errSummary(errs map[string]int) string {
 	sort.Strings(keys)
 	return fmt.Sprintf("%d (%s)", total, strings.Join(keys, " "))
 }
+
+// WriteMarkdown prints the report as Markdown tables (docs/performance.md
+// is made from it).
+func (rep Report) WriteMarkdown(w io.Writer) {
+	m := rep.Machine
+	fmt.Fprintf(w, "Machine: %d CPUs (%s), %s RAM, %s, %s, kernel %s.\n\n", m.NProc, m.CPUModel, m.MemTotal, m.GoVersion, m.OS, m.Kernel)
+	fmt.Fprintf(w, "Command: `%s`\n", rep.Command)
+	for _, tr := range rep.Transports {
+		fmt.Fprintf(w, "\n#### %s, %d bundles, %d client(s)\n\n", tr.Transport, tr.Bundles, tr.Clients)
+		fmt.Fprintf(w, "- start-up to the first tools/list: empty db %.1f ms; with the catalog, median %.1f ms of %v\n", tr.StartupEmptyMS, tr.StartupMS, tr.StartupRunsMS)
+		if tr.SeedPeakRSSMiB > 0 {
+			fmt.Fprintf(w, "- peak RSS (VmHWM): %.1f MiB while seeding, %.1f MiB while serving the workloads\n", tr.SeedPeakRSSMiB, tr.PeakRSSMiB)
+		} else {
+			fmt.Fprintf(w, "- peak RSS (VmHWM): %.1f MiB\n", tr.PeakRSSMiB)
+		}
+		if tr.SeedFirstP50MS > 0 {
+			fmt.Fprintf(w, "- upsert p50 while seeding: first tenth %.2f ms, last tenth %.2f ms\n", tr.SeedFirstP50MS, tr.SeedLastP50MS)
+		}
+		if tr.Policy != "" {
+			fmt.Fprintf(w, "- policy: %s\n", tr.Policy)
+		}
+		fmt.Fprintln(w, "\n| op | calls | errors | p50 ms | p95 ms | p99 ms | ops/s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+		for _, o := range tr.Ops {
+			if o.Skipped != "" {
+				fmt.Fprintf(w, "| %s | skipped: %s | | | | | |\n", o.Op, o.Skipped)
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond)
+		}
+	}
+}

@@ -43,6 +43,8 @@ type options struct {
 	ops         []string
 	seed        uint64
 	json        bool
+	markdown    bool
+	fromJSON    string
 	env         []string
 	bearer      string
 	policy      string
@@ -73,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&ops, "ops", strings.Join(allOps, ","), "operations after seeding: "+strings.Join(allOps, ","))
 	fs.Uint64Var(&o.seed, "seed", loadgen.DefaultSeed, "random seed of the catalog and workloads")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&o.markdown, "markdown", false, "print the report as Markdown tables")
+	fs.StringVar(&o.fromJSON, "from-json", "", "render a report saved with --json (as a table, or with --markdown) instead of running")
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
 	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
 	fs.StringVar(&o.policy, "policy", "", "policy file for the HTTP server (default: one lifting the anonymous caller's rate limit, since a load test against the default 60 calls a minute measures refusals; \"none\" keeps the server's default)")
@@ -83,11 +87,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if o.json && o.markdown {
+		fmt.Fprintln(stderr, "accords-bench: --json and --markdown exclude each other")
+		return 2
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "accords-bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
 	o.env = env
+	if o.fromJSON != "" {
+		raw, err := os.ReadFile(o.fromJSON)
+		if err != nil {
+			fmt.Fprintln(stderr, "accords-bench:", err)
+			return 1
+		}
+		var rep loadgen.Report
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			fmt.Fprintf(stderr, "accords-bench: %s: %v\n", o.fromJSON, err)
+			return 1
+		}
+		if o.markdown {
+			rep.WriteMarkdown(stdout)
+		} else {
+			rep.WriteTable(stdout)
+		}
+		return 0
+	}
 	for _, t := range strings.Split(transports, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			if t != loadgen.Stdio && t != loadgen.HTTP {
@@ -136,6 +162,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := enc.Encode(rep); err != nil {
 			return 1
 		}
+	} else if o.markdown {
+		rep.WriteMarkdown(stdout)
 	} else {
 		rep.WriteTable(stdout)
 	}
