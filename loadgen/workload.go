@@ -24,7 +24,7 @@ const (
 	ToolConfig   = "vaultclaw_session_configure"
 	ToolSessClr  = "vaultclaw_session_clear"
 	DefaultSeed  = 20261130
-	upsertPrefix = "2.0."
+	upsertPrefix = "2."
 )
 
 // Workload generates the arguments of one operation against a catalog of
@@ -33,8 +33,11 @@ type Workload struct {
 	Corpus  Corpus
 	Bundles int
 	// upserts numbers the extra versions written by the upsert operation,
-	// so concurrent writers never collide.
+	// so concurrent writers never collide; RunID (default: the start time)
+	// keeps versions of separate runs on a kept database apart, so every
+	// measured upsert really writes.
 	upserts atomic.Int64
+	RunID   int64
 	// listLimit is set when the list tool accepts a limit.
 	listLimit bool
 }
@@ -83,7 +86,7 @@ func (w *Workload) Ops(s *Server) map[string]Op {
 		}},
 		"upsert": {Name: "upsert", Tool: upsertTool, Args: func(r *rand.Rand) map[string]any {
 			k := w.upserts.Add(1)
-			b, _ := w.Corpus.Bundle(int(k)%n, fmt.Sprintf("%s%d", upsertPrefix, k))
+			b, _ := w.Corpus.Bundle(int(k)%n, fmt.Sprintf("%s%d.%d", upsertPrefix, w.RunID, k))
 			return map[string]any{"bundle": b}
 		}},
 	}

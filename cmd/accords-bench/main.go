@@ -239,7 +239,7 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 		fmt.Fprintf(logw, "[%s] "+format+"\n", append([]any{transport}, a...)...)
 	}
 	corpus := loadgen.Corpus{Seed: o.seed}
-	w := &loadgen.Workload{Corpus: corpus, Bundles: o.bundles}
+	w := &loadgen.Workload{Corpus: corpus, Bundles: o.bundles, RunID: time.Now().Unix() % 1_000_000}
 
 	// Phase 1: start on the (possibly empty) database and seed.
 	srv, err := loadgen.StartServer(ctx, so)
