@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/internal/benchcat"
 )
+
+// revision numbers overwrites across benchmark runs.
+var revision atomic.Int64
 
 // benchSizes are the catalog sizes of the targets.
 var benchSizes = []int{100, 1000, 10000}
@@ -69,10 +73,11 @@ func BenchmarkLoadCorpus(b *testing.B) {
 			b.Run("upsert", func(b *testing.B) {
 				r := rand.New(rand.NewPCG(5, 6))
 				var lat benchcat.Latencies
-				k := 0
 				b.ReportAllocs()
 				for b.Loop() {
-					k++
+					// The revision counter outlives this run (-count, b.N
+					// ramp-up) so every overwrite really changes content.
+					k := revision.Add(1)
 					raw, _ := benchcat.Corpus.Bundle(r.IntN(n), "1.0.0")
 					raw["title"] = fmt.Sprintf("%s, revision %d", raw["title"], k)
 					bd, err := catalog.BundleFromValue(raw)
