@@ -1,0 +1,376 @@
+// Command accords-bench is the load tool: it starts the built accords-mcp
+// binary, drives it as a real MCP client over stdio and Streamable HTTP,
+// seeds a realistic catalog, runs the search, render, route, list, upsert
+// and mixed workloads and reports latency percentiles, throughput, start-up
+// time and peak RSS, as a table or as JSON.
+//
+//	make build && go run ./cmd/accords-bench --bin bin/accords-mcp --bundles 1000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/accordsai/accords-mcp/loadgen"
+)
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+type options struct {
+	bin         string
+	transports  []string
+	bundles     int
+	clients     int
+	calls       int
+	duration    time.Duration
+	startupRuns int
+	dbDir       string
+	ops         []string
+	seed        uint64
+	json        bool
+	markdown    bool
+	fromJSON    string
+	env         []string
+	bearer      string
+	policy      string
+}
+
+var allOps = []string{"status", "search", "render", "route", "route-search", "list", "upsert", "mixed"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("accords-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var transports, ops string
+	var env multiFlag
+	fs.StringVar(&o.bin, "bin", "bin/accords-mcp", "the built server binary (make build)")
+	fs.StringVar(&transports, "transport", "stdio,http", "transports to measure: stdio, http or both")
+	fs.IntVar(&o.bundles, "bundles", 1000, "catalog size to seed (five entries a bundle)")
+	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients (stdio always uses one)")
+	fs.IntVar(&o.calls, "calls", 2000, "calls per operation (upper bound)")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "time per operation (upper bound)")
+	fs.IntVar(&o.startupRuns, "startup-runs", 5, "restarts with the seeded catalog to time start-up")
+	fs.StringVar(&o.dbDir, "db", "", "keep databases in DIR/<transport>/ and reuse a catalog seeded there before (default: a temporary dir, removed)")
+	fs.StringVar(&ops, "ops", strings.Join(allOps, ","), "operations after seeding: "+strings.Join(allOps, ","))
+	fs.Uint64Var(&o.seed, "seed", loadgen.DefaultSeed, "random seed of the catalog and workloads")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&o.markdown, "markdown", false, "print the report as Markdown tables")
+	fs.StringVar(&o.fromJSON, "from-json", "", "render a report saved with --json (as a table, or with --markdown) instead of running")
+	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
+	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
+	fs.StringVar(&o.policy, "policy", "", "policy file for the HTTP server (default: one lifting the anonymous caller's rate limit, since a load test against the default 60 calls a minute measures refusals; \"none\" keeps the server's default)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: accords-bench [flags]\n\nSeeds --bundles bundles through the built server and measures each operation.\nOperations whose tools the server does not register are reported as skipped.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.json && o.markdown {
+		fmt.Fprintln(stderr, "accords-bench: --json and --markdown exclude each other")
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "accords-bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	o.env = env
+	if o.fromJSON != "" {
+		raw, err := os.ReadFile(o.fromJSON)
+		if err != nil {
+			fmt.Fprintln(stderr, "accords-bench:", err)
+			return 1
+		}
+		var rep loadgen.Report
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			fmt.Fprintf(stderr, "accords-bench: %s: %v\n", o.fromJSON, err)
+			return 1
+		}
+		if o.markdown {
+			rep.WriteMarkdown(stdout)
+		} else {
+			rep.WriteTable(stdout)
+		}
+		return 0
+	}
+	for _, t := range strings.Split(transports, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			if t != loadgen.Stdio && t != loadgen.HTTP {
+				fmt.Fprintf(stderr, "accords-bench: unknown transport %q (stdio, http)\n", t)
+				return 2
+			}
+			o.transports = append(o.transports, t)
+		}
+	}
+	for _, op := range strings.Split(ops, ",") {
+		if op = strings.TrimSpace(op); op != "" {
+			if !slices.Contains(allOps, op) {
+				fmt.Fprintf(stderr, "accords-bench: unknown operation %q (%s)\n", op, strings.Join(allOps, ", "))
+				return 2
+			}
+			o.ops = append(o.ops, op)
+		}
+	}
+	if o.bundles < 0 || o.clients < 1 || o.calls < 1 || o.startupRuns < 1 || o.bundles > 1_000_000 {
+		fmt.Fprintln(stderr, "accords-bench: --bundles 0..1000000, --clients, --calls and --startup-runs at least 1")
+		return 2
+	}
+	bin, err := filepath.Abs(o.bin)
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "accords-bench: server binary: %v (build it with make build)\n", err)
+		return 2
+	}
+	o.bin = bin
+
+	rep := loadgen.Report{Machine: loadgen.ThisMachine(), Binary: bin, Seed: o.seed,
+		Command: "accords-bench " + strings.Join(args, " ")}
+	for _, t := range o.transports {
+		tr, err := measure(ctx, o, t, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "accords-bench: %s: %v\n", t, err)
+			return 1
+		}
+		rep.Transports = append(rep.Transports, tr)
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return 1
+		}
+	} else if o.markdown {
+		rep.WriteMarkdown(stdout)
+	} else {
+		rep.WriteTable(stdout)
+	}
+	return 0
+}
+
+// benchPolicy lifts the rate limit of the anonymous HTTP caller and
+// leaves everything else (capabilities, audit) as the server's default, so
+// the gateway's cost is still measured.
+const benchPolicy = `version = 1
+
+[anonymous]
+calls_per_minute = 0
+`
+
+// marker records what a kept database was seeded with, so a later run
+// reuses it only when it matches.
+type marker struct {
+	Bundles int    `json:"bundles"`
+	Seed    uint64 `json:"seed"`
+}
+
+func measure(ctx context.Context, o options, transport string, logw io.Writer) (loadgen.TransportReport, error) {
+	tr := loadgen.TransportReport{Transport: transport, Bundles: o.bundles, Clients: 1}
+	if transport == loadgen.HTTP {
+		tr.Clients = o.clients
+	}
+	dir := o.dbDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "accords-bench-")
+		if err != nil {
+			return tr, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	dir = filepath.Join(dir, transport)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return tr, err
+	}
+	dbPath := filepath.Join(dir, "accords.db")
+	markerPath := filepath.Join(dir, "accords-bench.json")
+	var have marker
+	if raw, err := os.ReadFile(markerPath); err == nil {
+		_ = json.Unmarshal(raw, &have)
+	}
+	reuse := have.Bundles == o.bundles && have.Seed == o.seed && o.bundles > 0
+	if !reuse {
+		for _, p := range []string{dbPath, dbPath + ".index", markerPath} {
+			if err := os.RemoveAll(p); err != nil {
+				return tr, err
+			}
+		}
+	}
+	env := append([]string(nil), o.env...)
+	if transport == loadgen.HTTP {
+		switch o.policy {
+		case "none":
+		case "":
+			p := filepath.Join(dir, "bench-policy.toml")
+			if err := os.WriteFile(p, []byte(benchPolicy), 0o600); err != nil {
+				return tr, err
+			}
+			env = append(env, "ACCORDS_MCP_POLICY_FILE="+p)
+			tr.Policy = "anonymous caller unlimited (accords-bench default)"
+		default:
+			env = append(env, "ACCORDS_MCP_POLICY_FILE="+o.policy)
+			tr.Policy = o.policy
+		}
+	}
+	so := loadgen.ServerOptions{Bin: o.bin, DBPath: dbPath, Transport: transport, Clients: tr.Clients, Env: env, Bearer: o.bearer}
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(logw, "[%s] "+format+"\n", append([]any{transport}, a...)...)
+	}
+	corpus := loadgen.Corpus{Seed: o.seed}
+	w := &loadgen.Workload{Corpus: corpus, Bundles: o.bundles, RunID: time.Now().Unix() % 1_000_000}
+
+	// Phase 1: start on the (possibly empty) database and seed.
+	srv, err := loadgen.StartServer(ctx, so)
+	if err != nil {
+		return tr, err
+	}
+	tr.StartupEmptyMS = msf(srv.Startup)
+	tr.MissingTools = loadgen.MissingTools(srv)
+	seeded := reuse
+	canSeed := srv.Has(loadgen.ToolUpsert) || srv.Has(loadgen.ToolImport)
+	var seedRes *loadgen.OpResult
+	switch {
+	case reuse:
+		logf("reusing the catalog of %d bundles in %s", o.bundles, dir)
+	case o.bundles == 0:
+	case !canSeed:
+		seedRes = &loadgen.OpResult{Op: "seed", Transport: transport, Bundles: o.bundles, Skipped: "tools " + loadgen.ToolUpsert + " and " + loadgen.ToolImport + " not registered"}
+	default:
+		logf("seeding %d bundles", o.bundles)
+		t0 := time.Now()
+		rec, err := loadgen.Seed(ctx, srv, corpus, 0, o.bundles, func(done int) {
+			if done%2000 == 0 {
+				logf("  %d/%d (%.0fs)", done, o.bundles, time.Since(t0).Seconds())
+			}
+		})
+		if err != nil {
+			srv.Close()
+			return tr, err
+		}
+		r := rec.Summary("seed", transport, o.bundles, tr.Clients)
+		first, last := rec.SplitP50()
+		tr.SeedFirstP50MS, tr.SeedLastP50MS = msf(first), msf(last)
+		r.Note = fmt.Sprintf("upsert p50 first tenth %.2f ms, last tenth %.2f ms", tr.SeedFirstP50MS, tr.SeedLastP50MS)
+		seedRes = &r
+		seeded = true
+		if rss, err := srv.PeakRSSBytes(); err == nil {
+			tr.SeedPeakRSSMiB = mib(rss)
+		}
+	}
+	if err := srv.Close(); err != nil {
+		return tr, err
+	}
+	if seeded && o.dbDir != "" {
+		raw, _ := json.Marshal(marker{Bundles: o.bundles, Seed: o.seed})
+		if err := os.WriteFile(markerPath, raw, 0o600); err != nil {
+			return tr, err
+		}
+	}
+	if seedRes != nil {
+		tr.Ops = append(tr.Ops, *seedRes)
+	}
+
+	// Phase 2: restarts on the seeded catalog time start-up; the last one
+	// serves the workloads.
+	for i := range o.startupRuns {
+		srv, err = loadgen.StartServer(ctx, so)
+		if err != nil {
+			return tr, err
+		}
+		tr.StartupRunsMS = append(tr.StartupRunsMS, msf(srv.Startup))
+		if i < o.startupRuns-1 {
+			if err := srv.Close(); err != nil {
+				return tr, err
+			}
+		}
+	}
+	tr.StartupMS = median(tr.StartupRunsMS)
+	defer srv.Close()
+
+	ops := w.Ops(srv)
+	lim := loadgen.Limits{Calls: o.calls, Duration: o.duration}
+	for k, name := range o.ops {
+		if ctx.Err() != nil {
+			return tr, ctx.Err()
+		}
+		seed := o.seed + uint64(k)*7919
+		if name == "mixed" {
+			all, parts, skipped := loadgen.RunMixed(ctx, srv, ops, lim, seed)
+			if len(parts) == 0 {
+				tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: transport, Bundles: o.bundles, Skipped: "none of its tools are registered"})
+				continue
+			}
+			if !seeded {
+				tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: transport, Bundles: o.bundles, Skipped: "no seeded catalog (upsert/import not registered)"})
+				continue
+			}
+			logf("running mixed")
+			r := all.Summary("mixed", transport, o.bundles, len(srv.Sessions))
+			if len(skipped) > 0 {
+				r.Note = "without " + strings.Join(skipped, ", ") + " (tools not registered)"
+			}
+			tr.Ops = append(tr.Ops, r)
+			names := make([]string, 0, len(parts))
+			for n := range parts {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				tr.Ops = append(tr.Ops, parts[n].Summary("mixed:"+n, transport, o.bundles, len(srv.Sessions)))
+			}
+			continue
+		}
+		op := ops[name]
+		if why := loadgen.SkipReason(srv, op, seeded); why != "" {
+			tr.Ops = append(tr.Ops, loadgen.OpResult{Op: name, Transport: transport, Bundles: o.bundles, Skipped: why})
+			continue
+		}
+		logf("running %s", name)
+		rec := loadgen.Run(ctx, srv, op, lim, seed)
+		tr.Ops = append(tr.Ops, rec.Summary(name, transport, o.bundles, len(srv.Sessions)))
+	}
+	if rss, err := srv.PeakRSSBytes(); err == nil {
+		tr.PeakRSSMiB = mib(rss)
+	}
+	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return tr, err
+	}
+	return tr, nil
+}
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func mib(b int64) float64         { return float64(b) / (1 << 20) }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,168 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Machine describes where figures were measured.
+type Machine struct {
+	NProc     int    `json:"nproc"`
+	CPUModel  string `json:"cpu_model"`
+	MemTotal  string `json:"mem_total"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Kernel    string `json:"kernel,omitempty"`
+}
+
+// ThisMachine reads /proc for the CPU model and memory.
+func ThisMachine() Machine {
+	m := Machine{NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				m.MemTotal = strings.TrimSpace(v)
+			}
+		}
+	}
+	if raw, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(raw))
+	}
+	return m
+}
+
+// TransportReport is the result of one transport at one catalog size.
+type TransportReport struct {
+	Transport string `json:"transport"`
+	Bundles   int    `json:"bundles"`
+	Clients   int    `json:"clients"`
+	Policy    string `json:"policy,omitempty"`
+	// StartupEmptyMS is start-up to the first tools/list on an empty db.
+	StartupEmptyMS float64 `json:"startup_empty_ms"`
+	// StartupMS is the median start-up with the seeded catalog, over
+	// StartupRunsMS.
+	StartupMS     float64   `json:"startup_ms"`
+	StartupRunsMS []float64 `json:"startup_runs_ms,omitempty"`
+	// SeedPeakRSSMiB is the peak RSS of the process that seeded the
+	// catalog; PeakRSSMiB of the one that served the workloads.
+	SeedPeakRSSMiB float64 `json:"seed_peak_rss_mib,omitempty"`
+	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	// SeedFirstP50MS / SeedLastP50MS: upsert median over the first and the
+	// last tenth of the seeding (flatness as the catalog grows).
+	SeedFirstP50MS float64    `json:"seed_first_tenth_p50_ms,omitempty"`
+	SeedLastP50MS  float64    `json:"seed_last_tenth_p50_ms,omitempty"`
+	MissingTools   []string   `json:"missing_tools,omitempty"`
+	Ops            []OpResult `json:"ops"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Machine    Machine           `json:"machine"`
+	Binary     string            `json:"binary"`
+	Command    string            `json:"command"`
+	Seed       uint64            `json:"seed"`
+	Transports []TransportReport `json:"transports"`
+}
+
+// WriteTable prints the report for people.
+func (rep Report) WriteTable(w io.Writer) {
+	m := rep.Machine
+	fmt.Fprintf(w, "machine: %d CPUs, %s, %s RAM, %s %s\n", m.NProc, m.CPUModel, m.MemTotal, m.GoVersion, m.OS)
+	fmt.Fprintf(w, "binary:  %s\n", rep.Binary)
+	for _, tr := range rep.Transports {
+		fmt.Fprintf(w, "\n== %s, %d bundles, %d client(s)\n", tr.Transport, tr.Bundles, tr.Clients)
+		if tr.Policy != "" {
+			fmt.Fprintf(w, "policy: %s\n", tr.Policy)
+		}
+		fmt.Fprintf(w, "start-up to first tools/list: empty db %.1f ms; with catalog median %.1f ms %v\n",
+			tr.StartupEmptyMS, tr.StartupMS, tr.StartupRunsMS)
+		if tr.SeedPeakRSSMiB > 0 {
+			fmt.Fprintf(w, "peak RSS: seeding %.1f MiB, serving %.1f MiB\n", tr.SeedPeakRSSMiB, tr.PeakRSSMiB)
+		} else {
+			fmt.Fprintf(w, "peak RSS: %.1f MiB\n", tr.PeakRSSMiB)
+		}
+		if tr.SeedFirstP50MS > 0 {
+			fmt.Fprintf(w, "upsert p50 while seeding: first tenth %.2f ms, last tenth %.2f ms\n", tr.SeedFirstP50MS, tr.SeedLastP50MS)
+		}
+		if len(tr.MissingTools) > 0 {
+			fmt.Fprintf(w, "tools not registered: %s\n", strings.Join(tr.MissingTools, ", "))
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "op\tcalls\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\tops/s\t")
+		for _, o := range tr.Ops {
+			if o.Skipped != "" {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t\n", o.Op)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t\n",
+				o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.MaxMS, o.PerSecond)
+		}
+		tw.Flush()
+		for _, o := range tr.Ops {
+			if o.Skipped != "" {
+				fmt.Fprintf(w, "  skipped %s: %s\n", o.Op, o.Skipped)
+			} else if o.Note != "" {
+				fmt.Fprintf(w, "  %s: %s\n", o.Op, o.Note)
+			}
+		}
+	}
+}
+
+func errSummary(errs map[string]int) string {
+	if len(errs) == 0 {
+		return "0"
+	}
+	keys := make([]string, 0, len(errs))
+	total := 0
+	for k, v := range errs {
+		keys = append(keys, fmt.Sprintf("%s:%d", k, v))
+		total += v
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("%d (%s)", total, strings.Join(keys, " "))
+}
+
+// WriteMarkdown prints the report as Markdown tables (docs/performance.md
+// is made from it).
+func (rep Report) WriteMarkdown(w io.Writer) {
+	m := rep.Machine
+	fmt.Fprintf(w, "Machine: %d CPUs (%s), %s RAM, %s, %s, kernel %s.\n\n", m.NProc, m.CPUModel, m.MemTotal, m.GoVersion, m.OS, m.Kernel)
+	fmt.Fprintf(w, "Command: `%s`\n", rep.Command)
+	for _, tr := range rep.Transports {
+		fmt.Fprintf(w, "\n#### %s, %d bundles, %d client(s)\n\n", tr.Transport, tr.Bundles, tr.Clients)
+		fmt.Fprintf(w, "- start-up to the first tools/list: empty db %.1f ms; with the catalog, median %.1f ms of %v\n", tr.StartupEmptyMS, tr.StartupMS, tr.StartupRunsMS)
+		if tr.SeedPeakRSSMiB > 0 {
+			fmt.Fprintf(w, "- peak RSS (VmHWM): %.1f MiB while seeding, %.1f MiB while serving the workloads\n", tr.SeedPeakRSSMiB, tr.PeakRSSMiB)
+		} else {
+			fmt.Fprintf(w, "- peak RSS (VmHWM): %.1f MiB\n", tr.PeakRSSMiB)
+		}
+		if tr.SeedFirstP50MS > 0 {
+			fmt.Fprintf(w, "- upsert p50 while seeding: first tenth %.2f ms, last tenth %.2f ms\n", tr.SeedFirstP50MS, tr.SeedLastP50MS)
+		}
+		if tr.Policy != "" {
+			fmt.Fprintf(w, "- policy: %s\n", tr.Policy)
+		}
+		fmt.Fprintln(w, "\n| op | calls | errors | p50 ms | p95 ms | p99 ms | ops/s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+		for _, o := range tr.Ops {
+			if o.Skipped != "" {
+				fmt.Fprintf(w, "| %s | skipped: %s | | | | | |\n", o.Op, o.Skipped)
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond)
+		}
+	}
+}

@@ -1,0 +1,361 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport names.
+const (
+	Stdio = "stdio"
+	HTTP  = "http"
+)
+
+// ServerOptions say how to start the built server binary.
+type ServerOptions struct {
+	Bin       string
+	DBPath    string
+	Transport string
+	// Clients is the number of MCP client sessions (HTTP only; stdio has one).
+	Clients int
+	// Env entries ("KEY=value") added to the server's environment.
+	Env []string
+	// Bearer token sent on every HTTP request, when the policy needs one.
+	Bearer string
+}
+
+// Server is a running server process with connected client sessions.
+type Server struct {
+	Cmd       *exec.Cmd
+	Transport string
+	Endpoint  string
+	Sessions  []*mcp.ClientSession
+	// Startup is the time from process start to the first tools/list answer.
+	Startup time.Duration
+	Tools   map[string]*mcp.Tool
+	stderr  *tailBuffer
+	done    chan struct{} // HTTP: closed when the process has exited
+	waitErr error
+	killed  bool
+}
+
+// tailBuffer keeps the last 64 KiB of the server's stderr for diagnostics.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 64<<10; over > 0 {
+		t.b = append([]byte(nil), t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// Stderr returns the tail of the server's log.
+func (s *Server) Stderr() string { return s.stderr.String() }
+
+// ServerEnv is the environment a benchmark server runs with: the caller's
+// environment minus anything that would point it at a real vault or a real
+// HTTP address.
+func ServerEnv(dbPath string, extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ACCORDS_MCP_") || strings.HasPrefix(k, "VC_") || k == "VAULT_UNIX_SOCKET" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "ACCORDS_MCP_DB="+dbPath, "ACCORDS_MCP_SECRET_KEY="+strings.Repeat("5a", 32))
+	return append(env, extra...)
+}
+
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// StartServer starts the binary, connects the client sessions and lists the
+// tools once, timing start-up.
+func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
+	s := &Server{Transport: o.Transport, stderr: &tailBuffer{}, done: make(chan struct{})}
+	client := mcp.NewClient(&mcp.Implementation{Name: "accords-bench", Version: "1"}, nil)
+	switch o.Transport {
+	case Stdio:
+		cmd := exec.Command(o.Bin)
+		cmd.Env = ServerEnv(o.DBPath, append([]string{"ACCORDS_MCP_LOG_LEVEL=warn"}, o.Env...))
+		cmd.Stderr = s.stderr
+		s.Cmd = cmd
+		t0 := time.Now()
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+		if err != nil {
+			s.kill()
+			return nil, fmt.Errorf("connect over stdio: %w\n%s", err, s.Stderr())
+		}
+		s.Sessions = []*mcp.ClientSession{cs}
+		if err := s.listTools(ctx, cs); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.Startup = time.Since(t0)
+		// The SDK's command transport owns cmd.Wait: closing the session
+		// closes stdin and waits (SIGTERM, then SIGKILL, if it lingers).
+	case HTTP:
+		cmd := exec.Command(o.Bin, "serve", "--http", "127.0.0.1:0")
+		cmd.Env = ServerEnv(o.DBPath, o.Env)
+		pipe, err := cmd.StderrPipe()
+		if err != nil {
+			return nil, err
+		}
+		s.Cmd = cmd
+		t0 := time.Now()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		go func() { s.waitErr = cmd.Wait(); close(s.done) }()
+		addr, err := s.awaitReady(ctx, pipe)
+		if err != nil {
+			s.kill()
+			return nil, err
+		}
+		s.Endpoint = "http://" + addr + "/v1/mcp"
+		n := max(o.Clients, 1)
+		var rt http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: n + 4, IdleConnTimeout: 90 * time.Second}
+		if o.Bearer != "" {
+			rt = &bearerTransport{token: o.Bearer, base: rt}
+		}
+		hc := &http.Client{Transport: rt}
+		for i := range n {
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+				Endpoint: s.Endpoint, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1,
+			}, nil)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("connect over HTTP: %w\n%s", err, s.Stderr())
+			}
+			s.Sessions = append(s.Sessions, cs)
+			if i == 0 {
+				if err := s.listTools(ctx, cs); err != nil {
+					s.Close()
+					return nil, err
+				}
+				s.Startup = time.Since(t0)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unknown transport %q (stdio or http)", o.Transport)
+	}
+	return s, nil
+}
+
+// awaitReady reads the JSON log on stderr until the "ready" line that
+// carries the listen address; the rest of the log goes to the tail buffer.
+func (s *Server) awaitReady(ctx context.Context, stderr io.Reader) (string, error) {
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sent := false
+		for sc.Scan() {
+			line := sc.Bytes()
+			s.stderr.Write(append(append([]byte(nil), line...), '\n'))
+			if sent {
+				continue
+			}
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == "ready" && rec.Addr != "" {
+				found <- rec.Addr
+				sent = true
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		return addr, nil
+	case <-s.done:
+		return "", fmt.Errorf("server exited before listening: %v\n%s", s.waitErr, s.Stderr())
+	case <-time.After(30 * time.Second):
+		return "", fmt.Errorf("server did not report ready within 30s\n%s", s.Stderr())
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (s *Server) listTools(ctx context.Context, cs *mcp.ClientSession) error {
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w\n%s", err, s.Stderr())
+	}
+	s.Tools = map[string]*mcp.Tool{}
+	for _, t := range res.Tools {
+		s.Tools[t.Name] = t
+	}
+	return nil
+}
+
+// Has reports whether the server registers a tool.
+func (s *Server) Has(name string) bool { _, ok := s.Tools[name]; return ok }
+
+// PeakRSSBytes is the process's high-water resident set (VmHWM).
+func (s *Server) PeakRSSBytes() (int64, error) {
+	if s.Cmd == nil || s.Cmd.Process == nil {
+		return 0, errors.New("no process")
+	}
+	return PeakRSS(s.Cmd.Process.Pid)
+}
+
+// PeakRSS reads VmHWM of a process from /proc (Linux only).
+func PeakRSS(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				if err != nil {
+					return 0, err
+				}
+				return kb * 1024, nil
+			}
+		}
+	}
+	return 0, errors.New("VmHWM not found")
+}
+
+// Close ends the sessions and stops the process: closing stdin for stdio
+// (the SDK transport then waits, escalating to SIGTERM and SIGKILL after
+// 10 s each), SIGTERM for HTTP, killing it if it does not exit within 15 s.
+func (s *Server) Close() error {
+	if s.Transport == Stdio {
+		var err error
+		for _, cs := range s.Sessions {
+			if cerr := cs.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		s.Sessions = nil
+		if err != nil && !s.killed {
+			return fmt.Errorf("server exit: %v\n%s", err, s.Stderr())
+		}
+		return nil
+	}
+	for _, cs := range s.Sessions {
+		_ = cs.Close()
+	}
+	s.Sessions = nil
+	if s.Cmd == nil || s.Cmd.Process == nil {
+		return nil
+	}
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(15 * time.Second):
+		s.kill()
+		return errors.New("server did not exit within 15s; killed")
+	}
+}
+
+// Kill sends SIGKILL (crash tests) and waits for the process to go.
+func (s *Server) Kill() {
+	s.kill()
+	for _, cs := range s.Sessions {
+		_ = cs.Close()
+	}
+	s.Sessions = nil
+}
+
+func (s *Server) kill() {
+	if s.Cmd == nil || s.Cmd.Process == nil {
+		return
+	}
+	s.killed = true
+	_ = s.Cmd.Process.Kill()
+	if s.Transport == HTTP {
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+// Envelope is the decoded tool result.
+type Envelope struct {
+	OK    bool           `json:"ok"`
+	Data  any            `json:"data"`
+	Error *EnvelopeError `json:"error"`
+	Meta  map[string]any `json:"meta"`
+}
+
+// EnvelopeError is the error part of an envelope.
+type EnvelopeError struct {
+	Code      string         `json:"code"`
+	Category  string         `json:"category"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	Details   map[string]any `json:"details"`
+}
+
+// CodeTransport marks a call whose MCP exchange itself failed;
+// CodeNoEnvelope a result that carried no envelope.
+const (
+	CodeTransport  = "transport"
+	CodeNoEnvelope = "no_envelope"
+)
+
+// Call invokes a tool and returns its envelope and an outcome code: "" when
+// ok, the envelope's error code, or CodeTransport / CodeNoEnvelope.
+func Call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (Envelope, string, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return Envelope{}, CodeTransport, err
+	}
+	var env Envelope
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil || res.StructuredContent == nil || json.Unmarshal(raw, &env) != nil {
+		return Envelope{}, CodeNoEnvelope, fmt.Errorf("tool %s returned no envelope", tool)
+	}
+	if env.OK {
+		return env, "", nil
+	}
+	if env.Error == nil {
+		return env, CodeNoEnvelope, fmt.Errorf("tool %s: ok=false without error", tool)
+	}
+	return env, env.Error.Code, nil
+}

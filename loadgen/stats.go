@@ -1,0 +1,114 @@
+package loadgen
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Recorder collects the latency and outcome of every call of one operation.
+// Errors are counted by envelope error code (or "transport" for a failed
+// MCP exchange) so a report shows what failed, not only how often.
+type Recorder struct {
+	mu     sync.Mutex
+	lat    []time.Duration
+	errors map[string]int
+	start  time.Time
+	end    time.Time
+}
+
+// NewRecorder starts the wall clock of an operation.
+func NewRecorder() *Recorder {
+	return &Recorder{errors: map[string]int{}, start: time.Now()}
+}
+
+// Add records one call; code is "" for success.
+func (r *Recorder) Add(d time.Duration, code string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lat = append(r.lat, d)
+	if code != "" {
+		r.errors[code]++
+	}
+}
+
+// Stop ends the wall clock.
+func (r *Recorder) Stop() {
+	r.mu.Lock()
+	r.end = time.Now()
+	r.mu.Unlock()
+}
+
+// OpResult is the summary of one operation.
+type OpResult struct {
+	Op          string         `json:"op"`
+	Transport   string         `json:"transport"`
+	Bundles     int            `json:"bundles"`
+	Concurrency int            `json:"concurrency"`
+	Skipped     string         `json:"skipped,omitempty"`
+	Calls       int            `json:"calls"`
+	Errors      map[string]int `json:"errors,omitempty"`
+	P50MS       float64        `json:"p50_ms"`
+	P95MS       float64        `json:"p95_ms"`
+	P99MS       float64        `json:"p99_ms"`
+	MeanMS      float64        `json:"mean_ms"`
+	MaxMS       float64        `json:"max_ms"`
+	WallS       float64        `json:"wall_s"`
+	PerSecond   float64        `json:"ops_per_s"`
+	Note        string         `json:"note,omitempty"`
+}
+
+// Summary computes percentiles (nearest rank) and throughput.
+func (r *Recorder) Summary(op, transport string, bundles, conc int) OpResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	end := r.end
+	if end.IsZero() {
+		end = time.Now()
+	}
+	res := OpResult{Op: op, Transport: transport, Bundles: bundles, Concurrency: conc, Calls: len(r.lat)}
+	if len(r.errors) > 0 {
+		res.Errors = map[string]int{}
+		for k, v := range r.errors {
+			res.Errors[k] = v
+		}
+	}
+	wall := end.Sub(r.start)
+	res.WallS = wall.Seconds()
+	if len(r.lat) == 0 {
+		return res
+	}
+	sorted := append([]time.Duration(nil), r.lat...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	var sum time.Duration
+	for _, d := range sorted {
+		sum += d
+	}
+	res.P50MS = ms(Percentile(sorted, 50))
+	res.P95MS = ms(Percentile(sorted, 95))
+	res.P99MS = ms(Percentile(sorted, 99))
+	res.MaxMS = ms(sorted[len(sorted)-1])
+	res.MeanMS = ms(sum / time.Duration(len(sorted)))
+	if wall > 0 {
+		res.PerSecond = float64(len(sorted)) / wall.Seconds()
+	}
+	return res
+}
+
+// Percentile returns the nearest-rank percentile p (0 < p <= 100) of sorted
+// durations; zero for an empty slice.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(p/100*float64(len(sorted)) + 0.999999999)
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > len(sorted) {
+		rank = len(sorted)
+	}
+	return sorted[rank-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

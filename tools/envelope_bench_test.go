@@ -1,0 +1,59 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type benchIn struct {
+	Query string `json:"query"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// BenchmarkEnvelopePath is the per-call cost every tool pays between the
+// SDK and the handler: argument decoding and schema validation, the
+// handler's result becoming an envelope, and the envelope rendered as
+// structuredContent plus JSON text. The handler itself does nothing, so
+// this is pure overhead; "failure" takes the apperr → envelope path and
+// "invalid" the validation refusal. (The gateway's own overhead is
+// gateway.BenchmarkGatewayOverheadMedian.)
+func BenchmarkEnvelopePath(b *testing.B) {
+	hits := make([]map[string]any, 10)
+	for i := range hits {
+		hits[i] = map[string]any{"cookbook_id": "google.workspace", "version": "1.3.0", "entry_id": "gmail_recipe_messages_list_inbox_v1",
+			"entry_type": "recipe.verb.v1", "title": "List inbox messages", "connector_id": "google", "verb": "google.gmail.messages.list", "score": 1.5}
+	}
+	tool := Typed(Tool{Name: "bench_tool", Toolset: ToolsetCatalog, Capability: CapCatalogView, Hints: ReadLocal},
+		nil, func(ctx context.Context, c *Call, in benchIn) (Result, error) {
+			if in.Query == "fail" {
+				return Result{}, apperr.New(apperr.CodeCatalogNotFound, "cookbook not found").With("cookbook_id", "x")
+			}
+			return OK(map[string]any{"items": hits})
+		})
+	cases := map[string]string{
+		"success": `{"query":"inbox messages","limit":10}`,
+		"failure": `{"query":"fail"}`,
+		"invalid": `{"query":7,"bogus":true}`,
+	}
+	for _, name := range []string{"success", "failure", "invalid"} {
+		b.Run(name, func(b *testing.B) {
+			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool.Name, Arguments: json.RawMessage(cases[name])}}
+			ctx := context.Background()
+			env := tool.Invoke(ctx, req, nil)
+			if (name == "success") != env.OK {
+				b.Fatalf("%s: unexpected envelope %+v", name, env)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res := Render(tool.Invoke(ctx, req, nil))
+				if res.StructuredContent == nil {
+					b.Fatal("no structured content")
+				}
+			}
+		})
+	}
+}
