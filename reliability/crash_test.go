@@ -34,15 +34,20 @@ type crashLog struct {
 	keys    []key
 }
 
-func (l *crashLog) begin(k key, hash string) int {
+// begin records a write of hash to k unless another writer holds k; the
+// check and the claim are one step so two writers never race on a key.
+func (l *crashLog) begin(k key, hash string) (int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.busy[k] {
+		return 0, false
+	}
 	if _, ok := l.history[k]; !ok {
 		l.keys = append(l.keys, k)
 	}
 	l.history[k] = append(l.history[k], write{hash: hash})
 	l.busy[k] = true
-	return len(l.history[k]) - 1
+	return len(l.history[k]) - 1, true
 }
 
 func (l *crashLog) end(k key, i int, acked bool) {
@@ -76,24 +81,24 @@ func (l *crashLog) release(k key) {
 }
 
 // allowed returns the hashes the store may hold for k after a crash ("" is
-// absent): the last acknowledged write, or, when the last write was in
-// flight at the kill, either it or the state before it.
+// absent): the last acknowledged write, or any later write that was in
+// flight at one of the kills since (a write cut off by a kill may or may not
+// have committed, and a later kill can cut off the next write too).
 func (l *crashLog) allowed(k key) map[string]bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.history[k]
-	last := h[len(h)-1]
-	if last.acked {
-		return map[string]bool{last.hash: true}
+	out := map[string]bool{}
+	i := len(h) - 1
+	for ; i >= 0 && !h[i].acked; i-- {
+		out[h[i].hash] = true
 	}
-	before := ""
-	for i := len(h) - 2; i >= 0; i-- {
-		if h[i].acked {
-			before = h[i].hash
-			break
-		}
+	if i >= 0 {
+		out[h[i].hash] = true
+	} else {
+		out[""] = true
 	}
-	return map[string]bool{last.hash: true, before: true}
+	return out
 }
 
 // TestCrashSafetyUnderSIGKILL kills the real server with SIGKILL at random
@@ -166,13 +171,10 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 						k = key{info.CookbookID, "1.0.0"}
 					}
 					hash := expectedHash(t, bundle)
-					log.mu.Lock()
-					busy := log.busy[k]
-					log.mu.Unlock()
-					if busy {
+					wi, ok := log.begin(k, hash)
+					if !ok {
 						continue
 					}
-					wi := log.begin(k, hash)
 					env, code, err := loadgen.Call(ctx, cs, loadgen.ToolUpsert, map[string]any{"bundle": bundle, "conflict_policy": policy})
 					if code == "" {
 						got, _ := env.Data.(map[string]any)["content_hash"].(string)
