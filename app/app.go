@@ -21,7 +21,10 @@ import (
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/metrics"
 	"github.com/accordsai/accords-mcp/passport"
+	"github.com/accordsai/accords-mcp/remote"
+	"github.com/accordsai/accords-mcp/reqlog"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/server"
 	"github.com/accordsai/accords-mcp/session"
@@ -42,11 +45,12 @@ type App struct {
 	Vault *vault.Client
 	// ModuleHash is the module-hash preflight with its bbolt policy-hash cache.
 	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
 	// Handles are the durable approval handles; Execution runs execute-job,
 	// plans and approval waits.
 	Handles   *approval.Store
 	Execution *execution.Service
-	Catalog   *catalog.Service
 	Router    *routing.Resolver
 	Passport  *passport.Service
 	Registry  *tools.Registry
@@ -55,6 +59,8 @@ type App struct {
 	// audit to every server the app builds.
 	Audit   *audit.Log
 	Gateway *gateway.Gateway
+	// Metrics are the process's Prometheus series (GET /metrics).
+	Metrics *metrics.Server
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -122,12 +128,19 @@ func (a *App) init() error {
 		TimeoutMS:  a.Config.VaultTimeoutMS,
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
-	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger})
+	a.Metrics = metrics.New()
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger, Observe: a.Metrics.ObserveVaultRequest})
 	cacheDB := a.DB
 	if a.Config.PolicyHashTTL == 0 {
 		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
 	}
 	a.ModuleHash = vault.NewModuleHash(a.Vault, vault.NewPolicyHashCache(cacheDB, a.Config.PolicyHashTTL))
+	a.Remote = remote.New(a.DB, remote.FromCatalog(a.Catalog), remote.Options{
+		MaxIndexBytes:  a.Config.RemoteMaxIndexBytes,
+		MaxBundleBytes: a.Config.RemoteMaxBundleBytes,
+		Timeout:        time.Duration(a.Config.RemoteTimeoutMS) * time.Millisecond,
+		TokenEnvAllow:  a.Config.RemoteTokenEnvAllow,
+	})
 	a.Handles = approval.NewStore(a.DB, a.Config.HandleRetention)
 	if _, err := a.Handles.Prune(); err != nil {
 		a.Logger.Warn("pruning approval handles failed", "error", err)
@@ -151,14 +164,40 @@ func (a *App) init() error {
 	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
 		return err
 	}
-	reg, err := tools.All(tools.Deps{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Execution: a.Execution,
-		Handles: a.Handles, Catalog: a.Catalog, Router: a.Router, Passport: a.Passport, Audit: a.Audit})
+	reg, err := tools.All(tools.Deps{
+		Sessions:   a.Sessions,
+		Vault:      a.Vault,
+		ModuleHash: a.ModuleHash,
+		Catalog:    a.Catalog,
+		Remote:     a.Remote,
+		Execution:  a.Execution,
+		Handles:    a.Handles,
+		Router:     a.Router,
+		Passport:   a.Passport,
+		Audit:      a.Audit,
+	})
 	if err != nil {
 		a.Audit.Close()
 		return err
 	}
 	a.Registry = reg
-	a.Builder = &server.Builder{Logger: a.Logger, Instructions: instructions}
+	a.Metrics.Gauge(metrics.NameDBSize, "Size of the bbolt database file in bytes.", metrics.FileSizeGauge(a.Config.DBPath))
+	a.Metrics.Gauge(metrics.NameIndexDocs, "Documents (cookbook entries) in the search index.", func() (float64, bool) {
+		docs, _, _, err := a.Catalog.IndexStats()
+		return float64(docs), err == nil
+	})
+	a.Metrics.Gauge(metrics.NamePendingHandle, "Approval handles not yet decided (all scopes).", func() (float64, bool) {
+		n, err := a.Handles.CountPending()
+		return float64(n), err == nil
+	})
+	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
+	a.Builder = &server.Builder{
+		Logger:       a.Logger,
+		SDKLogger:    a.sdkLogger(),
+		Instructions: instructions,
+		// Outside the gateway, so calls it refuses are counted too.
+		Outer: []mcp.Middleware{a.Metrics.Middleware(metrics.MiddlewareOptions{Known: known, Logger: a.Logger})},
+	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,
 		Builder:        a.Builder,
@@ -182,16 +221,28 @@ const instructions = "accords-mcp lets you act through a Vaultclaw vault without
 	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
 	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
-// Close flushes the audit log, closes idle Vault connections and the
-// catalog index, then releases the database.
-func (a *App) Close() error {
-	if a.Vault != nil {
-		a.Vault.Close()
+// sdkLogger is the logger handed to the go-sdk: it logs every Streamable
+// HTTP request at INFO, so it is held at WARN unless the level is debug.
+func (a *App) sdkLogger() *slog.Logger {
+	if a.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return a.Logger
 	}
+	return slog.New(reqlog.MinLevel(a.Logger.Handler(), slog.LevelWarn))
+}
+
+// Close flushes the audit log, closes the Vault and remote clients and the
+// catalog index, then the database.
+func (a *App) Close() error {
+	var err error
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
-	var err error
+	if a.Vault != nil {
+		a.Vault.Close()
+	}
+	if a.Remote != nil {
+		a.Remote.Close()
+	}
 	if a.Catalog != nil {
 		err = a.Catalog.Close()
 	}
@@ -219,15 +270,19 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
-	return server.NewHTTPHandler(server.HTTPOptions{
+	h := server.NewHTTPHandler(server.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
-		Logger:              a.Logger,
+		Logger:              a.sdkLogger(),
+		// /metrics is guarded like the MCP endpoint: open while the policy
+		// has no callers (loopback only), a caller's bearer token otherwise.
+		Extra: map[string]http.Handler{"/metrics": a.Gateway.Wrap(a.Metrics.Registry.Handler())},
 	})
+	return reqlog.HTTP(h, a.Logger)
 }
 
 // ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
@@ -255,6 +310,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 		return err
 	case <-ctx.Done():
 	}
+	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

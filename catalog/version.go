@@ -1,11 +1,12 @@
 package catalog
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 )
 
-// VersionSortKey encodes a version so that byte order equals the order of
+// VersionSortKey encodes a version compactly ("1.4.0" → "a1a4a0~ 1.4.0")
+// so that byte order equals the order of
 // CompareVersions: semver precedence, pre-releases below releases, numeric
 // pre-release identifiers below alphanumeric ones and compared numerically,
 // a shorter identifier list below a longer one with the same prefix, and
@@ -14,10 +15,12 @@ func VersionSortKey(raw string) string {
 	v, ok := ParseVersion(raw)
 	if !ok {
 		// Invalid versions never reach the store; keep them lowest anyway.
-		return "\x00 " + raw
+		return "  " + raw
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%020d.%020d.%020d", v.Major(), v.Minor(), v.Patch())
+	for _, n := range []uint64{v.Major(), v.Minor(), v.Patch()} {
+		sb.WriteString(sortableNumber(strconv.FormatUint(n, 10)))
+	}
 	if pre := v.Prerelease(); pre != "" {
 		sb.WriteByte('!')
 		for i, id := range strings.Split(pre, ".") {
@@ -27,7 +30,8 @@ func VersionSortKey(raw string) string {
 				sb.WriteByte(',')
 			}
 			if isDigits(id) {
-				fmt.Fprintf(&sb, "0%03d%s", len(id), id)
+				sb.WriteByte('0')
+				sb.WriteString(sortableNumber(id))
 			} else {
 				sb.WriteByte('1')
 				sb.WriteString(id)
@@ -39,4 +43,10 @@ func VersionSortKey(raw string) string {
 	sb.WriteByte(' ')
 	sb.WriteString(raw)
 	return sb.String()
+}
+
+// sortableNumber prefixes a decimal without leading zeros by a letter
+// giving its length ('a' = 1 digit), so byte order is numeric order.
+func sortableNumber(digits string) string {
+	return string(rune('a'+len(digits)-1)) + digits
 }

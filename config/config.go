@@ -31,7 +31,12 @@ var Vars = []Var{
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
 	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
-	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (logs go to stderr)"},
+	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
+	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
+	{"ACCORDS_MCP_REMOTE_TIMEOUT_MS", "20000", "time limit of one remote catalog request, body included"},
+	{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "(any name outside ACCORDS_MCP_*, VC_*)", "comma-separated environment variables a BEARER_ENV catalog source may name as its token"},
+	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr; debug also shows the go-sdk's per-request logs)"},
+	{"ACCORDS_MCP_CATALOG_DIR", "<user config dir>/accords-mcp/catalog", "the previous accords-mcp's catalog folder: read by import-legacy, and a first start with a new database logs how to import it"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
 	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session"},
 	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session"},
@@ -60,6 +65,11 @@ type Config struct {
 	AuditRetention string
 	AuditOnFailure string
 
+	RemoteMaxIndexBytes  int64
+	RemoteMaxBundleBytes int64
+	RemoteTimeoutMS      int
+	RemoteTokenEnvAllow  []string
+
 	VaultToken      string
 	VaultBaseURL    string
 	VaultTimeoutMS  int
@@ -84,6 +94,13 @@ const (
 	ShutdownGrace          = 10 * time.Second
 )
 
+// Remote catalog limits (decision D9).
+const (
+	DefaultRemoteMaxIndexBytes  = 8 << 20
+	DefaultRemoteMaxBundleBytes = 4 << 20
+	DefaultRemoteTimeoutMS      = 20000
+)
+
 // FromEnv reads the configuration through getenv (os.Getenv in production).
 func FromEnv(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
@@ -101,7 +118,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		PolicyHashTTL:   DefaultPolicyHashTTL,
 
 		VaultMaxResponseBytes: DefaultVaultMaxBytes,
-		HandleRetention:       DefaultHandleRetention,
+
+		RemoteMaxIndexBytes:  DefaultRemoteMaxIndexBytes,
+		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
+		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
+		HandleRetention:      DefaultHandleRetention,
 	}
 	if c.DBPath == "" {
 		dir, err := os.UserConfigDir()
@@ -162,6 +183,30 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got %q", v)
 		}
 		c.VaultMaxResponseBytes = n
+	}
+	for _, lim := range []struct {
+		name string
+		dst  *int64
+	}{{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes}, {"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes}} {
+		if v := get(lim.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s must be a positive integer, got %q", lim.name, v)
+			}
+			*lim.dst = n
+		}
+	}
+	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
+		}
+		c.RemoteTimeoutMS = n
+	}
+	for _, name := range strings.Split(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
+		}
 	}
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")

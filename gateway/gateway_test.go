@@ -19,7 +19,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// bleve (imported through the catalog tools) starts its analysis workers at
+// package init; they are not ours to stop.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}
 
 const (
 	secretToken = "vc-agent-SECRET-token-4b1d"
@@ -99,6 +103,7 @@ func TestReadOnlyOnStdio(t *testing.T) {
 	assert.Contains(t, names, "vaultclaw_audit_receipts_list")
 	assert.NotContains(t, names, "vaultclaw_session_configure")
 	assert.NotContains(t, names, "vaultclaw_session_clear")
+	assertReadOnlyList(t, h, names)
 
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
 	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
@@ -119,6 +124,7 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 	names := listNames(t, cs)
 	assert.NotContains(t, names, "vaultclaw_session_configure")
 	assert.Contains(t, names, "vaultclaw_session_status")
+	assertReadOnlyList(t, h, names)
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
 	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
 	rs := h.receipts(audit.Filter{Tool: "vaultclaw_session_configure"})
@@ -300,8 +306,9 @@ func TestTenantIsolationBetweenAuthenticatedCallers(t *testing.T) {
 	for _, r := range recs {
 		assert.Equal(t, "globex", r.(map[string]any)["scope"])
 	}
-	// globex's capability set hides nothing it holds, but acme holds "*".
-	assert.Len(t, listNames(t, a), 4)
+	// acme-bot holds "*": every tool; globex-bot only its two capabilities.
+	assert.Len(t, listNames(t, a), len(h.gw.reg.Tools()))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status"}, listNames(t, b))
 }
 
 func TestPolicyReload(t *testing.T) {
@@ -430,4 +437,17 @@ func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
 	env := call(t, b1, "also_nope", nil)
 	require.Equal(t, apperr.CodeRateLimited, errCode(env))
 	assert.Equal(t, "unknown tools", env.Error.Details["tool"])
+}
+
+// assertReadOnlyList checks every registered tool, including other teams'
+// tools: listed exactly when it does not write.
+func assertReadOnlyList(t *testing.T, h *harness, names []string) {
+	t.Helper()
+	for _, tl := range h.gw.reg.Tools() {
+		if tl.Writes() {
+			assert.NotContains(t, names, tl.Name, "write tool listed in read-only mode")
+		} else {
+			assert.Contains(t, names, tl.Name, "read tool missing in read-only mode")
+		}
+	}
 }

@@ -7,7 +7,6 @@ package index
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ import (
 
 // MappingVersion changes whenever the mapping or the document shape
 // changes; an index built with another version is rebuilt.
-const MappingVersion = "accords.catalog.index.v4"
+const MappingVersion = "accords.catalog.index.v5"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -129,17 +128,26 @@ func toBleve(d Doc) bleveDoc {
 
 // listKey is one keyword whose ascending byte order is the tie-break
 // order: higher version first, then cookbook_id, then entry_id. Sorting on
-// one doc-value field instead of three keeps filter-only listings cheap.
-// The version part is the bitwise inverse of the version sort key plus a
-// 0xff terminator (so a longer key with the same prefix sorts first), hex
-// encoded to stay ASCII; ids cannot contain spaces.
+// one short doc-value field instead of three keeps filter-only listings
+// cheap. The version part mirrors each printable byte of the version sort
+// key (c → 0x9e-c, still printable) so ascending order becomes descending,
+// and ends with 0x7f, above every mirrored byte, so that of two keys where
+// one is a prefix of the other the longer (higher) version comes first.
+// Ids cannot contain spaces.
 func listKey(d Doc) string {
-	inv := make([]byte, 0, len(d.VersionSort)+1)
+	b := make([]byte, 0, len(d.VersionSort)+len(d.CookbookID)+len(d.EntryID)+3)
 	for i := 0; i < len(d.VersionSort); i++ {
-		inv = append(inv, ^d.VersionSort[i])
+		c := d.VersionSort[i]
+		if c < 0x20 || c > 0x7e {
+			c = 0x20
+		}
+		b = append(b, 0x9e-c)
 	}
-	inv = append(inv, 0xff)
-	return hex.EncodeToString(inv) + " " + d.CookbookID + " " + d.EntryID
+	b = append(b, 0x7f, ' ')
+	b = append(b, d.CookbookID...)
+	b = append(b, ' ')
+	b = append(b, d.EntryID...)
+	return string(b)
 }
 
 func splitWords(s string) string {
@@ -273,7 +281,7 @@ func (ix *Index) Rev() (uint64, error) {
 
 // FlushTimeout bounds how long Close waits for in-memory batches to reach
 // disk.
-const FlushTimeout = 5 * time.Second
+const FlushTimeout = 60 * time.Second
 
 // Close waits for pending batches to be persisted, then closes the index.
 // Live updates are applied without waiting for disk (scorch unsafe_batch)
@@ -408,7 +416,7 @@ type Source struct {
 }
 
 // BatchSize is the number of documents per bleve batch during a rebuild.
-const BatchSize = 2000
+const BatchSize = 1000
 
 // Build writes a fresh index of src at path: it builds into a sibling
 // temporary folder and swaps it in only when complete, so an interrupted
@@ -425,7 +433,10 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 			os.RemoveAll(d)
 		}
 	}
-	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, nil)
+	// Batches are introduced without waiting for each to reach disk (the
+	// persister overlaps with analysis); Close below waits for all of them,
+	// and the folder is only swapped in after that.
+	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, map[string]interface{}{"unsafe_batch": true})
 	if err != nil {
 		return fmt.Errorf("create index: %w", err)
 	}
@@ -470,7 +481,8 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 		cleanup()
 		return fmt.Errorf("build index: %w", err)
 	}
-	if err := bi.Close(); err != nil {
+	built := &Index{path: tmp, bi: bi}
+	if err := built.Close(); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("close new index: %w", err)
 	}

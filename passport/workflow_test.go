@@ -2,8 +2,11 @@ package passport
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,6 +134,42 @@ func TestExtractionFailed(t *testing.T) {
 	assert.Equal(t, apperr.CodePassportExtractionFailed, code(t, err))
 	assert.Equal(t, "doc_missing", apperr.As(err).Details["document_id"])
 	assert.Empty(t, e.sim.RequestsTo("POST", "/v0/connectors/plans/execute"))
+}
+
+func TestExtractionFailedUnreadableScan(t *testing.T) {
+	e := newEnv(t, vaultsim.Options{NoSeed: true})
+	e.sim.AddDocument(vaultsim.Document{DocumentID: "doc_blurry", TypeID: "identity.passport", SubjectID: "self", FailExtraction: "EXTRACTION_UNREADABLE"})
+	_, err := e.svc.Run(context.Background(), "s", Input{RequestText: ask})
+	assert.Equal(t, apperr.CodePassportExtractionFailed, code(t, err))
+	assert.Equal(t, "EXTRACTION_UNREADABLE", apperr.As(err).VaultCode)
+	assert.Empty(t, e.sim.RequestsTo("POST", "/v0/connectors/plans/execute"))
+}
+
+// CONFLICT from extraction means "already extracted": the fields are read
+// again and the run goes on.
+func TestExtractionConflictIsNotAFailure(t *testing.T) {
+	e := newEnv(t, vaultsim.Options{})
+	e.sim.SetApprovalRules()
+	var executes atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v0/connectors/execute" && executes.Add(1) == 2 {
+			// The second execute is the extraction: persist it, then answer
+			// CONFLICT as a Vault that had already saved it would.
+			e.sim.ServeHTTP(httptest.NewRecorder(), r)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`{"error":{"code":"CONFLICT","message":"extraction already persisted"}}`))
+			return
+		}
+		e.sim.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	e.svc.Sessions = fixedSession{s: session.Session{BaseURL: proxy.URL, Token: e.sim.AgentToken(), TimeoutMS: 5000}}
+	res, err := e.svc.Run(context.Background(), "s", Input{RequestText: ask})
+	require.NoError(t, err)
+	assert.Equal(t, StatusSent, res.Data["status"])
+	assert.Equal(t, int32(3), executes.Load(), "read, extraction (CONFLICT), read again")
+	assert.Equal(t, "Lovelace", res.Data["resolved_fields"].(map[string]any)["family_name"])
 }
 
 func TestManualFieldsRequiredListsOnlyMissing(t *testing.T) {

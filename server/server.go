@@ -51,6 +51,14 @@ type Builder struct {
 	// Middleware runs after the principal is known, outermost first (the
 	// gateway: capability, rate limit, audit).
 	Middleware []mcp.Middleware
+	// Outer middleware runs before Middleware (right after the principal
+	// is resolved), so it sees every call, including refused ones
+	// (metrics).
+	Outer []mcp.Middleware
+	// SDKLogger, when set, is the go-sdk's own logger (it logs every HTTP
+	// request at INFO, so operators hold it at WARN); Logger stays the
+	// logger of tool handlers.
+	SDKLogger *slog.Logger
 	// Instructions are sent to clients at initialize.
 	Instructions string
 }
@@ -61,15 +69,19 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	sdkLogger := b.SDKLogger
+	if sdkLogger == nil {
+		sdkLogger = logger
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "accords-mcp", Title: "Accords MCP for Vaultclaw", Version: version.Version}, &mcp.ServerOptions{
 		Instructions: b.Instructions,
-		Logger:       logger,
+		Logger:       sdkLogger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
 	for _, t := range reg.Tools() {
 		s.AddTool(t.MCPTool(), t.MCPHandler(logger))
 	}
-	mws := append([]mcp.Middleware{}, b.Middleware...)
+	mws := append(append([]mcp.Middleware{}, b.Outer...), b.Middleware...)
 	// Receiving middleware added last runs first, so the principal is
 	// resolved before anything else sees the request.
 	for i := len(mws) - 1; i >= 0; i-- {

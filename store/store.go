@@ -76,7 +76,7 @@ func Open(path string, opts Options) (*DB, error) {
 	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		if errors.Is(err, bolterr.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: %w (another accords-mcp may be running; stop it or use its HTTP admin endpoint)", path, ErrLocked)
+			return nil, fmt.Errorf("open %s: %w (another accords-mcp may be running: stop it first; backup and doctor reach a running daemon through its control socket)", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/execution"
 	"github.com/accordsai/accords-mcp/passport"
+	"github.com/accordsai/accords-mcp/remote"
 	"github.com/accordsai/accords-mcp/routing"
 	"github.com/accordsai/accords-mcp/session"
 	"github.com/accordsai/accords-mcp/vault"
@@ -18,17 +19,18 @@ type Deps struct {
 	// Vault is the Vaultclaw client; ModuleHash the module-hash preflight.
 	Vault      *vault.Client
 	ModuleHash *vault.ModuleHash
+	Catalog    *catalog.Service
+	Remote     *remote.Service
 	// Execution runs execute-job, plans and waits; Handles are the durable
 	// approval handles.
 	Execution *execution.Service
 	Handles   *approval.Store
-	// Audit lists receipts for vaultclaw_audit_receipts_list.
-	Audit AuditLister
 	// Router resolves natural-language requests (vaultclaw_route_resolve).
 	Router *routing.Resolver
 	// Passport runs vaultclaw_passport_email_workflow.
 	Passport *passport.Service
-	Catalog  *catalog.Service
+	// Audit lists receipts for vaultclaw_audit_receipts_list.
+	Audit AuditLister
 }
 
 // All returns every tool of the server. This is the one place tools are
@@ -37,11 +39,12 @@ func All(d Deps) (*Registry, error) {
 	return NewRegistry(
 		sessionTools(d.Sessions),
 		vaultTools(d),
+		auditTools(d.Audit, time.Now),
+		catalogTools(d.Catalog),
+		remoteTools(d.Remote),
 		approvalTools(d.Sessions, d.Execution, d.Handles),
 		planTools(d.Sessions, d.Execution),
 		routingTools(d.Router),
 		passportTools(d.Passport),
-		catalogTools(d.Catalog),
-		auditTools(d.Audit, time.Now),
 	)
 }

@@ -84,6 +84,20 @@ func (v vaultDeps) session(ctx context.Context, c *Call) (session.Session, error
 	return v.sessions.Resolve(ctx, c.Scope())
 }
 
+// forward resolves the scope's session, makes one Vault call and passes its
+// body through with the correlation meta.
+func (v vaultDeps) forward(ctx context.Context, c *Call, call func(s session.Session) (*vault.Response, error)) (Result, error) {
+	s, err := v.session(ctx, c)
+	if err != nil {
+		return Result{}, err
+	}
+	resp, err := call(s)
+	if err != nil {
+		return Result{}, err
+	}
+	return vaultResult(resp), nil
+}
+
 // required trims a required string argument; blank is a validation error.
 func required(field, v string) (string, error) {
 	v = strings.TrimSpace(v)
@@ -137,15 +151,9 @@ func vaultTools(d Deps) []Tool {
 			Description: "List the connectors Vaultclaw offers (id and policy_hash). Returns Vault's body unchanged.",
 			Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote,
 		}, nil, func(ctx context.Context, c *Call, _ Empty) (Result, error) {
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.ListConnectors(ctx, s)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.ListConnectors(ctx, s)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_connector_get", Title: "Get a Vaultclaw connector",
@@ -156,15 +164,9 @@ func vaultTools(d Deps) []Tool {
 			if err != nil {
 				return Result{}, err
 			}
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.GetConnector(ctx, s, id)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.GetConnector(ctx, s, id)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_connector_validate", Title: "Validate a connector request",
@@ -209,12 +211,9 @@ func vaultTools(d Deps) []Tool {
 				return err
 			})
 			if err != nil {
-				if v.exec != nil {
-					// One handoff implementation (approval package) that also
-					// stores the durable handle (D4).
-					return Result{}, v.exec.HandoffFromError(ctx, c.Scope(), s, err, "vaultclaw_connector_execute")
-				}
-				return Result{}, syncApprovalHandoff(ctx, v, s, err)
+				// The approval package turns a pending-approval error into a
+				// handoff and stores its durable handle (D3, D4).
+				return Result{}, v.exec.HandoffFromError(ctx, c.Scope(), s, err, "vaultclaw_connector_execute")
 			}
 			return vaultResult(resp), nil
 		}),
@@ -227,15 +226,9 @@ func vaultTools(d Deps) []Tool {
 			if err != nil {
 				return Result{}, err
 			}
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.DocTypesSuggest(ctx, s, q, in.TopK)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.DocTypesSuggest(ctx, s, q, in.TopK)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_document_types_latest", Title: "Latest document of a type",
@@ -248,15 +241,9 @@ func vaultTools(d Deps) []Tool {
 			if err != nil {
 				return Result{}, err
 			}
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.DocTypesLatest(ctx, s, typeID, in.SubjectID)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.DocTypesLatest(ctx, s, typeID, in.SubjectID)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_slot_bindings_list", Title: "List secret slot bindings",
@@ -271,15 +258,9 @@ func vaultTools(d Deps) []Tool {
 			if err != nil {
 				return Result{}, err
 			}
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.SlotBindings(ctx, s, connector, verb, in.IncludeRevoked)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.SlotBindings(ctx, s, connector, verb, in.IncludeRevoked)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_slot_bind", Title: "Bind a secret to a slot",
@@ -294,25 +275,15 @@ func vaultTools(d Deps) []Tool {
 				}
 				body[f.name] = val
 			}
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.SlotBind(ctx, s, body)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.SlotBind(ctx, s, body)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_unbounded_profiles_list", Title: "List unbounded profiles",
 			Description: "List generic.http unbounded profiles (which secret slots may be attached to which targets), optionally filtered.",
 			Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote,
 		}, nil, func(ctx context.Context, c *Call, in profilesListIn) (Result, error) {
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
 			q := url.Values{}
 			if x := strings.TrimSpace(in.ConnectorID); x != "" {
 				q.Set("connector_id", x)
@@ -323,11 +294,9 @@ func vaultTools(d Deps) []Tool {
 			if in.IncludeRevoked {
 				q.Set("include_revoked", "true")
 			}
-			resp, err := v.client.ProfilesList(ctx, s, q)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.ProfilesList(ctx, s, q)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_unbounded_profile_get", Title: "Get an unbounded profile",
@@ -338,104 +307,18 @@ func vaultTools(d Deps) []Tool {
 			if err != nil {
 				return Result{}, err
 			}
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.ProfileGet(ctx, s, id)
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.ProfileGet(ctx, s, id)
+			})
 		}),
 		Typed(Tool{
 			Name: "vaultclaw_unbounded_profile_upsert", Title: "Create or replace an unbounded profile",
 			Description: "Create or replace a connector.unbounded.profile.v1 object; it is forwarded to Vaultclaw unchanged (Vault validates it). Needs the connectors.unbounded.profiles.write scope.",
 			Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsUpsert,
 		}, nil, func(ctx context.Context, c *Call, in profileUpsertIn) (Result, error) {
-			s, err := v.session(ctx, c)
-			if err != nil {
-				return Result{}, err
-			}
-			resp, err := v.client.ProfileUpsert(ctx, s, in.Profile, "")
-			if err != nil {
-				return Result{}, err
-			}
-			return vaultResult(resp), nil
+			return v.forward(ctx, c, func(s session.Session) (*vault.Response, error) {
+				return v.client.ProfileUpsert(ctx, s, in.Profile, "")
+			})
 		}),
 	}
-}
-
-// syncApprovalHandoff adds an approval handle (spec §4.4 shape) to a
-// synchronous execute error that carries pending-approval details (D3).
-// The pending-id lookup is best effort: any failure leaves it unresolved.
-func syncApprovalHandoff(ctx context.Context, v vaultDeps, s session.Session, err error) error {
-	ae := apperr.As(err)
-	if ae.Code != apperr.CodeApprovalRequired {
-		return err
-	}
-	vd := vault.ErrorVaultDetails(err)
-	pa, _ := vd["pending_approval"].(map[string]any)
-	if len(pa) == 0 {
-		return err
-	}
-	str := func(m map[string]any, k string) string { x, _ := m[k].(string); return strings.TrimSpace(x) }
-	challenge := ""
-	if ch, ok := pa["challenge"].(map[string]any); ok {
-		challenge = str(ch, "challenge_id")
-	}
-	jobID := str(vd, "job_id")
-	if jobID == "" {
-		jobID = str(pa, "job_id")
-	}
-	pendingID := str(pa, "pending_id")
-	if pendingID == "" && challenge != "" && jobID != "" {
-		if resp, lerr := v.client.PendingApprovals(ctx, s, vault.PendingQuery(challenge, 200)); lerr == nil {
-			pendingID = newestPendingID(resp.Object(), jobID)
-		}
-	}
-	var expires int64
-	for _, src := range []any{vd["pending_expires_at_unix_ms"], pa["expires_at_unix_ms"]} {
-		if f, ok := src.(float64); ok && expires == 0 {
-			expires = int64(f)
-		}
-	}
-	handle := map[string]any{"kind": "JOB", "job_id": jobID, "run_id": "", "challenge_id": challenge, "pending_id": pendingID}
-	approval := map[string]any{
-		"status": "PENDING_APPROVAL", "kind": "JOB", "job_id": jobID, "run_id": "", "challenge_id": challenge, "pending_id": pendingID,
-		"pending_id_resolved": pendingID != "", "pending_expires_at_unix_ms": expires, "pending_approval": pa,
-		"decision_outcome": "PENDING",
-		"next_action":      map[string]any{"tool": "vaultclaw_approval_wait", "arguments": map[string]any{"handle": handle}},
-	}
-	if u := str(pa, "remote_attestation_url"); u != "" {
-		approval["remote_attestation_url"] = u
-		approval["remote_attestation_link_markdown"] = "[" + u + "](" + u + ")"
-	}
-	ae.Details["approval"] = approval
-	return ae
-}
-
-// newestPendingID picks the newest row of job (created_seq desc, then
-// pending_id asc), as §4.3 does.
-func newestPendingID(body map[string]any, jobID string) string {
-	items, _ := body["items"].([]any)
-	best, bestSeq := "", int64(-1)
-	for _, it := range items {
-		row, ok := it.(map[string]any)
-		if !ok {
-			continue
-		}
-		if j, _ := row["job_id"].(string); !strings.EqualFold(strings.TrimSpace(j), jobID) {
-			continue
-		}
-		id, _ := row["pending_id"].(string)
-		var seq int64
-		if f, ok := row["created_seq"].(float64); ok {
-			seq = int64(f)
-		}
-		if seq > bestSeq || (seq == bestSeq && id < best) {
-			best, bestSeq = id, seq
-		}
-	}
-	return strings.TrimSpace(best)
 }

@@ -38,6 +38,10 @@ type Options struct {
 	MaxResponseBytes int64
 	// Logger receives one debug line per Vault call (never the token).
 	Logger *slog.Logger
+	// Observe, when set, is called after every HTTP request with the
+	// method, the path as sent (no query), the status (0 on a transport
+	// failure), the latency and the transport error (metrics).
+	Observe func(method, path string, status int, d time.Duration, err error)
 }
 
 // Client talks to Vaultclaw. It is safe for concurrent use; connections are
@@ -46,6 +50,7 @@ type Options struct {
 type Client struct {
 	maxBytes int64
 	logger   *slog.Logger
+	observe  func(method, path string, status int, d time.Duration, err error)
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport
@@ -59,7 +64,7 @@ func New(opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{maxBytes: opts.MaxResponseBytes, logger: opts.Logger, transports: map[string]*http.Transport{}}
+	return &Client{maxBytes: opts.MaxResponseBytes, logger: opts.Logger, observe: opts.Observe, transports: map[string]*http.Transport{}}
 }
 
 // Close drops idle pooled connections.
@@ -268,10 +273,16 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 	start := time.Now()
 	resp, err := hc.Do(hr)
 	if err != nil {
+		if c.observe != nil {
+			c.observe(method, path, 0, time.Since(start), err)
+		}
 		return nil, c.transportFailure(ctx, method, path, reqID, timeout, start, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	if c.observe != nil {
+		c.observe(method, path, resp.StatusCode, time.Since(start), err)
+	}
 	if err != nil {
 		return nil, c.transportFailure(ctx, method, path, reqID, timeout, start, err)
 	}

@@ -18,7 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-func testEnv(vars map[string]string, stdin string) (*environment, *bytes.Buffer, *bytes.Buffer) {
+func gatewayEnv(vars map[string]string, stdin string) (*environment, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	return &environment{
 		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
@@ -28,7 +28,7 @@ func testEnv(vars map[string]string, stdin string) (*environment, *bytes.Buffer,
 
 // seed runs real tool calls through the app (gateway included) so the log
 // holds genuine receipts.
-func seed(t *testing.T, vars map[string]string, calls int) {
+func seedAudit(t *testing.T, vars map[string]string, calls int) {
 	t.Helper()
 	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err)
@@ -54,13 +54,13 @@ func seed(t *testing.T, vars map[string]string, calls int) {
 func TestAuditVerifyAndTail(t *testing.T) {
 	dir := t.TempDir()
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db")}
-	seed(t, vars, 4)
+	seedAudit(t, vars, 4)
 
-	env, out, _ := testEnv(vars, "")
+	env, out, _ := gatewayEnv(vars, "")
 	require.Equal(t, 0, run(context.Background(), env, []string{"audit", "verify"}))
 	assert.Contains(t, out.String(), "audit chain OK: 5 receipts (seq 1..5)")
 
-	env, out, _ = testEnv(vars, "")
+	env, out, _ = gatewayEnv(vars, "")
 	require.Equal(t, 0, run(context.Background(), env, []string{"audit", "tail", "-n", "2", "--json"}))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 2)
@@ -70,7 +70,7 @@ func TestAuditVerifyAndTail(t *testing.T) {
 	assert.EqualValues(t, 5, last["seq"])
 	assert.NotContains(t, out.String(), "SECRET")
 
-	env, out, _ = testEnv(vars, "")
+	env, out, _ = gatewayEnv(vars, "")
 	require.Equal(t, 0, run(context.Background(), env, []string{"audit", "tail"}))
 	assert.Contains(t, out.String(), "SEQ")
 	assert.Contains(t, out.String(), "vaultclaw_session_status")
@@ -82,17 +82,17 @@ func TestAuditVerifyAndTail(t *testing.T) {
 		return tx.Bucket(store.BucketAudit).Bucket([]byte("receipts")).Delete(store.U64(3))
 	}))
 	require.NoError(t, db.Close())
-	env, out, _ = testEnv(vars, "")
+	env, out, _ = gatewayEnv(vars, "")
 	require.Equal(t, 1, run(context.Background(), env, []string{"audit", "verify"}))
 	assert.Contains(t, out.String(), "audit chain FAILED (removed at receipt 3)")
 
-	env, out, _ = testEnv(vars, "")
+	env, out, _ = gatewayEnv(vars, "")
 	require.Equal(t, 1, run(context.Background(), env, []string{"audit", "verify", "--json"}))
 	var rep map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
 	assert.Equal(t, false, rep["ok"])
 
-	env, _, errb := testEnv(vars, "")
+	env, _, errb := gatewayEnv(vars, "")
 	assert.Equal(t, 2, run(context.Background(), env, []string{"audit", "frobnicate"}))
 	assert.Contains(t, errb.String(), "unknown subcommand")
 }
@@ -100,31 +100,31 @@ func TestAuditVerifyAndTail(t *testing.T) {
 func TestAuditVerifyReportsTruncatedTail(t *testing.T) {
 	dir := t.TempDir()
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db")}
-	seed(t, vars, 2)
+	seedAudit(t, vars, 2)
 	db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(store.BucketAudit).Bucket([]byte("receipts")).Delete(store.U64(3))
 	}))
 	require.NoError(t, db.Close())
-	env, out, _ := testEnv(vars, "")
+	env, out, _ := gatewayEnv(vars, "")
 	require.Equal(t, 1, run(context.Background(), env, []string{"audit", "verify"}))
 	assert.Contains(t, out.String(), "truncated")
 	assert.Contains(t, out.String(), "1 receipts missing from the tail")
 }
 
 func TestPolicyHashToken(t *testing.T) {
-	env, out, _ := testEnv(nil, "my-token\n")
+	env, out, _ := gatewayEnv(nil, "my-token\n")
 	require.Equal(t, 0, run(context.Background(), env, []string{"policy", "hash-token"}))
 	assert.Equal(t, policy.HashToken("my-token")+"\n", out.String())
-	env, _, _ = testEnv(nil, "")
+	env, _, _ = gatewayEnv(nil, "")
 	assert.Equal(t, 1, run(context.Background(), env, []string{"policy", "hash-token"}))
 }
 
 func TestServeRefusesPublicAddressWithoutCallers(t *testing.T) {
 	dir := t.TempDir()
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db"), "ACCORDS_MCP_LOG_LEVEL": "error"}
-	env, _, errb := testEnv(vars, "")
+	env, _, errb := gatewayEnv(vars, "")
 	require.Equal(t, 1, run(context.Background(), env, []string{"serve", "--http", "0.0.0.0:0"}))
 	assert.Contains(t, errb.String(), "requires bearer authentication")
 }
@@ -132,7 +132,7 @@ func TestServeRefusesPublicAddressWithoutCallers(t *testing.T) {
 func TestServeRejectsUnknownToolset(t *testing.T) {
 	dir := t.TempDir()
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db"), "ACCORDS_MCP_LOG_LEVEL": "error"}
-	env, _, errb := testEnv(vars, "")
+	env, _, errb := gatewayEnv(vars, "")
 	require.Equal(t, 1, run(context.Background(), env, []string{"serve", "--toolsets", "vault,nope"}))
 	assert.Contains(t, errb.String(), `unknown toolset "nope"`)
 }
@@ -146,7 +146,7 @@ func TestServeReadOnlyOverRealStdio(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"vaultclaw_session_configure","arguments":{"token":"tok-SECRET-1"}}}`,
 	}, "\n") + "\n"
-	env, out, errb := testEnv(vars, in)
+	env, out, errb := gatewayEnv(vars, in)
 	require.Equal(t, 0, run(context.Background(), env, []string{"serve", "--read-only"}), errb.String())
 	byID := map[float64]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -164,7 +164,7 @@ func TestServeReadOnlyOverRealStdio(t *testing.T) {
 	sc, _ := json.Marshal(res["structuredContent"])
 	assert.Contains(t, string(sc), "MCP_PERMISSION_DENIED")
 
-	env, out, _ = testEnv(vars, "")
+	env, out, _ = gatewayEnv(vars, "")
 	require.Equal(t, 0, run(context.Background(), env, []string{"audit", "tail", "--json"}))
 	assert.Contains(t, out.String(), `"outcome":"MCP_PERMISSION_DENIED"`)
 }
@@ -194,14 +194,14 @@ func TestAuditVerifyNamesTamperingOnARealLog(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(t.TempDir(), "accords.db")}
-			seed(t, vars, 3)
+			seedAudit(t, vars, 3)
 			db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
 			require.NoError(t, err)
 			require.NoError(t, db.Update(func(tx *bolt.Tx) error {
 				return tc.tamper(tx.Bucket(store.BucketAudit).Bucket(receipts))
 			}))
 			require.NoError(t, db.Close())
-			env, out, _ := testEnv(vars, "")
+			env, out, _ := gatewayEnv(vars, "")
 			require.Equal(t, 1, run(context.Background(), env, []string{"audit", "verify"}))
 			assert.Contains(t, out.String(), tc.want)
 		})

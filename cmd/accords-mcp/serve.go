@@ -43,6 +43,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		cfg.Toolsets = config.SplitList(*toolsets)
 	}
 	logger := env.logger(cfg)
+	fresh := dbIsNew(cfg.DBPath)
 	a, err := app.Open(cfg, logger)
 	if err != nil {
 		logger.Error("cannot start", "error", err.Error())
@@ -54,6 +55,15 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			logger.Error("closing database", "error", err.Error())
 		}
 	}()
+	if fresh {
+		hintLegacy(env, logger)
+	}
+	transport := "stdio"
+	if cfg.HTTPAddr != "" {
+		transport = "http"
+	}
+	stopDaemon := startDaemon(ctx, a, transport, logger)
+	defer stopDaemon()
 	stopHUP := onHangup(func() {
 		if err := a.Reload(); err != nil {
 			logger.Error("policy reload failed; previous policy stays in force", "error", err.Error())

@@ -1,0 +1,127 @@
+// Package backup takes consistent snapshots of the bbolt file and restores
+// them after verifying them: a snapshot is the bbolt file itself (so it
+// carries meta/schema_version), and a restore never changes anything until
+// the candidate has passed every check.
+package backup
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/accordsai/accords-mcp/store"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Snapshot writes a consistent copy of db to w from one read transaction,
+// so writers keep committing while it runs. It returns the bytes written.
+func Snapshot(db *store.DB, w io.Writer) (int64, error) {
+	var n int64
+	err := db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// SnapshotTo is Snapshot with the snapshot size known before the first
+// byte (for Content-Length): begin is called inside the transaction.
+func SnapshotTo(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
+	var n int64
+	err := db.View(func(tx *bolt.Tx) error {
+		if begin != nil {
+			begin(tx.Size(), schemaOf(tx))
+		}
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// WriteFile creates path with mode 0600 from what fill writes: into a
+// temporary file beside it, synced, then renamed over path, so readers and a
+// crash never see a partial file. On error nothing is left behind.
+func WriteFile(path string, fill func(w io.Writer) error) error {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("folder %s does not exist; create it first (mkdir -m 700 %s)", dir, dir)
+	}
+	tmp, err := tempFile(dir, "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if err := fill(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	ok = true
+	syncDir(dir)
+	return nil
+}
+
+// tempFile creates a new 0600 file in dir; O_EXCL guards against an
+// attacker-placed file or symlink.
+func tempFile(dir, prefix string) (*os.File, error) {
+	for range 16 {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(b[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("create temporary file in %s: too many collisions", dir)
+}
+
+// syncDir makes a rename durable; errors are ignored because some
+// filesystems do not support syncing a directory.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+func schemaOf(tx *bolt.Tx) int {
+	m := tx.Bucket(store.BucketMeta)
+	if m == nil {
+		return 0
+	}
+	raw := m.Get(store.KeySchemaVersion)
+	if len(raw) != 8 {
+		return 0
+	}
+	var v uint64
+	for _, b := range raw {
+		v = v<<8 | uint64(b)
+	}
+	return int(v)
+}

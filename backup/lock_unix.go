@@ -1,0 +1,40 @@
+//go:build unix
+
+package backup
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"time"
+)
+
+// lockExclusive takes the same flock bbolt takes on the database file, so a
+// running daemon makes it fail and no daemon can open the file while held.
+// It does not need the file to be a readable database (a damaged one is
+// exactly what a restore replaces).
+func lockExclusive(path string, timeout time.Duration) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EAGAIN) {
+			f.Close()
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, errLocked
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

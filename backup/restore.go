@@ -1,0 +1,269 @@
+package backup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/store"
+)
+
+var errLocked = errors.New("locked")
+
+// RestoreOptions configure Restore.
+type RestoreOptions struct {
+	// DBPath is the live database file to replace.
+	DBPath string
+	// IndexDir is the derived search index beside it; it is removed before
+	// the swap so no stale index can outlive the data it was built from.
+	IndexDir string
+	// LockTimeout bounds the wait for the database lock (default 500ms).
+	LockTimeout time.Duration
+	// Reindex rebuilds the index from the restored store; nil leaves the
+	// rebuild to the next start (the index is rebuilt whenever missing).
+	Reindex func(db *store.DB) (docs int, err error)
+	// Now is the clock for the .bak name.
+	Now func() time.Time
+	// Migrations overrides the schema migrations (tests of upgrades).
+	Migrations []migrations.Migration
+}
+
+// Result reports what Restore did.
+type Result struct {
+	Info
+	// Previous is the kept copy of the replaced database ("" if none).
+	Previous string `json:"previous,omitempty"`
+	// MigratedFrom is the backup's schema version when it was migrated.
+	MigratedFrom int `json:"migrated_from,omitempty"`
+	// Reindexed is true when the index was rebuilt; IndexDocs counts it.
+	Reindexed bool `json:"reindexed"`
+	IndexDocs int  `json:"index_docs,omitempty"`
+	// IndexError is set when the data was restored but the rebuild failed
+	// (the next start retries it).
+	IndexError string `json:"index_error,omitempty"`
+}
+
+// Restore replaces the database at o.DBPath with the backup read from src
+// (a path, or "-" with stdin as r). It refuses while another process holds
+// the database; it checks the backup completely and migrates it before
+// touching anything; then it keeps the current file as
+// <db>.<UTC time>.bak, renames the restored file into place (atomic), and
+// rebuilds the index. Any refusal leaves the database, the index and the
+// folder as they were.
+func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 500 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Migrations == nil {
+		o.Migrations = migrations.All()
+	}
+	dir := filepath.Dir(o.DBPath)
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, fmt.Errorf("create database folder: %w", err)
+		}
+		// A refused restore leaves no trace, not even the folder.
+		defer func() {
+			if err != nil {
+				os.Remove(dir)
+			}
+		}()
+	}
+
+	// Refuse early when a daemon runs, before copying anything.
+	if err := probeLock(o.DBPath, o.LockTimeout); err != nil {
+		return res, err
+	}
+	unlock := func() {}
+	defer func() { unlock() }()
+
+	// Stage a private copy beside the database (same filesystem, so the
+	// final rename is atomic); the backup file itself is never modified.
+	stage, err := tempFile(dir, "."+filepath.Base(o.DBPath)+".restore-")
+	if err != nil {
+		return res, err
+	}
+	stagePath := stage.Name()
+	staged := false
+	defer func() {
+		if !staged {
+			os.Remove(stagePath)
+		}
+	}()
+	if err := copyInto(stage, src, r); err != nil {
+		stage.Close()
+		return res, err
+	}
+	if err := stage.Close(); err != nil {
+		return res, err
+	}
+
+	info, err := check(stagePath, o.Migrations)
+	info.Path = src
+	res.Info = info
+	if err != nil {
+		return res, err
+	}
+	if info.SchemaVersion < info.LatestSchema {
+		db, err := store.Open(stagePath, store.Options{Migrations: o.Migrations})
+		if err != nil {
+			return res, fmt.Errorf("migrate backup from schema %d: %w", info.SchemaVersion, err)
+		}
+		// store.Open copies an older file aside before migrating; the
+		// backup itself is that copy, so drop the duplicate.
+		if db.BackupPath != "" {
+			os.Remove(db.BackupPath)
+		}
+		if err := db.Close(); err != nil {
+			return res, err
+		}
+		res.MigratedFrom = info.SchemaVersion
+		res.SchemaVersion = info.LatestSchema
+	}
+
+	// Past this point the backup is known good. Take the lock for the swap
+	// only: validation can take long, and a daemon blocked on the lock of
+	// the old file would otherwise open it once the lock is released.
+	u, err := lockLive(o.DBPath, o.LockTimeout)
+	if err != nil {
+		return res, err
+	}
+	unlock = u
+	if o.IndexDir != "" {
+		if err := removeAll(o.IndexDir); err != nil {
+			return res, fmt.Errorf("remove the old index %s: %w", o.IndexDir, err)
+		}
+	}
+	if _, err := os.Stat(o.DBPath); err == nil {
+		prev := fmt.Sprintf("%s.%s.bak", o.DBPath, o.Now().UTC().Format("20060102T150405.000Z"))
+		if err := keepPrevious(o.DBPath, prev); err != nil {
+			return res, fmt.Errorf("keep the current database as %s: %w", prev, err)
+		}
+		res.Previous = prev
+	}
+	if err := os.Rename(stagePath, o.DBPath); err != nil {
+		return res, fmt.Errorf("move the restored database into place: %w", err)
+	}
+	staged = true
+	syncDir(dir)
+	unlock()
+	unlock = func() {}
+
+	if o.Reindex != nil {
+		db, err := store.Open(o.DBPath, store.Options{LockTimeout: o.LockTimeout, Migrations: o.Migrations})
+		if err != nil {
+			res.IndexError = err.Error()
+			return res, nil
+		}
+		n, err := o.Reindex(db)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			res.IndexError = err.Error()
+			return res, nil
+		}
+		res.Reindexed, res.IndexDocs = true, n
+	}
+	return res, nil
+}
+
+// lockLive takes the live database's lock (a no-op when there is no
+// database yet), refusing with store.ErrLocked while a daemon holds it.
+func lockLive(path string, timeout time.Duration) (func(), error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	u, err := lockExclusive(path, timeout)
+	if errors.Is(err, errLocked) {
+		return nil, fmt.Errorf("%s: %w; stop the daemon (or wait for the backup or doctor run using it) and run restore again", path, store.ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return u, nil
+}
+
+func probeLock(path string, timeout time.Duration) error {
+	u, err := lockLive(path, timeout)
+	if err != nil {
+		return err
+	}
+	u()
+	return nil
+}
+
+func copyInto(dst *os.File, src string, r io.Reader) error {
+	if src != "-" {
+		f, err := os.Open(src)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, src)
+		}
+		r = f
+	}
+	if r == nil {
+		return fmt.Errorf("%w: no input", ErrInvalid)
+	}
+	if _, err := io.Copy(dst, r); err != nil {
+		return fmt.Errorf("read backup: %w", err)
+	}
+	return dst.Sync()
+}
+
+// keepPrevious hard-links the current file to prev (instant, and the live
+// path never disappears); it copies when the filesystem has no hard links.
+func keepPrevious(cur, prev string) error {
+	if err := os.Link(cur, prev); err == nil {
+		return nil
+	}
+	in, err := os.Open(cur)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(prev, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(prev)
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// removeAll renames the folder aside first so a crash mid-delete never
+// leaves a half-deleted index under the live name.
+func removeAll(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	aside := fmt.Sprintf("%s.removing-%d", dir, time.Now().UnixNano())
+	if err := os.Rename(dir, aside); err != nil {
+		return err
+	}
+	return os.RemoveAll(aside)
+}

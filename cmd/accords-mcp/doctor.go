@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/caller"
+	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/control"
+	"github.com/accordsai/accords-mcp/doctor"
+	"github.com/accordsai/accords-mcp/keyring"
+	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/store"
+)
+
+func init() {
+	register("doctor", "check the installation (paths, permissions, daemon, schema, index, audit chain, Vaultclaw); exit 1 on any FAIL", runDoctor)
+}
+
+func runDoctor(ctx context.Context, env *environment, args []string) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	scope := fs.String("scope", caller.DefaultScope, "tenant scope whose Vaultclaw session is probed")
+	asJSON := fs.Bool("json", false, "print the results as a JSON array")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := env.config()
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
+		return 1
+	}
+	rs := doctorResults(ctx, cfg, *scope)
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rs)
+	} else {
+		doctor.Write(env.stdout, rs)
+	}
+	if doctor.Failed(rs) {
+		return 1
+	}
+	return 0
+}
+
+func doctorResults(ctx context.Context, cfg config.Config, scope string) []doctor.Result {
+	sock := control.SocketPath(cfg.DBPath)
+	rs := doctor.Files(cfg, sock)
+	if dbIsNew(cfg.DBPath) {
+		return append(rs, doctor.Result{Check: "daemon", Status: doctor.SKIP, Detail: "no database yet"})
+	}
+	db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	switch {
+	case err == nil:
+		defer db.Close()
+		detail := "not running (the database is not locked)"
+		if fi, serr := os.Lstat(sock); serr == nil && fi.Mode()&fs.ModeSocket != 0 {
+			detail += "; a stale control socket is left over and is replaced on the next start"
+		}
+		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
+		in := doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)}
+		if in.Sessions == nil {
+			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
+		}
+		return append(rs, doctor.Database(ctx, in)...)
+	case errors.Is(err, store.ErrLocked):
+		c := control.NewClient(sock)
+		defer c.Close()
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, serr := c.Status(cctx)
+		cancel()
+		if serr != nil {
+			return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
+				Detail: fmt.Sprintf("the database is locked by a process that does not answer on %s (%v)", sock, serr),
+				Hint:   "another program holds the file (an older accords-mcp without a control socket?); find it with: fuser " + cfg.DBPath + " (or lsof)"})
+		}
+		where := st.Transport
+		if st.Addr != "" {
+			where += " on " + st.Addr
+		}
+		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK,
+			Detail: fmt.Sprintf("running: pid %d, version %s, %s, since %s; database checks run inside it", st.PID, st.Version, where, st.StartedAt.Format(time.RFC3339))})
+		var remote []doctor.Result
+		dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := c.Doctor(dctx, scope, &remote); err != nil {
+			return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(), Hint: "check the daemon's log"})
+		}
+		return append(rs, remote...)
+	case errors.Is(err, store.ErrNewerSchema):
+		return append(rs, doctor.Result{Check: "schema version", Status: doctor.FAIL, Detail: err.Error(), Hint: "upgrade accords-mcp, or restore a backup taken by this version"})
+	default:
+		return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(), Hint: "restore the last good backup: accords-mcp restore FILE"})
+	}
+}
+
+// localSessions builds the session service for doctor without creating a
+// key file: with no key at all, stored sessions are reported as unreadable;
+// nil when the configured key itself is unusable.
+func localSessions(cfg config.Config, db *store.DB) *session.Service {
+	var keys *keyring.Keyring
+	var err error
+	if strings.TrimSpace(cfg.SecretKey) == "" {
+		if _, serr := os.Stat(cfg.KeyFile()); errors.Is(serr, fs.ErrNotExist) {
+			k := make([]byte, keyring.KeySize)
+			_, _ = rand.Read(k)
+			keys, err = keyring.New(k)
+		}
+	}
+	if keys == nil && err == nil {
+		keys, err = keyring.Load(cfg.SecretKey, cfg.KeyFile())
+	}
+	if err != nil {
+		return nil
+	}
+	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
+}

@@ -1,0 +1,90 @@
+package index
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestListKeyOrder(t *testing.T) {
+	// Version sort keys as the catalog produces them: higher sorts later.
+	docs := []Doc{
+		{CookbookID: "b", Version: "2.0.0", VersionSort: "a2a0a0~ 2.0.0", EntryID: "x"},
+		{CookbookID: "a", Version: "2.0.0", VersionSort: "a2a0a0~ 2.0.0", EntryID: "y"},
+		{CookbookID: "a", Version: "2.0.0", VersionSort: "a2a0a0~ 2.0.0", EntryID: "x"},
+		{CookbookID: "a", Version: "2.0.0-rc.1", VersionSort: "a2a0a0!1rc,0a1 2.0.0-rc.1", EntryID: "x"},
+		{CookbookID: "z", Version: "10.0.0", VersionSort: "b10a0a0~ 10.0.0", EntryID: "a"},
+		{CookbookID: "a", Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", EntryID: "a"},
+	}
+	keys := make([]string, len(docs))
+	for i, d := range docs {
+		keys[i] = listKey(d)
+	}
+	sort.Strings(keys)
+	want := []string{listKey(docs[4]), listKey(docs[2]), listKey(docs[1]), listKey(docs[0]), listKey(docs[3]), listKey(docs[5])}
+	assert.Equal(t, want, keys)
+	// A version key that is a prefix of another sorts after it (lower).
+	assert.Less(t, listKey(Doc{VersionSort: "ab", CookbookID: "c", EntryID: "e"}), listKey(Doc{VersionSort: "a", CookbookID: "c", EntryID: "e"}))
+}
+
+func TestBuildOpenSearchAndMappingCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.index")
+	docs := []Doc{
+		{CookbookID: "mail", Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", Latest: true, EntryID: "send", EntryType: "template.plan.v1",
+			Title: "Send an email", Description: "Compose and send", ConnectorID: "google", Verb: "google.gmail.drafts.send", Tags: []string{"gmail", "send"}},
+		{CookbookID: "mail", Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", Latest: true, EntryID: "labels", EntryType: "recipe.verb.v1",
+			Title: "List labels", ConnectorID: "google", Verb: "google.gmail.labels.list", Tags: []string{"gmail"}},
+	}
+	var progress [][2]int
+	err := Build(context.Background(), path, Source{Total: 2, Rev: 7, Each: func(yield func(Doc) error) error {
+		for _, d := range docs {
+			if err := yield(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}, func(d, total int) { progress = append(progress, [2]int{d, total}) })
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{2, 2}, progress[len(progress)-1])
+	ix, err := Open(path)
+	require.NoError(t, err)
+	rev, err := ix.Rev()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), rev)
+	res, err := ix.Search(context.Background(), Query{Text: "emails"})
+	require.NoError(t, err)
+	require.Len(t, res.Items, 1, "English stemming: emails finds email")
+	assert.Equal(t, "send", res.Items[0].EntryID)
+	res, err = ix.Search(context.Background(), Query{Text: "google.gmail.labels.list"})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Items)
+	assert.Equal(t, "labels", res.Items[0].EntryID, "an exact verb ranks first")
+	res, err = ix.Search(context.Background(), Query{Text: "labels list"})
+	require.NoError(t, err)
+	assert.Equal(t, "labels", res.Items[0].EntryID)
+
+	require.NoError(t, ix.Apply(context.Background(), Update{Cookbooks: []string{"mail"}, Docs: docs[:1], Rev: 8}))
+	n, err := ix.DocCount()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), n, "documents of a re-indexed cookbook that are gone are deleted")
+	require.NoError(t, ix.Close())
+
+	// Reopened: the revision persisted with the batch.
+	ix, err = Open(path)
+	require.NoError(t, err)
+	rev, _ = ix.Rev()
+	assert.Equal(t, uint64(8), rev)
+	require.NoError(t, ix.Close())
+
+	_, err = Open(filepath.Join(dir, "missing"))
+	assert.ErrorIs(t, err, ErrNeedsRebuild)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "junk"), []byte("x"), 0o600))
+	_, err = Open(filepath.Join(dir, "junk"))
+	assert.ErrorIs(t, err, ErrNeedsRebuild)
+}
