@@ -10,7 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT="${COUNT:-3}"
 
-run() { echo "== go test $*"; go test -run '^$' -count "$COUNT" "$@"; }
+failed=()
+# run keeps going after a failing package so one failure does not hide the
+# other figures; the script still exits 1 at the end.
+run() {
+  echo "== go test $*"
+  go test -run '^$' -count "$COUNT" "$@" || failed+=("$*")
+}
 
 # Catalog: search, upsert, get at 1,000/10,000 (synthetic vocabulary) and
 # search, render, upsert at 100/1,000/10,000 on the load tool's corpus.
@@ -24,3 +30,8 @@ run -bench 'BenchmarkResolve' -benchtime 1000x ./routing/
 run -bench 'BenchmarkGatewayOverheadMedian|BenchmarkSessionStatus' -benchtime 2000x ./gateway/
 run -bench 'BenchmarkAppend' -benchtime 2000x ./audit/
 run -bench 'BenchmarkEnvelopePath' -benchtime 5000x ./tools/
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  printf 'FAILED: go test %s\n' "${failed[@]}" >&2
+  exit 1
+fi

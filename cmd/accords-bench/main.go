@@ -247,6 +247,7 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 		return tr, err
 	}
 	tr.StartupEmptyMS = msf(srv.Startup)
+	tr.Reused = reuse
 	tr.MissingTools = loadgen.MissingTools(srv)
 	seeded := reuse
 	canSeed := srv.Has(loadgen.ToolUpsert) || srv.Has(loadgen.ToolImport)
