@@ -768,15 +768,36 @@ type ListFilter struct {
 	Tag        string
 	// LatestOnly keeps only the highest version of each cookbook.
 	LatestOnly bool
+	// Limit caps the number of cookbooks (all their matching versions count
+	// as one) in a page; 0 means no cap.
+	Limit int
+	// After resumes a paged listing after this cookbook id (a NextCursor).
+	After string
+}
+
+// Page is one page of a listing. NextCursor is the After of the next page,
+// empty on the last one.
+type Page struct {
+	Items      []Item `json:"items"`
+	NextCursor string `json:"next_cursor"`
 }
 
 // List returns every stored version matching f, sorted by cookbook id then
 // version (ascending).
 func (s *Service) List(ctx context.Context, f ListFilter) ([]Item, error) {
+	f.Limit, f.After = 0, ""
+	p, err := s.ListPage(ctx, f)
+	return p.Items, err
+}
+
+// ListPage returns the versions matching f of at most f.Limit cookbooks
+// after f.After, so a large catalog is listed in bounded memory.
+func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 	q := strings.ToLower(strings.TrimSpace(f.Query))
 	f.CookbookID = strings.TrimSpace(f.CookbookID)
 	f.Tag = strings.TrimSpace(f.Tag)
 	items := []Item{}
+	next := ""
 	err := s.db.View(func(tx *bolt.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
@@ -787,8 +808,15 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]Item, error) {
 		if f.CookbookID != "" {
 			prefix = []byte(pfxItem + f.CookbookID + "\x00")
 		}
+		start := prefix
+		if after := strings.TrimSpace(f.After); after != "" && f.CookbookID == "" {
+			// Row keys are pfxItem + id + "\x00" + version: "\x01" sorts
+			// after every row of the cursor's cookbook.
+			start = []byte(pfxItem + after + "\x01")
+		}
 		curID, curLatest := "", ""
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		included, lastIncluded := 0, ""
+		for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var it Item
 			if err := json.Unmarshal(v, &it); err != nil {
 				return fmt.Errorf("list row %q: %w", k, err)
@@ -808,12 +836,19 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]Item, error) {
 				!strings.Contains(strings.ToLower(it.Description), q) && !strings.Contains(strings.ToLower(strings.Join(it.Tags, " ")), q) {
 				continue
 			}
+			if it.CookbookID != lastIncluded {
+				if f.Limit > 0 && included == f.Limit {
+					next = lastIncluded
+					break
+				}
+				included, lastIncluded = included+1, it.CookbookID
+			}
 			items = append(items, it)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, wrapStoreErr("list cookbooks", err)
+		return Page{}, wrapStoreErr("list cookbooks", err)
 	}
 	sort.SliceStable(items, func(i, j int) bool {
 		if items[i].CookbookID != items[j].CookbookID {
@@ -830,7 +865,7 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]Item, error) {
 		}
 		out = append(out, items[i])
 	}
-	return items, nil
+	return Page{Items: out, NextCursor: next}, nil
 }
 
 // Search runs a recipe search on the index (decision D7). It is the API the

@@ -586,3 +586,50 @@ func TestIndexDecodeMatchesFullDecode(t *testing.T) {
 		assert.Equal(t, bundleDocs(b, true), bundleDocs(light, true))
 	}
 }
+
+func TestListPagesByCookbook(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	// Ids chosen so one is a prefix of another: the cursor must skip every
+	// version of "a" and nothing of "a.b".
+	for _, id := range []string{"a", "a.b", "c", "d"} {
+		mustUpsert(t, e.svc, sample(id, "1.0.0", 1), "")
+	}
+	mustUpsert(t, e.svc, sample("a", "1.2.0", 1), "")
+	mustUpsert(t, e.svc, sample("a", "1.10.0", 1), "")
+
+	type row struct {
+		id, version string
+		latest      bool
+	}
+	var pages [][]row
+	cursor := ""
+	for {
+		p, err := e.svc.ListPage(ctx, ListFilter{Limit: 2, After: cursor})
+		require.NoError(t, err)
+		var got []row
+		for _, it := range p.Items {
+			got = append(got, row{it.CookbookID, it.Version, it.Latest})
+		}
+		pages = append(pages, got)
+		if p.NextCursor == "" {
+			break
+		}
+		require.Less(t, len(pages), 5, "paging must end")
+		cursor = p.NextCursor
+	}
+	assert.Equal(t, [][]row{
+		{{"a", "1.0.0", false}, {"a", "1.2.0", false}, {"a", "1.10.0", true}, {"a.b", "1.0.0", true}},
+		{{"c", "1.0.0", true}, {"d", "1.0.0", true}},
+	}, pages, "a page holds whole cookbooks, all versions in semver order")
+
+	p, err := e.svc.ListPage(ctx, ListFilter{Limit: 1, LatestOnly: true})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 1)
+	assert.Equal(t, "1.10.0", p.Items[0].Version)
+	assert.Equal(t, "a", p.NextCursor)
+
+	all, err := e.svc.List(ctx, ListFilter{Limit: 1, After: "zzz"})
+	require.NoError(t, err)
+	assert.Len(t, all, 6, "List ignores paging")
+}

@@ -19,6 +19,8 @@ type cookbooksListFilter struct {
 type cookbooksListIn struct {
 	Filter     *cookbooksListFilter `json:"filter,omitempty" jsonschema:"optional filters, ANDed"`
 	LatestOnly bool                 `json:"latest_only,omitempty" jsonschema:"only the highest version of each cookbook; default false (all versions)"`
+	Limit      int                  `json:"limit,omitempty" jsonschema:"most cookbooks per page (all their versions count as one); default 100"`
+	Cursor     string               `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
 }
 
 type cookbookRefIn struct {
@@ -87,20 +89,23 @@ func catalogTools(svc *catalog.Service) []Tool {
 		Typed(Tool{
 			Name:        "vaultclaw_cookbooks_list",
 			Title:       "List cookbooks",
-			Description: "List stored cookbook versions (all versions, sorted by id then semantic version) with their entries. Local; never calls Vaultclaw.",
+			Description: "List stored cookbook versions (sorted by id then semantic version) with their entries, a page of at most `limit` cookbooks at a time: pass next_cursor back as cursor for the next page (empty on the last). Local; never calls Vaultclaw.",
 			Toolset:     ToolsetCatalog,
 			Capability:  CapCatalogView,
 			Hints:       ReadLocal,
-		}, nil, func(ctx context.Context, _ *Call, in cookbooksListIn) (Result, error) {
-			f := catalog.ListFilter{LatestOnly: in.LatestOnly}
+		}, func(s *jsonschema.Schema) {
+			Default(s, "limit", 100)
+			Range(s, "limit", 1, 1000)
+		}, func(ctx context.Context, _ *Call, in cookbooksListIn) (Result, error) {
+			f := catalog.ListFilter{LatestOnly: in.LatestOnly, Limit: in.Limit, After: in.Cursor}
 			if in.Filter != nil {
 				f.Query, f.CookbookID, f.Tag = in.Filter.Query, in.Filter.CookbookID, in.Filter.Tag
 			}
-			items, err := svc.List(ctx, f)
+			page, err := svc.ListPage(ctx, f)
 			if err != nil {
 				return Result{}, err
 			}
-			return OK(map[string]any{"items": items, "root_dir": svc.DBPath()})
+			return OK(map[string]any{"items": page.Items, "next_cursor": page.NextCursor, "root_dir": svc.DBPath()})
 		}),
 		Typed(Tool{
 			Name:        "vaultclaw_cookbook_get",

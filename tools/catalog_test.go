@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/catalog"
@@ -90,7 +91,20 @@ func TestCatalogToolsEndToEnd(t *testing.T) {
 	assert.Empty(t, env["data"].(map[string]any)["items"])
 	env = callCatalog(t, reg, "vaultclaw_cookbooks_list", `{}`)
 	assert.Len(t, env["data"].(map[string]any)["items"], 1)
+	assert.Equal(t, "", env["data"].(map[string]any)["next_cursor"], "one cookbook fits the default page")
 	assert.Contains(t, env["data"].(map[string]any)["root_dir"], "a.db")
+	second := strings.Replace(toolBundle, `"cookbook_id":"net.http"`, `"cookbook_id":"net.http2"`, 1)
+	env = callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+second+`}`)
+	require.Equal(t, true, env["ok"], env["error"])
+	env = callCatalog(t, reg, "vaultclaw_cookbooks_list", `{"limit":1}`)
+	assert.Len(t, env["data"].(map[string]any)["items"], 1)
+	assert.Equal(t, "net.http", env["data"].(map[string]any)["next_cursor"])
+	env = callCatalog(t, reg, "vaultclaw_cookbooks_list", `{"limit":1,"cursor":"net.http"}`)
+	assert.Equal(t, "net.http2", env["data"].(map[string]any)["items"].([]any)[0].(map[string]any)["cookbook_id"])
+	assert.Equal(t, "", env["data"].(map[string]any)["next_cursor"])
+	env = callCatalog(t, reg, "vaultclaw_cookbooks_list", `{"limit":0}`)
+	assert.Equal(t, "MCP_VALIDATION_ERROR", errCode(env))
+	callCatalog(t, reg, "vaultclaw_cookbook_delete", `{"cookbook_id":"net.http2"}`)
 
 	env = callCatalog(t, reg, "vaultclaw_recipes_search", `{"query":"fetch url","tags":"http, get"}`)
 	items := env["data"].(map[string]any)["items"].([]any)
