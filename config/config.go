@@ -42,6 +42,7 @@ var Vars = []Var{
 	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session"},
 	{"VC_UNIX_SOCKET", "(none)", "Unix socket for all Vaultclaw traffic unless the base URL is unix:// or http+unix://"},
 	{"VAULT_UNIX_SOCKET", "(none)", "fallback for VC_UNIX_SOCKET"},
+	{"GOMEMLIMIT", "96MiB", "Go runtime soft memory limit; the command sets 96 MiB when it is unset"},
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
