@@ -304,8 +304,8 @@ func TestTransportFailures(t *testing.T) {
 		{"503 text", vaultsim.Fault{Status: 503, Body: "upstream down"}, false, apperr.CodeNetwork, "HTTP_ERROR", "Service Unavailable", true, 503},
 		{"429", vaultsim.Fault{Status: 429, Body: `{"error":{"code":"rate_limited","message":"slow down"}}`}, false, apperr.CodeInternal, "rate_limited", "slow down", true, 429},
 		{"502 html", vaultsim.Fault{Status: 502, Body: "<html>bad gateway</html>"}, false, apperr.CodeNetwork, "HTTP_ERROR", "Bad Gateway", true, 502},
-		{"200 garbage", vaultsim.Fault{Status: 200, Body: "\x00\x01not json"}, true, "", "", "", false, 200},
-		{"200 array", vaultsim.Fault{Status: 200, Body: `[1,2,3]`}, true, "", "", "", false, 200},
+		{"200 garbage", vaultsim.Fault{Status: 200, Body: "\x00\x01not json"}, false, apperr.CodeNetwork, "MALFORMED_RESPONSE", "", true, 200},
+		{"200 array", vaultsim.Fault{Status: 200, Body: `[1,2,3]`}, false, apperr.CodeNetwork, "MALFORMED_RESPONSE", "", true, 200},
 		{"reset", vaultsim.Fault{Reset: true, Times: 2}, false, apperr.CodeNetwork, "NETWORK_ERROR", "", true, 0},
 	}
 	for _, tc := range cases {

@@ -300,10 +300,21 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 		return nil, MapError(APIError{Status: resp.StatusCode, Code: code, Message: msg, Details: details, RequestID: reqID})
 	}
 	out := &Response{Status: resp.StatusCode, RequestID: reqID, Raw: raw}
-	var obj map[string]any
-	if len(bytes.TrimSpace(raw)) > 0 && json.Unmarshal(raw, &obj) == nil && obj != nil {
-		out.Body = obj
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return out, nil // 204 and friends: no body
 	}
+	var obj map[string]any
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		// A success status with a garbled or truncated body (a proxy error
+		// page, a cut connection) must not pass as an empty success.
+		e := apperr.New(apperr.CodeNetwork, "Vault answered HTTP %d with a body that is not a JSON object", resp.StatusCode)
+		e.Retryable = true
+		e.VaultCode = CodeMalformedResponse
+		e.Details["request_id"] = reqID
+		e.Details["vault_http_status"] = resp.StatusCode
+		return nil, e
+	}
+	out.Body = obj
 	return out, nil
 }
 

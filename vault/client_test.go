@@ -273,14 +273,28 @@ func TestResponseCap(t *testing.T) {
 	assert.Equal(t, 200, ae.Details["vault_http_status"])
 }
 
-func TestNonObjectBodyIsNoBody(t *testing.T) {
-	for _, b := range []string{``, `[1,2]`, `hello`, `null`} {
+func TestEmptyBodyIsNoBody(t *testing.T) {
+	srv := httptest.NewServer((&recorder{}).handler(200, ""))
+	defer srv.Close()
+	resp, err := New(Options{}).ListConnectors(context.Background(), sess(srv.URL))
+	require.NoError(t, err)
+	assert.Nil(t, resp.Body)
+}
+
+// A success status whose body is not a JSON object is an upstream fault,
+// never an empty success (the predecessor returned data: null).
+func TestNonObjectBodyIsMalformed(t *testing.T) {
+	for _, b := range []string{`[1,2]`, `hello`, `null`, `{"items":[`} {
 		srv := httptest.NewServer((&recorder{}).handler(200, b))
-		resp, err := New(Options{}).ListConnectors(context.Background(), sess(srv.URL))
+		_, err := New(Options{}).ListConnectors(context.Background(), sess(srv.URL))
 		srv.Close()
-		require.NoError(t, err)
-		assert.Nil(t, resp.Body, b)
-		assert.Equal(t, b, string(resp.Raw))
+		ae := apperr.As(err)
+		require.NotNil(t, ae, b)
+		assert.Equal(t, apperr.CodeNetwork, ae.Code, b)
+		assert.Equal(t, CodeMalformedResponse, ae.VaultCode, b)
+		assert.True(t, ae.Retryable, b)
+		assert.Equal(t, 200, ae.Details["vault_http_status"], b)
+		assert.Len(t, ae.Details["request_id"], 32, b)
 	}
 }
 

@@ -15,6 +15,10 @@ const CodeNetworkError = "NETWORK_ERROR"
 // CodeHTTPError is used when an error response names no code.
 const CodeHTTPError = "HTTP_ERROR"
 
+// CodeMalformedResponse is the vault_code of a success status whose body is
+// not a JSON object.
+const CodeMalformedResponse = "MALFORMED_RESPONSE"
+
 // APIError is a Vault failure before normalization: an HTTP error response
 // (Status >= 400) or a transport failure (Status 0, Code NETWORK_ERROR).
 type APIError struct {

@@ -506,9 +506,8 @@ func TestFaultsAndRequestLog(t *testing.T) {
 	assert.Equal(t, apperr.CodeNetwork, apperr.As(err).Code)
 
 	e.srv.InjectFault(vaultsim.Fault{Path: "/v0/connectors", Status: 200, Body: "<html>not json</html>"})
-	resp, err := e.c.ListConnectors(e.ctx, e.s)
-	require.NoError(t, err)
-	assert.Nil(t, resp.Body)
+	_, err = e.c.ListConnectors(e.ctx, e.s)
+	assert.Equal(t, vault.CodeMalformedResponse, vault.ErrorVaultCode(err))
 
 	log := e.srv.RequestsTo("GET", "/v0/connectors")
 	require.Len(t, log, 7)
