@@ -51,6 +51,18 @@ func newFlagSet(env *environment, name, usage string) *flag.FlagSet {
 	return fs
 }
 
+// withCatalogApp opens the app for one command, runs fn and closes it; an
+// open failure is printed and exits 1.
+func withCatalogApp(env *environment, fn func(a *app.App) int) int {
+	a, done, err := openCatalogApp(env)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer done()
+	return fn(a)
+}
+
 // openCatalogApp opens the app quietly: warnings (such as an index
 // rebuild) go to stderr as text, routine start-up logs are dropped.
 func openCatalogApp(env *environment) (*app.App, func(), error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/apperr"
 	"github.com/accordsai/accords-mcp/catalog"
 )
@@ -64,29 +65,25 @@ func catalogList(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: catalog list takes no arguments")
 		return 2
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	items, err := a.Catalog.List(ctx, catalog.ListFilter{Query: *query, Tag: *tag, LatestOnly: *latest})
-	data := map[string]any{"items": items, "root_dir": a.Catalog.DBPath()}
-	return output(env, *asJSON, data, err, func(w io.Writer) {
-		if len(items) == 0 {
-			fmt.Fprintln(w, "no cookbooks")
-			return
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "COOKBOOK\tVERSION\tLATEST\tENTRIES\tTITLE")
-		for _, it := range items {
-			mark := ""
-			if it.Latest {
-				mark = "*"
+	return withCatalogApp(env, func(a *app.App) int {
+		items, err := a.Catalog.List(ctx, catalog.ListFilter{Query: *query, Tag: *tag, LatestOnly: *latest})
+		data := map[string]any{"items": items, "root_dir": a.Catalog.DBPath()}
+		return output(env, *asJSON, data, err, func(w io.Writer) {
+			if len(items) == 0 {
+				fmt.Fprintln(w, "no cookbooks")
+				return
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.CookbookID, it.Version, mark, it.EntryCount, it.Title)
-		}
-		tw.Flush()
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "COOKBOOK\tVERSION\tLATEST\tENTRIES\tTITLE")
+			for _, it := range items {
+				mark := ""
+				if it.Latest {
+					mark = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.CookbookID, it.Version, mark, it.EntryCount, it.Title)
+			}
+			tw.Flush()
+		})
 	})
 }
 
@@ -120,56 +117,52 @@ func catalogImport(ctx context.Context, env *environment, args []string) int {
 		printErr(env.stderr, err)
 		return 2
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	bar := &progressBar{w: env.stderr, label: "importing", width: 30}
-	var results []importResult
-	failed := 0
-	for i, f := range files {
-		r := importResult{File: f}
-		res, err := importFile(ctx, a.Catalog, f, policy)
-		if err != nil {
-			ae := apperr.As(err)
-			r.Error = &importError{Code: ae.Code, Message: ae.Message, Details: ae.Details}
-			failed++
+	return withCatalogApp(env, func(a *app.App) int {
+		bar := &progressBar{w: env.stderr, label: "importing", width: 30}
+		var results []importResult
+		failed := 0
+		for i, f := range files {
+			r := importResult{File: f}
+			res, err := importFile(ctx, a.Catalog, f, policy)
+			if err != nil {
+				ae := apperr.As(err)
+				r.Error = &importError{Code: ae.Code, Message: ae.Message, Details: ae.Details}
+				failed++
+			} else {
+				r.Result = res
+			}
+			results = append(results, r)
+			if len(files) > 1 {
+				bar.update(i+1, len(files), "")
+			}
+		}
+		bar.finish()
+		if *asJSON {
+			enc := json.NewEncoder(env.stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy})
 		} else {
-			r.Result = res
-		}
-		results = append(results, r)
-		if len(files) > 1 {
-			bar.update(i+1, len(files), "")
-		}
-	}
-	bar.finish()
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy})
-	} else {
-		tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
-		for _, r := range results {
-			if r.Error != nil {
-				fmt.Fprintf(tw, "%s\t-\t-\terror\n", r.File)
-				continue
+			tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
+			for _, r := range results {
+				if r.Error != nil {
+					fmt.Fprintf(tw, "%s\t-\t-\terror\n", r.File)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
-		}
-		tw.Flush()
-		for _, r := range results {
-			if r.Error != nil {
-				printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
+			tw.Flush()
+			for _, r := range results {
+				if r.Error != nil {
+					printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
+				}
 			}
 		}
-	}
-	if failed > 0 {
-		return 1
-	}
-	return 0
+		if failed > 0 {
+			return 1
+		}
+		return 0
+	})
 }
 
 // MaxImportBytes bounds a bundle file read by the CLI.
@@ -206,34 +199,30 @@ func catalogExport(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: catalog export needs exactly one ID[@VERSION]")
 		return 2
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	id, version := splitRef(pos[0])
-	st, err := a.Catalog.Get(ctx, id, version)
-	if err != nil {
-		printErr(env.stderr, err)
-		return 1
-	}
-	var sb bytes.Buffer
-	if err := json.Indent(&sb, st.Raw, "", "  "); err != nil {
-		printErr(env.stderr, apperr.Internal("format bundle", err))
-		return 1
-	}
-	sb.WriteString("\n")
-	if *out == "" {
-		fmt.Fprint(env.stdout, sb.String())
+	return withCatalogApp(env, func(a *app.App) int {
+		id, version := splitRef(pos[0])
+		st, err := a.Catalog.Get(ctx, id, version)
+		if err != nil {
+			printErr(env.stderr, err)
+			return 1
+		}
+		var sb bytes.Buffer
+		if err := json.Indent(&sb, st.Raw, "", "  "); err != nil {
+			printErr(env.stderr, apperr.Internal("format bundle", err))
+			return 1
+		}
+		sb.WriteString("\n")
+		if *out == "" {
+			fmt.Fprint(env.stdout, sb.String())
+			return 0
+		}
+		if err := os.WriteFile(*out, sb.Bytes(), 0o644); err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp:", err)
+			return 1
+		}
+		fmt.Fprintf(env.stderr, "exported %s@%s to %s\n", st.Bundle.CookbookID, st.Bundle.Version, *out)
 		return 0
-	}
-	if err := os.WriteFile(*out, sb.Bytes(), 0o644); err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	fmt.Fprintf(env.stderr, "exported %s@%s to %s\n", st.Bundle.CookbookID, st.Bundle.Version, *out)
-	return 0
+	})
 }
 
 func catalogDelete(ctx context.Context, env *environment, args []string) int {
@@ -247,15 +236,11 @@ func catalogDelete(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: catalog delete needs exactly one ID[@VERSION]")
 		return 2
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	id, version := splitRef(pos[0])
-	res, err := a.Catalog.Delete(ctx, id, version)
-	return output(env, *asJSON, res, err, func(w io.Writer) {
-		fmt.Fprintf(w, "deleted %s@%s\n", res.CookbookID, res.Version)
+	return withCatalogApp(env, func(a *app.App) int {
+		id, version := splitRef(pos[0])
+		res, err := a.Catalog.Delete(ctx, id, version)
+		return output(env, *asJSON, res, err, func(w io.Writer) {
+			fmt.Fprintf(w, "deleted %s@%s\n", res.CookbookID, res.Version)
+		})
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/accordsai/accords-mcp/app"
 )
 
 func init() {
@@ -21,27 +23,23 @@ func runReindex(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: reindex takes no arguments")
 		return 2
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	bar := &progressBar{w: env.stderr, label: "reindexing", width: 30}
-	entries := 0
-	start := time.Now()
-	err = a.Catalog.Reindex(withContext(ctx), func(d, total int) {
-		entries = d
-		if !*quiet {
-			bar.update(d, total, "entries")
+	return withCatalogApp(env, func(a *app.App) int {
+		bar := &progressBar{w: env.stderr, label: "reindexing", width: 30}
+		entries := 0
+		start := time.Now()
+		err = a.Catalog.Reindex(withContext(ctx), func(d, total int) {
+			entries = d
+			if !*quiet {
+				bar.update(d, total, "entries")
+			}
+		})
+		bar.finish()
+		if err != nil {
+			printErr(env.stderr, err)
+			return 1
 		}
+		fmt.Fprintf(env.stdout, "reindexed %d entries at catalog revision %d\n", entries, a.Catalog.Rev())
+		fmt.Fprintf(env.stderr, "took %s\n", time.Since(start).Round(time.Millisecond))
+		return 0
 	})
-	bar.finish()
-	if err != nil {
-		printErr(env.stderr, err)
-		return 1
-	}
-	fmt.Fprintf(env.stdout, "reindexed %d entries at catalog revision %d\n", entries, a.Catalog.Rev())
-	fmt.Fprintf(env.stderr, "took %s\n", time.Since(start).Round(time.Millisecond))
-	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/catalog"
 )
 
@@ -33,27 +34,23 @@ func runRender(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 2
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	id, version := splitRef(pos[0])
-	res, err := a.Catalog.Render(withContext(ctx), catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: pos[1], Inputs: in, OutputKind: *kind})
-	return output(env, *asJSON, res, err, func(w io.Writer) {
-		raw, _ := json.MarshalIndent(res.Rendered, "", "  ")
-		fmt.Fprintln(w, string(raw))
-		ref := res.SourceRef
-		fmt.Fprintf(env.stderr, "rendered %s@%s %s as %s", ref.CookbookID, ref.Version, ref.TemplateID, ref.OutputKind)
-		if len(res.UsedDefaults) > 0 {
-			var keys []string
-			for _, d := range res.UsedDefaults {
-				keys = append(keys, d.InputKey)
+	return withCatalogApp(env, func(a *app.App) int {
+		id, version := splitRef(pos[0])
+		res, err := a.Catalog.Render(withContext(ctx), catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: pos[1], Inputs: in, OutputKind: *kind})
+		return output(env, *asJSON, res, err, func(w io.Writer) {
+			raw, _ := json.MarshalIndent(res.Rendered, "", "  ")
+			fmt.Fprintln(w, string(raw))
+			ref := res.SourceRef
+			fmt.Fprintf(env.stderr, "rendered %s@%s %s as %s", ref.CookbookID, ref.Version, ref.TemplateID, ref.OutputKind)
+			if len(res.UsedDefaults) > 0 {
+				var keys []string
+				for _, d := range res.UsedDefaults {
+					keys = append(keys, d.InputKey)
+				}
+				fmt.Fprintf(env.stderr, "; defaults used for %s", strings.Join(keys, ", "))
 			}
-			fmt.Fprintf(env.stderr, "; defaults used for %s", strings.Join(keys, ", "))
-		}
-		fmt.Fprintln(env.stderr)
+			fmt.Fprintln(env.stderr)
+		})
 	})
 }
 

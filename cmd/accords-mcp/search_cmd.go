@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/catalog"
 	"github.com/accordsai/accords-mcp/index"
 )
@@ -38,29 +39,25 @@ func runSearch(ctx context.Context, env *environment, args []string) int {
 	for _, t := range tags {
 		tagList = append(tagList, strings.Split(t, ",")...)
 	}
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	q := index.Query{Text: strings.Join(pos, " "), ConnectorID: *connector, Verb: *verb, Tags: catalog.CanonicalTags(tagList),
-		EntryType: *entryType, CookbookID: *cookbook, AllVersions: *all, Limit: *limit}
-	res, err := a.Catalog.Search(withContext(ctx), q)
-	return output(env, *asJSON, res, err, func(w io.Writer) {
-		if len(res.Items) == 0 {
-			fmt.Fprintln(w, "no matching recipes")
-			return
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCORE\tCOOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
-		for _, h := range res.Items {
-			fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", h.Score, h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
-		}
-		tw.Flush()
-		if uint64(len(res.Items)) < res.Total {
-			fmt.Fprintf(w, "(%d of %d matches; use --limit for more)\n", len(res.Items), res.Total)
-		}
+	return withCatalogApp(env, func(a *app.App) int {
+		q := index.Query{Text: strings.Join(pos, " "), ConnectorID: *connector, Verb: *verb, Tags: catalog.CanonicalTags(tagList),
+			EntryType: *entryType, CookbookID: *cookbook, AllVersions: *all, Limit: *limit}
+		res, err := a.Catalog.Search(withContext(ctx), q)
+		return output(env, *asJSON, res, err, func(w io.Writer) {
+			if len(res.Items) == 0 {
+				fmt.Fprintln(w, "no matching recipes")
+				return
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "SCORE\tCOOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
+			for _, h := range res.Items {
+				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", h.Score, h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
+			}
+			tw.Flush()
+			if uint64(len(res.Items)) < res.Total {
+				fmt.Fprintf(w, "(%d of %d matches; use --limit for more)\n", len(res.Items), res.Total)
+			}
+		})
 	})
 }
 
