@@ -144,7 +144,8 @@ func checkShape(kind string, r map[string]any) error {
 	if kind == OutputVerbRequest {
 		c, _ := r["connector_id"].(string)
 		v, _ := r["verb"].(string)
-		if c == "" || v == "" {
+		// A blank id is as useless to Vault as a missing one.
+		if strings.TrimSpace(c) == "" || strings.TrimSpace(v) == "" {
 			return apperr.New(apperr.CodeTemplateInputInvalid, "rendered VERB_REQUEST must include connector_id and verb")
 		}
 		if _, ok := r["request"].(map[string]any); !ok {
