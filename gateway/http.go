@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -50,7 +49,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 			for _, bad := range queryCredentialNames {
 				if strings.EqualFold(name, bad) {
 					e := apperr.Validation("query."+strings.ToLower(name), "credentials in the URL query are refused (URLs are logged); send Authorization: Bearer <token>")
-					writeEnvelope(w, http.StatusBadRequest, e)
+					envelope.WriteHTTP(w, http.StatusBadRequest, e)
 					return
 				}
 			}
@@ -64,19 +63,19 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 		token, present := bearer(r.Header.Get("Authorization"))
 		if !present {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="`+Realm+`"`)
-			writeEnvelope(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "this server requires Authorization: Bearer <token>"))
+			envelope.WriteHTTP(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "this server requires Authorization: Bearer <token>"))
 			return
 		}
 		c, ok := pol.Authenticate(token)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="`+Realm+`", error="invalid_token", error_description="unknown token"`)
-			writeEnvelope(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "the bearer token is not known to this server"))
+			envelope.WriteHTTP(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "the bearer token is not known to this server"))
 			return
 		}
 		if h := server.TenantFromHeader(r.Header); h != "" && h != c.Tenant {
 			e := apperr.New(apperr.CodePermissionDenied, "caller %s is bound to its own tenant; the tenant header names another tenant", c.ID).
 				With("reason", "tenant_mismatch").With("header_tenant", h)
-			writeEnvelope(w, http.StatusForbidden, e)
+			envelope.WriteHTTP(w, http.StatusForbidden, e)
 			return
 		}
 		p := caller.Principal{ID: c.ID, Scope: c.Tenant, Transport: caller.TransportHTTP, Authenticated: true}
@@ -92,14 +91,6 @@ func bearer(h string) (string, bool) {
 		return "", false
 	}
 	return fields[1], true
-}
-
-func writeEnvelope(w http.ResponseWriter, status int, e *apperr.Error) {
-	env := envelope.Failure(e)
-	env.Meta.VaultHTTPStatus = status
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(env)
 }
 
 // GetServer returns the cached server for the caller Wrap resolved: its

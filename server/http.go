@@ -111,11 +111,7 @@ func writeTenantRequired(w http.ResponseWriter) {
 	e := apperr.New(apperr.CodeTenantHeaderRequired, "tenant header is required for HTTP requests when strict tenant header mode is enabled")
 	e.Details["required_headers"] = TenantHeaders
 	e.Details["strict_env_var"] = "ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"
-	env := envelope.Failure(e)
-	env.Meta.VaultHTTPStatus = http.StatusBadRequest
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(env)
+	envelope.WriteHTTP(w, http.StatusBadRequest, e)
 }
 
 func healthHandler(check func() error) http.Handler {

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"strings"
 
 	"github.com/accordsai/accords-mcp/apperr"
 	"github.com/accordsai/accords-mcp/approval"
@@ -52,14 +51,6 @@ type handlesListIn struct {
 }
 
 // nonBlank trims s and reports a validation error naming field when empty.
-func nonBlank(field, s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", apperr.Validation(field, "%s is required", field)
-	}
-	return s, nil
-}
-
 func vaultMeta(requestID string, status int) envelope.Meta {
 	return envelope.Meta{RequestID: requestID, VaultHTTPStatus: status}
 }
@@ -75,7 +66,7 @@ func approvalTools(sessions *session.Service, ex *execution.Service, handles *ap
 			Capability:  CapApprovalsView,
 			Hints:       ReadRemote,
 		}, nil, func(ctx context.Context, c *Call, in jobGetIn) (Result, error) {
-			id, err := nonBlank("job_id", in.JobID)
+			id, err := required("job_id", in.JobID)
 			if err != nil {
 				return Result{}, err
 			}
@@ -128,11 +119,11 @@ func approvalTools(sessions *session.Service, ex *execution.Service, handles *ap
 			Capability:  CapApprovalsView,
 			Hints:       ReadRemote,
 		}, nil, func(ctx context.Context, c *Call, in pendingGetIn) (Result, error) {
-			ch, err := nonBlank("challenge_id", in.ChallengeID)
+			ch, err := required("challenge_id", in.ChallengeID)
 			if err != nil {
 				return Result{}, err
 			}
-			pid, err := nonBlank("pending_id", in.PendingID)
+			pid, err := required("pending_id", in.PendingID)
 			if err != nil {
 				return Result{}, err
 			}

@@ -155,7 +155,7 @@ func planTools(sessions *session.Service, ex *execution.Service) []Tool {
 			Capability:  CapApprovalsView,
 			Hints:       ReadRemote,
 		}, nil, func(ctx context.Context, c *Call, in planRunGetIn) (Result, error) {
-			id, err := nonBlank("run_id", in.RunID)
+			id, err := required("run_id", in.RunID)
 			if err != nil {
 				return Result{}, err
 			}
