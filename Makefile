@@ -5,7 +5,7 @@ GO ?= go
 
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
-	$(GO) test -race -count=1 -tags=integration -run '^TestSmoke_' ./smoke/
+	$(GO) test -race -count=1 -tags=integration -run '^TestSmoke_' ./test/smoke/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -13,23 +13,23 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/accordsai/accords-mcp/approval"
-	"github.com/accordsai/accords-mcp/audit"
-	"github.com/accordsai/accords-mcp/catalog"
-	"github.com/accordsai/accords-mcp/catalog/builtin"
-	"github.com/accordsai/accords-mcp/config"
-	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog/builtin"
+	"github.com/accordsai/accords-mcp/domain/catalog/remote"
+	"github.com/accordsai/accords-mcp/domain/routing"
+	"github.com/accordsai/accords-mcp/domain/routing/passport"
+	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway"
-	"github.com/accordsai/accords-mcp/keyring"
-	"github.com/accordsai/accords-mcp/metrics"
-	"github.com/accordsai/accords-mcp/passport"
-	"github.com/accordsai/accords-mcp/remote"
-	"github.com/accordsai/accords-mcp/reqlog"
-	"github.com/accordsai/accords-mcp/routing"
-	"github.com/accordsai/accords-mcp/server"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/platform/metrics"
+	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -54,7 +54,7 @@ type App struct {
 	Router    *routing.Resolver
 	Passport  *passport.Service
 	Registry  *tools.Registry
-	Builder   *server.Builder
+	Builder   *transport.Builder
 	// Audit is the receipt log; Gateway applies policy, rate limits and
 	// audit to every server the app builds.
 	Audit   *audit.Log
@@ -191,7 +191,7 @@ func (a *App) init() error {
 		return float64(n), err == nil
 	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
-	a.Builder = &server.Builder{
+	a.Builder = &transport.Builder{
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
@@ -261,7 +261,7 @@ func (a *App) Reload() error { return a.Gateway.Reload() }
 
 // ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.MCPServer().Run(ctx, &server.StdioTransport{In: in, Out: out})
+	err := a.MCPServer().Run(ctx, &transport.StdioTransport{In: in, Out: out})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -270,7 +270,7 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
-	h := server.NewHTTPHandler(server.HTTPOptions{
+	h := transport.NewHTTPHandler(transport.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
 		RequireTenantHeader: a.Config.RequireTenantHeader,

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/stretchr/testify/require"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/internal/testenv"
+	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/internal/testenv"
-	"github.com/accordsai/accords-mcp/routing"
+	"github.com/accordsai/accords-mcp/domain/routing"
+	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/internal/testenv"
+	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/caller"
-	"github.com/accordsai/accords-mcp/server"
+	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,7 +19,7 @@ import (
 func BenchmarkSessionStatus(b *testing.B) {
 	b.Run("bare", func(b *testing.B) {
 		h := newHarness(b, setup{})
-		benchServer(b, (&server.Builder{}).Build(h.gw.reg))
+		benchServer(b, (&transport.Builder{}).Build(h.gw.reg))
 	})
 	b.Run("gateway", func(b *testing.B) {
 		h := newHarness(b, setup{})
@@ -34,7 +34,7 @@ func BenchmarkSessionStatus(b *testing.B) {
 func BenchmarkGatewayOverheadMedian(b *testing.B) {
 	hb := newHarness(b, setup{})
 	hg := newHarness(b, setup{})
-	bare, closeBare := connect(b, (&server.Builder{}).Build(hb.gw.reg))
+	bare, closeBare := connect(b, (&transport.Builder{}).Build(hb.gw.reg))
 	defer closeBare()
 	gw, closeGW := connect(b, hg.gw.StdioServer())
 	defer closeGW()

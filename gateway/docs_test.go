@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/policy"
+	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

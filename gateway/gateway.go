@@ -21,14 +21,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/audit"
-	"github.com/accordsai/accords-mcp/caller"
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/policy"
-	"github.com/accordsai/accords-mcp/ratelimit"
-	"github.com/accordsai/accords-mcp/server"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/gateway/ratelimit"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,7 +56,7 @@ type Options struct {
 	Registry *tools.Registry
 	// Builder makes MCP servers; the gateway adds its principal resolver and
 	// middleware in front of Builder.Middleware.
-	Builder *server.Builder
+	Builder *transport.Builder
 	// PolicyFile is ACCORDS_MCP_POLICY_FILE ("" = built-in default policy).
 	PolicyFile string
 	// ReadOnly removes every write tool on every transport.
@@ -83,7 +83,7 @@ type Gateway struct {
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
 	known   policy.Known
-	builder server.Builder
+	builder transport.Builder
 
 	reloadMu sync.Mutex
 	// public is set once the HTTP bridge listens beyond loopback: a reload
@@ -510,7 +510,7 @@ func (g *Gateway) Principal(_ context.Context, extra *mcp.RequestExtra) caller.P
 func anonymousPrincipal(pol *policy.Policy, h http.Header) caller.Principal {
 	scope := pol.Anonymous.Tenant
 	if scope == "" {
-		scope = server.TenantFromHeader(h)
+		scope = transport.TenantFromHeader(h)
 	}
 	if scope == "" {
 		scope = caller.DefaultScope

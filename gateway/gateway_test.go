@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/audit"
-	"github.com/accordsai/accords-mcp/policy"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

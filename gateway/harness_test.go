@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/audit"
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/keyring"
-	"github.com/accordsai/accords-mcp/server"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -87,7 +87,7 @@ func newHarness(t testing.TB, s setup) *harness {
 		rec = s.recorder(h.log)
 	}
 	h.gw, err = New(Options{
-		Registry: reg, Builder: &server.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
+		Registry: reg, Builder: &transport.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
 		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now,
 	})
 	require.NoError(t, err)
@@ -120,7 +120,7 @@ func (h *harness) stdio() *mcp.ClientSession {
 
 // httpServer serves the bridge with the gateway's auth and servers.
 func (h *harness) httpServer() *httptest.Server {
-	srv := httptest.NewServer(server.NewHTTPHandler(server.HTTPOptions{GetServer: h.gw.GetServer, Wrap: h.gw.Wrap}))
+	srv := httptest.NewServer(transport.NewHTTPHandler(transport.HTTPOptions{GetServer: h.gw.GetServer, Wrap: h.gw.Wrap}))
 	h.t.Cleanup(srv.Close)
 	return srv
 }

@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/caller"
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/policy"
-	"github.com/accordsai/accords-mcp/server"
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -72,7 +72,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 			envelope.WriteHTTP(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "the bearer token is not known to this server"))
 			return
 		}
-		if h := server.TenantFromHeader(r.Header); h != "" && h != c.Tenant {
+		if h := transport.TenantFromHeader(r.Header); h != "" && h != c.Tenant {
 			e := apperr.New(apperr.CodePermissionDenied, "caller %s is bound to its own tenant; the tenant header names another tenant", c.ID).
 				With("reason", "tenant_mismatch").With("header_tenant", h)
 			envelope.WriteHTTP(w, http.StatusForbidden, e)

@@ -8,9 +8,9 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/caller"
-	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -3,13 +3,13 @@ package tools
 import (
 	"time"
 
-	"github.com/accordsai/accords-mcp/approval"
-	"github.com/accordsai/accords-mcp/catalog"
-	"github.com/accordsai/accords-mcp/execution"
-	"github.com/accordsai/accords-mcp/passport"
-	"github.com/accordsai/accords-mcp/remote"
-	"github.com/accordsai/accords-mcp/routing"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog/remote"
+	"github.com/accordsai/accords-mcp/domain/routing"
+	"github.com/accordsai/accords-mcp/domain/routing/passport"
+	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/vault"
 )
 

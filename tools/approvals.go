@@ -3,11 +3,11 @@ package tools
 import (
 	"context"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/approval"
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/execution"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

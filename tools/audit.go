@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/audit"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"

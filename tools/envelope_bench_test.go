@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

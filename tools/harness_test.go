@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/config"
-	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )

@@ -3,8 +3,8 @@ package tools
 import (
 	"context"
 
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/passport"
+	"github.com/accordsai/accords-mcp/domain/routing/passport"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

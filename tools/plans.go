@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/approval"
-	"github.com/accordsai/accords-mcp/execution"
-	"github.com/accordsai/accords-mcp/orchestration"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/approval/orchestration"
+	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

@@ -3,7 +3,7 @@ package tools
 import (
 	"context"
 
-	"github.com/accordsai/accords-mcp/remote"
+	"github.com/accordsai/accords-mcp/domain/catalog/remote"
 )
 
 type sourceIn struct {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/catalog"
-	"github.com/accordsai/accords-mcp/remote"
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog/remote"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"

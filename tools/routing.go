@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/routing"
+	"github.com/accordsai/accords-mcp/domain/routing"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 )
 
 type routeResolveOptions struct {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/routing"
+	"github.com/accordsai/accords-mcp/domain/routing"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -3,7 +3,7 @@ package tools
 import (
 	"context"
 
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/accordsai/accords-mcp/caller"
-	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

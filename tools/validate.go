@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

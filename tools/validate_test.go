@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"

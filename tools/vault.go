@@ -3,13 +3,13 @@ package tools
 import (
 	"context"
 	"fmt"
-	"github.com/accordsai/accords-mcp/execution"
+	"github.com/accordsai/accords-mcp/domain/approval/execution"
 	"net/url"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/envelope"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/google/jsonschema-go/jsonschema"
 )

@@ -23,9 +23,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/session"
-	"github.com/accordsai/accords-mcp/version"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/version"
 )
 
 // DefaultMaxResponseBytes caps a Vault response body (16 MiB).

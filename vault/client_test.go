@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/session"
-	"github.com/accordsai/accords-mcp/version"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
 // Vault API paths (spec §2.0).

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
 // CodeNetworkError is the synthetic Vault code of a transport failure.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 )
 
 // FuzzErrorDecoding decodes an arbitrary Vault error response body with an

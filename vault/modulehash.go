@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
 	bolt "go.etcd.io/bbolt"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/accordsai/accords-mcp/loadgen"
+	"github.com/accordsai/accords-mcp/bench/loadgen"
 )
 
 type multiFlag []string

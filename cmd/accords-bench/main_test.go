@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/loadgen"
+	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

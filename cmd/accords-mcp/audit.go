@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/accordsai/accords-mcp/audit"
+	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/store"
 )
 

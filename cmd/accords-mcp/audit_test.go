@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/config"
-	"github.com/accordsai/accords-mcp/policy"
+	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/accordsai/accords-mcp/backup"
-	"github.com/accordsai/accords-mcp/control"
+	"github.com/accordsai/accords-mcp/ops/backup"
+	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/store"
 )
 

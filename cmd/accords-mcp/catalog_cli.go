@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/envelope"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 )
 
 // Shared plumbing of the catalog commands (search, catalog, render,

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
 func init() {

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/catalog"
-	"github.com/accordsai/accords-mcp/config"
-	"github.com/accordsai/accords-mcp/control"
-	"github.com/accordsai/accords-mcp/doctor"
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog/legacy"
 	"github.com/accordsai/accords-mcp/index"
-	"github.com/accordsai/accords-mcp/legacy"
+	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/ops/doctor"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/store"
-	"github.com/accordsai/accords-mcp/version"
 )
 
 // startDaemon starts what a serving process owns besides its transport: the

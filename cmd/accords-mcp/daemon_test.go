@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/control"
+	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

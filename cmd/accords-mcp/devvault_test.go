@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

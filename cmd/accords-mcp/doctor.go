@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/caller"
-	"github.com/accordsai/accords-mcp/config"
-	"github.com/accordsai/accords-mcp/control"
-	"github.com/accordsai/accords-mcp/doctor"
-	"github.com/accordsai/accords-mcp/keyring"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/ops/doctor"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
 )
 

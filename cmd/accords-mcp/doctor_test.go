@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/config"
 	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -9,7 +9,7 @@ import (
 	"io"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/legacy"
+	"github.com/accordsai/accords-mcp/domain/catalog/legacy"
 	"github.com/accordsai/accords-mcp/store"
 )
 

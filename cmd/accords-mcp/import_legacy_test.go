@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/index"
-	"github.com/accordsai/accords-mcp/internal/testenv"
+	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/platform/config"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/policy"
+	"github.com/accordsai/accords-mcp/gateway/policy"
 )
 
 func init() {

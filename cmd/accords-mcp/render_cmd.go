@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog"
 )
 
 func init() {

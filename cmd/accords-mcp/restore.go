@@ -9,11 +9,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/backup"
-	"github.com/accordsai/accords-mcp/config"
-	"github.com/accordsai/accords-mcp/keyring"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/ops/backup"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
 	bolt "go.etcd.io/bbolt"
 )

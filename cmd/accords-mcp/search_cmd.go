@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/catalog"
+	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
 )
 

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/config"
+	"github.com/accordsai/accords-mcp/platform/config"
 )
 
 func init() {

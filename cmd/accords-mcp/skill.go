@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/accordsai/accords-mcp/routing"
+	"github.com/accordsai/accords-mcp/domain/routing"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/routing"
+	"github.com/accordsai/accords-mcp/domain/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

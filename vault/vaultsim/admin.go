@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
 )
 
 // Admin (control) endpoints, all under /_sim/:

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/apperr"
-	"github.com/accordsai/accords-mcp/session"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"

@@ -1,0 +1,279 @@
+// Package execution composes the Vault-backed flows that can end in an
+// approval handoff: execute-job (orchestration → module hash → validate →
+// execute-job) and plan execute (strict preflight → plans/execute), plus
+// the wait. Every handoff is stored as a durable handle before it is
+// returned. Tool handlers and the passport workflow call this package; it
+// knows nothing of MCP.
+package execution
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/orchestration"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/vault"
+)
+
+// Service runs the flows. All fields but Clock are required.
+type Service struct {
+	Vault      *vault.Client
+	ModuleHash *vault.ModuleHash
+	Handles    *approval.Store
+	// Clock drives waits (approval.RealClock when nil).
+	Clock approval.Clock
+}
+
+// Outcome is a successful flow result: the tool's data and the meta of the
+// Vault call that produced it.
+type Outcome struct {
+	Data       map[string]any
+	RequestID  string
+	HTTPStatus int
+}
+
+// profileAPI binds the client to a session for orchestration.
+type profileAPI struct {
+	c *vault.Client
+	s session.Session
+}
+
+func (p profileAPI) ProfilesList(ctx context.Context, q url.Values) (map[string]any, error) {
+	r, err := p.c.ProfilesList(ctx, p.s, q)
+	return r.Object(), err
+}
+
+func (p profileAPI) ProfileGet(ctx context.Context, id string) (map[string]any, error) {
+	r, err := p.c.ProfileGet(ctx, p.s, id)
+	return r.Object(), err
+}
+
+// ProfileUpsert sends the typed profile so the body keeps the documented
+// field order (spec §5.5 wire example).
+func (p profileAPI) ProfileUpsert(ctx context.Context, profile any, key string) (map[string]any, error) {
+	r, err := p.c.Do(ctx, p.s, vault.Request{Method: http.MethodPost, Path: vault.PathProfileUpsert, Body: map[string]any{"profile": profile}, IdempotencyKey: key})
+	return r.Object(), err
+}
+
+// ProfileAPI returns the orchestration view of the client for sess.
+func (s *Service) ProfileAPI(sess session.Session) orchestration.ProfileAPI {
+	return profileAPI{c: s.Vault, s: sess}
+}
+
+type approvalAPI struct {
+	c *vault.Client
+	s session.Session
+}
+
+func reply(r *vault.Response, err error) (approval.Reply, error) {
+	if err != nil || r == nil {
+		return approval.Reply{}, err
+	}
+	return approval.Reply{Status: r.Status, RequestID: r.RequestID, Body: r.Object()}, nil
+}
+
+func (a approvalAPI) JobGet(ctx context.Context, id string) (approval.Reply, error) {
+	return reply(a.c.JobGet(ctx, a.s, id))
+}
+
+func (a approvalAPI) PlanRunGet(ctx context.Context, id string) (approval.Reply, error) {
+	return reply(a.c.PlanRunGet(ctx, a.s, id))
+}
+
+func (a approvalAPI) PendingApprovals(ctx context.Context, q url.Values) (approval.Reply, error) {
+	return reply(a.c.PendingApprovals(ctx, a.s, q))
+}
+
+// ApprovalAPI returns the approval view of the client for sess.
+func (s *Service) ApprovalAPI(sess session.Session) approval.API {
+	return approvalAPI{c: s.Vault, s: sess}
+}
+
+// handoff resolves the pending id best-effort, stores the durable handle and
+// returns the MCP_APPROVAL_REQUIRED error. A failure to store the handle is
+// not allowed to lose it either: the error still carries the handle.
+func (s *Service) handoff(ctx context.Context, scope string, sess session.Session, h *approval.Handoff, source string) error {
+	approval.ResolveIDs(ctx, s.ApprovalAPI(sess), h)
+	e := h.Err()
+	if s.Handles != nil && (h.JobID != "" || h.RunID != "") {
+		if _, err := s.Handles.Save(scope, h, source); err != nil {
+			e.With("handle_stored", false)
+		}
+	}
+	return e
+}
+
+// HandoffFromError turns a >= 400 approval error that carries pending
+// details into a stored handoff (D3); other errors are returned unchanged.
+// The synchronous execute tool uses it.
+func (s *Service) HandoffFromError(ctx context.Context, scope string, sess session.Session, err error, source string) error {
+	if h, ok := approval.FromError(err); ok {
+		return s.handoff(ctx, scope, sess, h, source)
+	}
+	return err
+}
+
+// copyObject deep-copies a JSON object so callers' arguments are never
+// mutated.
+func copyObject(m map[string]any, field string) (map[string]any, error) {
+	cp, err := orchestration.DeepCopy(m)
+	if err != nil {
+		return nil, apperr.Validation(field, "%s is not valid JSON: %v", field, err)
+	}
+	out, _ := cp.(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	return out, nil
+}
+
+// ExecuteJob runs vaultclaw_connector_execute_job: orchestration (§5.1),
+// module-hash preflight (§6), validate (E3), execute-job (E5), and the
+// approval handoff (§4). The request is not modified.
+func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options) (Outcome, error) {
+	req, err := copyObject(request, "request")
+	if err != nil {
+		return Outcome{}, err
+	}
+	preflight, err := orchestration.NewResolver(s.ProfileAPI(sess)).PrepareJobRequest(ctx, req, opts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	var validation any
+	var resp *vault.Response
+	mh, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
+		v, err := s.Vault.Validate(ctx, sess, req)
+		if err != nil {
+			return err
+		}
+		validation = v.Body
+		resp, err = s.Vault.ExecuteJob(ctx, sess, req, "")
+		return err
+	})
+	if err != nil {
+		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, "vaultclaw_connector_execute_job")
+	}
+	r, _ := reply(resp, nil)
+	if h, ok := approval.DetectJob(r); ok {
+		return Outcome{}, s.handoff(ctx, scope, sess, h, "vaultclaw_connector_execute_job")
+	}
+	preflight["module_hash"] = mh
+	preflight["validation"] = validation
+	return Outcome{
+		Data:       map[string]any{"response": resp.Body, "preflight": preflight, "request": req},
+		RequestID:  resp.RequestID,
+		HTTPStatus: resp.Status,
+	}, nil
+}
+
+// PlanExecuteInput are the arguments of plan execute.
+type PlanExecuteInput struct {
+	Plan map[string]any
+	// PlanInput is sent when PlanInputSet, even when nil.
+	PlanInput    any
+	PlanInputSet bool
+	// Orchestration: the passport workflow passes UnboundedProfiles false.
+	Orchestration orchestration.Options
+	// Undocumented pass-through arguments.
+	Analysis               *bool
+	AnalysisAPIKeySecretID string
+	AnalysisModel          string
+	// Source names the caller in the durable handle (default
+	// "vaultclaw_plan_execute").
+	Source string
+}
+
+// PlanExecute runs vaultclaw_plan_execute: strict profile preflight (§5.7),
+// plan defaults without module-hash injection (§6.4), plans/execute (E7)
+// and the approval handoff. On MCP_APPROVAL_REQUIRED the handle is already
+// stored under scope.
+func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Session, in PlanExecuteInput) (Outcome, error) {
+	var plan map[string]any
+	preflight := map[string]any{"orchestrated": in.Orchestration.UnboundedProfiles}
+	if in.Orchestration.UnboundedProfiles {
+		out, res, err := orchestration.NewResolver(s.ProfileAPI(sess)).PreflightPlan(ctx, in.Plan, in.PlanInput,
+			orchestration.PlanOptions{Strict: true, AutoCreate: in.Orchestration.AutoCreate, PlanInputSet: in.PlanInputSet})
+		if err != nil {
+			return Outcome{}, err
+		}
+		plan = out
+		preflight["resolutions"] = res
+	} else {
+		var err error
+		if plan, err = copyObject(in.Plan, "plan"); err != nil {
+			return Outcome{}, err
+		}
+	}
+	preflight["module_hash"] = vault.PlanModuleHashPreflight(plan)
+	body := map[string]any{"plan": plan}
+	if in.PlanInputSet {
+		body["plan_input"] = in.PlanInput
+	}
+	if in.Analysis != nil {
+		body["analysis"] = *in.Analysis
+	}
+	if in.AnalysisAPIKeySecretID != "" {
+		body["analysis_api_key_secret_id"] = in.AnalysisAPIKeySecretID
+	}
+	if in.AnalysisModel != "" {
+		body["analysis_model"] = in.AnalysisModel
+	}
+	source := in.Source
+	if source == "" {
+		source = "vaultclaw_plan_execute"
+	}
+	resp, err := s.Vault.PlanExecute(ctx, sess, body, "")
+	if err != nil {
+		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, source)
+	}
+	r, _ := reply(resp, nil)
+	if h, ok := approval.DetectPlan(r); ok {
+		return Outcome{}, s.handoff(ctx, scope, sess, h, source)
+	}
+	return Outcome{
+		Data:       map[string]any{"response": resp.Body, "preflight": preflight, "plan": plan},
+		RequestID:  resp.RequestID,
+		HTTPStatus: resp.Status,
+	}, nil
+}
+
+// PlanValidate runs vaultclaw_plan_validate: plan defaults (no module hash)
+// and E6 with body {plan}.
+func (s *Service) PlanValidate(ctx context.Context, sess session.Session, plan map[string]any) (Outcome, error) {
+	p, err := copyObject(plan, "plan")
+	if err != nil {
+		return Outcome{}, err
+	}
+	vault.PlanModuleHashPreflight(p)
+	resp, err := s.Vault.PlanValidate(ctx, sess, p)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Data: resp.Object(), RequestID: resp.RequestID, HTTPStatus: resp.Status}, nil
+}
+
+// PreviewPlan runs the non-strict preflight without auto-create.
+func (s *Service) PreviewPlan(ctx context.Context, sess session.Session, plan map[string]any, planInput any, planInputSet bool) (map[string]any, error) {
+	out, res, err := orchestration.NewResolver(s.ProfileAPI(sess)).PreflightPlan(ctx, plan, planInput, orchestration.PlanOptions{PlanInputSet: planInputSet})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"resolutions": res, "transformed_plan": out}, nil
+}
+
+// Wait waits on h and records what it saw in the durable handle, whether
+// the wait ended, timed out or was cancelled.
+func (s *Service) Wait(ctx context.Context, scope string, sess session.Session, h approval.Handle, opts approval.WaitOptions, progress approval.Progress) (map[string]any, error) {
+	w := approval.Waiter{API: s.ApprovalAPI(sess), Clock: s.Clock, Progress: progress}
+	res, err := w.Wait(ctx, h, opts)
+	if s.Handles != nil && res.Polls > 0 {
+		_, _ = s.Handles.Observe(scope, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.Data(), nil
+}

@@ -1,0 +1,161 @@
+// Package orchestration implements unbounded-profile orchestration for
+// generic.http requests (spec §5): requirement derivation from
+// secret_attachments, deterministic profile matching, auto-create, and the
+// plan preflight. It works on decoded JSON and reaches Vaultclaw only through
+// the small ProfileStore interface, so it knows nothing of HTTP or MCP.
+package orchestration
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+)
+
+// The only connector/verb pair that is orchestrated.
+const (
+	GenericConnector = "generic.http"
+	GenericVerb      = "generic.http.request.v1"
+	ProfileType      = "connector.unbounded.profile.v1"
+)
+
+// IsGeneric reports whether connector/verb is the orchestrated pair (trimmed,
+// case-sensitive, as the spec requires).
+func IsGeneric(connectorID, verb string) bool {
+	return strings.TrimSpace(connectorID) == GenericConnector && strings.TrimSpace(verb) == GenericVerb
+}
+
+// Requirement is one secret attachment the profile must allow. Its JSON form
+// (field order, omitted empties, Go escaping) is the canonical hash input of
+// auto-create, so do not reorder the fields.
+type Requirement struct {
+	Slot                string   `json:"slot"`
+	Intent              string   `json:"intent,omitempty"`
+	ExpectedSecretTypes []string `json:"expected_secret_types,omitempty"`
+	Mode                string   `json:"mode"`
+	Target              string   `json:"target"`
+	Required            bool     `json:"required"`
+}
+
+// Key is "<slot>:<mode>:<target>", the name used in match reports.
+func (r Requirement) Key() string { return r.Slot + ":" + r.Mode + ":" + r.Target }
+
+func str(v any) string {
+	s, _ := v.(string)
+	return strings.TrimSpace(s)
+}
+
+// cleanList trims, drops blanks and non-strings, dedupes and sorts (byte
+// order). It returns nil for an empty result.
+func cleanList(v any) []string {
+	arr, _ := v.([]any)
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range arr {
+		s := str(x)
+		if s == "" || seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func parseRequirement(m map[string]any) Requirement {
+	return Requirement{
+		Slot:                str(m["slot"]),
+		Intent:              str(m["intent"]),
+		ExpectedSecretTypes: cleanList(m["expected_secret_types"]),
+		Mode:                str(m["mode"]),
+		Target:              str(m["target"]),
+		// A caller's required:false is discarded: every requirement is
+		// required (spec §5.2, §10.1 #5), and the hash depends on it.
+		Required: true,
+	}
+}
+
+func sortRequirements(reqs []Requirement) {
+	sort.SliceStable(reqs, func(i, j int) bool {
+		a, b := reqs[i], reqs[j]
+		if a.Slot != b.Slot {
+			return a.Slot < b.Slot
+		}
+		if a.Mode != b.Mode {
+			return a.Mode < b.Mode
+		}
+		if a.Target != b.Target {
+			return a.Target < b.Target
+		}
+		return a.Intent < b.Intent
+	})
+}
+
+// DeriveRequirements reads payload.secret_attachments (spec §5.2). field is
+// the path of payload in the caller's arguments (for example
+// "request.request"), used to name the offending field in validation errors.
+// A missing, non-array or empty list yields no requirements. Requirements are
+// not deduplicated, as in the reference.
+func DeriveRequirements(payload map[string]any, field string) ([]Requirement, error) {
+	arr, ok := payload["secret_attachments"].([]any)
+	if !ok || len(arr) == 0 {
+		return nil, nil
+	}
+	base := joinField(field, "secret_attachments")
+	out := make([]Requirement, 0, len(arr))
+	for i, item := range arr {
+		m, ok := item.(map[string]any)
+		where := fmt.Sprintf("%s[%d]", base, i)
+		if !ok {
+			return nil, apperr.Validation(where, "secret_attachments[%d] must be object", i)
+		}
+		r := parseRequirement(m)
+		if r.Slot == "" || r.Mode == "" || r.Target == "" {
+			missing := []string{}
+			for _, f := range []struct{ n, v string }{{"slot", r.Slot}, {"mode", r.Mode}, {"target", r.Target}} {
+				if f.v == "" {
+					missing = append(missing, f.n)
+				}
+			}
+			return nil, apperr.Validation(where+"."+missing[0], "secret_attachments[%d] requires slot/mode/target", i).
+				With("missing", missing)
+		}
+		out = append(out, r)
+	}
+	sortRequirements(out)
+	return out, nil
+}
+
+// ParseRequirements parses the explicit requirements argument of
+// vaultclaw_unbounded_profile_resolve. The array must be non-empty and hold
+// objects; entries missing slot, mode or target are dropped silently (the
+// caller reports "no unbounded requirements found" when none remain).
+func ParseRequirements(v any, field string) ([]Requirement, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, apperr.Validation(field, "%s must be a non-empty array", field)
+	}
+	out := make([]Requirement, 0, len(arr))
+	for i, item := range arr {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, apperr.Validation(fmt.Sprintf("%s[%d]", field, i), "%s[%d] must be object", field, i)
+		}
+		r := parseRequirement(m)
+		if r.Slot == "" || r.Mode == "" || r.Target == "" {
+			continue
+		}
+		out = append(out, r)
+	}
+	sortRequirements(out)
+	return out, nil
+}
+
+func joinField(base, name string) string {
+	if base == "" {
+		return name
+	}
+	return base + "." + name
+}

@@ -1,0 +1,134 @@
+package approval
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+)
+
+// ParseStates reads the states argument: a CSV string or a string array.
+// Values are trimmed and upper-cased, blanks skipped, duplicates dropped;
+// the result must be a non-empty subset of allowed.
+func ParseStates(v any, field string, allowed []string) ([]string, error) {
+	var raw []string
+	switch x := v.(type) {
+	case nil:
+		return append([]string(nil), allowed...), nil
+	case string:
+		raw = strings.Split(x, ",")
+	case []any:
+		for _, it := range x {
+			s, ok := it.(string)
+			if !ok {
+				return nil, apperr.Validation(field, "%s array must contain strings", field)
+			}
+			raw = append(raw, s)
+		}
+	default:
+		return nil, apperr.Validation(field, "%s must be CSV string or string array", field)
+	}
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range raw {
+		s = strings.ToUpper(strings.TrimSpace(s))
+		if s == "" || seen[s] {
+			continue
+		}
+		if !ok[s] {
+			return nil, apperr.Validation(field, "%s contains invalid value: %s", field, s).With("allowed", allowed)
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, apperr.Validation(field, "%s cannot be empty", field)
+	}
+	return out, nil
+}
+
+// EnrichRow adds decision_outcome and the attestation URL and markdown link
+// to a copy of row.
+func EnrichRow(row map[string]any) map[string]any {
+	out := make(map[string]any, len(row)+3)
+	for k, v := range row {
+		out[k] = v
+	}
+	out["decision_outcome"] = PendingOutcome(row)
+	u := str(row["remote_attestation_url"])
+	if u == "" {
+		u = str(obj(row["pending_approval"])["remote_attestation_url"])
+	}
+	if u != "" {
+		out["remote_attestation_url"] = u
+		out["remote_attestation_link_markdown"] = "[" + u + "](" + u + ")"
+	}
+	return out
+}
+
+// ListQuery are the filters of vaultclaw_approvals_pending_list.
+type ListQuery struct {
+	States                                  []string
+	Limit                                   int
+	ConnectorID, Verb, AgentID, ChallengeID string
+}
+
+// DefaultListLimit is the pending list's default page size.
+const DefaultListLimit = 50
+
+// Values encodes the query (blank filters are not sent).
+func (q ListQuery) Values() url.Values {
+	v := url.Values{}
+	states := q.States
+	if len(states) == 0 {
+		states = AllPendingStates
+	}
+	v.Set("states", strings.Join(states, ","))
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	v.Set("limit", strconv.Itoa(limit))
+	for k, s := range map[string]string{"connector_id": q.ConnectorID, "verb": q.Verb, "agent_id": q.AgentID, "challenge_id": q.ChallengeID} {
+		if s = strings.TrimSpace(s); s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+// List runs E10 and returns the enriched, sorted rows and the reply.
+func List(ctx context.Context, api API, q ListQuery) ([]map[string]any, Reply, error) {
+	r, err := api.PendingApprovals(ctx, q.Values())
+	if err != nil {
+		return nil, r, err
+	}
+	rows := Rows(r.Body)
+	SortRows(rows)
+	out := make([]map[string]any, len(rows))
+	for i, row := range rows {
+		out[i] = EnrichRow(row)
+	}
+	return out, r, nil
+}
+
+// Get finds one pending approval by challenge and pending id.
+func Get(ctx context.Context, api API, challengeID, pendingID string) (map[string]any, error) {
+	rows, _, err := List(ctx, api, ListQuery{Limit: PendingLimit, ChallengeID: challengeID})
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		if strings.EqualFold(str(row["pending_id"]), strings.TrimSpace(pendingID)) {
+			return row, nil
+		}
+	}
+	return nil, apperr.New(apperr.CodeApprovalPendingNotFound, "pending approval item not found for challenge_id + pending_id").
+		With("challenge_id", challengeID).With("pending_id", pendingID)
+}

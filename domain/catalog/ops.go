@@ -1,0 +1,343 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Conflict policies of upsert and import.
+const (
+	PolicyFail         = "FAIL"
+	PolicyOverwrite    = "OVERWRITE"
+	PolicySkipIfExists = "SKIP_IF_EXISTS"
+)
+
+// Policies lists the conflict policies.
+var Policies = []string{PolicyFail, PolicyOverwrite, PolicySkipIfExists}
+
+// NormalizePolicy trims and upper-cases p ("" is FAIL); an unknown policy is
+// a validation error, never a silent FAIL (decision D2).
+func NormalizePolicy(p string) (string, error) {
+	p = strings.ToUpper(strings.TrimSpace(p))
+	switch p {
+	case "":
+		return PolicyFail, nil
+	case PolicyFail, PolicyOverwrite, PolicySkipIfExists:
+		return p, nil
+	}
+	return "", apperr.Validation("conflict_policy", "conflict_policy must be one of FAIL, OVERWRITE, SKIP_IF_EXISTS").
+		With("allowed", Policies).With("conflict_policy", clip(p))
+}
+
+// Upsert outcomes.
+const (
+	OutcomeCreated   = "created"
+	OutcomeUpdated   = "updated"
+	OutcomeUnchanged = "unchanged"
+	OutcomeSkipped   = "skipped"
+)
+
+// UpsertResult is the data of upsert and import. Under SKIP_IF_EXISTS with
+// different content, Cookbook describes the existing (winning) bundle and
+// ContentHash the incoming one.
+type UpsertResult struct {
+	Cookbook         Item   `json:"cookbook"`
+	CreatedOrUpdated bool   `json:"created_or_updated"`
+	ConflictPolicy   string `json:"conflict_policy"`
+	Outcome          string `json:"outcome"`
+	ContentHash      string `json:"content_hash"`
+}
+
+// UpsertOptions tune Upsert.
+type UpsertOptions struct {
+	// Policy is FAIL (default), OVERWRITE or SKIP_IF_EXISTS.
+	Policy string
+	// InTx, when set, runs inside the same bbolt write transaction after
+	// the bundle has been decided (and written, unless unchanged or
+	// skipped). Returning an error rolls everything back. Remote install
+	// uses it to commit its lock record atomically with the bundle.
+	InTx func(tx *bolt.Tx, res *UpsertResult) error
+}
+
+// Upsert canonicalizes, validates and stores b under the conflict policy;
+// the bundle, the catalog revision, any InTx records commit in one bbolt
+// transaction, then the index is updated to that revision.
+func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*UpsertResult, error) {
+	policy, err := NormalizePolicy(opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, schemaErr("bundle is required")
+	}
+	canonical, hash, err := Prepare(b)
+	if err != nil {
+		return nil, err
+	}
+	res := &UpsertResult{ConflictPolicy: policy, ContentHash: hash}
+	err = s.write(ctx, func(w *writeTx) error {
+		*res = UpsertResult{ConflictPolicy: policy, ContentHash: hash}
+		existing := w.stored(b.CookbookID, b.Version)
+		write := true
+		switch {
+		case existing == nil:
+			res.Outcome = OutcomeCreated
+		case HashBytes(existing) == hash:
+			res.Outcome, write = OutcomeUnchanged, false
+		case policy == PolicyFail:
+			return apperr.New(apperr.CodeCatalogConflict, "bundle already exists with different content").
+				With("cookbook_id", b.CookbookID).With("version", b.Version).
+				With("existing_content_hash", HashBytes(existing)).With("content_hash", hash)
+		case policy == PolicySkipIfExists:
+			res.Outcome, write = OutcomeSkipped, false
+		default:
+			res.Outcome = OutcomeUpdated
+		}
+		if write {
+			if err := w.put(b, canonical, hash); err != nil {
+				return err
+			}
+			res.CreatedOrUpdated = true
+		}
+		item, err := w.item(b.CookbookID, b.Version)
+		if err != nil {
+			return err
+		}
+		res.Cookbook = item
+		if opts.InTx != nil {
+			return opts.InTx(w.tx, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapStoreErr("upsert cookbook", err)
+	}
+	return res, nil
+}
+
+// item reads the list row of id@version with its latest flag.
+func (w *writeTx) item(id, version string) (Item, error) {
+	var it Item
+	raw := w.root.Get(itemKey(id, version))
+	if raw == nil {
+		// A row lost by an older bug or manual edit: rebuild it.
+		raw := w.stored(id, version)
+		if raw == nil {
+			return it, notFoundVersion(id, version)
+		}
+		b, err := decodeBundle(raw)
+		if err != nil {
+			return it, err
+		}
+		it = itemOf(b, HashBytes(raw))
+	} else if err := json.Unmarshal(raw, &it); err != nil {
+		return it, err
+	}
+	it.Latest = latestVersion(w.root, id) == version
+	return it, nil
+}
+
+// DeleteResult is the data of delete.
+type DeleteResult struct {
+	CookbookID string `json:"cookbook_id"`
+	Version    string `json:"version"`
+	Deleted    bool   `json:"deleted"`
+}
+
+// Delete removes id@version, or the latest version when version is empty.
+// A missing cookbook or version is MCP_CATALOG_NOT_FOUND either way. The
+// latest version is resolved inside the write transaction (no TOCTOU).
+func (s *Service) Delete(ctx context.Context, id, version string) (*DeleteResult, error) {
+	id, version, err := checkRef(id, version)
+	if err != nil {
+		return nil, err
+	}
+	res := &DeleteResult{CookbookID: id}
+	err = s.write(ctx, func(w *writeTx) error {
+		v, _, err := resolve(w.root, id, version)
+		if err != nil {
+			return err
+		}
+		res.Version = v
+		if err := w.delete(id, v); err != nil {
+			return err
+		}
+		res.Deleted = true
+		return nil
+	})
+	if err != nil {
+		return nil, wrapStoreErr("delete cookbook", err)
+	}
+	return res, nil
+}
+
+// RenderRequest asks for one template to be rendered.
+type RenderRequest struct {
+	CookbookID string
+	TemplateID string
+	Version    string
+	Inputs     map[string]any
+	OutputKind string
+}
+
+// Render renders a stored template (§3). It never executes anything.
+func (s *Service) Render(ctx context.Context, r RenderRequest) (*RenderResult, error) {
+	tid := strings.TrimSpace(r.TemplateID)
+	if strings.TrimSpace(r.CookbookID) == "" {
+		return nil, apperr.Validation("cookbook_id", "cookbook_id is required")
+	}
+	if tid == "" {
+		return nil, apperr.Validation("template_id", "template_id is required")
+	}
+	if _, err := NormalizeOutputKind(r.OutputKind); err != nil {
+		return nil, err
+	}
+	st, err := s.Get(ctx, r.CookbookID, r.Version)
+	if err != nil {
+		return nil, err
+	}
+	e := st.Bundle.Entry(tid)
+	if e == nil {
+		return nil, apperr.New(apperr.CodeTemplateNotFound, "template not found in cookbook").
+			With("cookbook_id", st.Bundle.CookbookID).With("version", st.Bundle.Version).With("template_id", clip(tid))
+	}
+	return RenderEntry(st.Bundle, e, r.Inputs, r.OutputKind)
+}
+
+// ---------------------------------------------------------------------------
+// Built-in cookbooks
+
+// SeedRecord remembers one built-in bundle written by the seeder.
+type SeedRecord struct {
+	ContentHash string `json:"content_hash"`
+	SeededAt    string `json:"seeded_at"`
+}
+
+// SeedReport says what SeedBuiltins did.
+type SeedReport struct {
+	Manifest string `json:"manifest"`
+	// Unchanged is true when the built-in set was already seeded.
+	Unchanged bool `json:"unchanged"`
+	// Seeded and Updated list id@version written; Kept lists built-ins
+	// left alone because the user edited or deleted them.
+	Seeded  []string `json:"seeded,omitempty"`
+	Updated []string `json:"updated,omitempty"`
+	Kept    []string `json:"kept,omitempty"`
+}
+
+// ManifestHash identifies a built-in set by its ids, versions and hashes.
+func ManifestHash(bundles []*Bundle) (string, error) {
+	var lines []string
+	for _, b := range bundles {
+		h, err := b.ContentHash()
+		if err != nil {
+			return "", err
+		}
+		lines = append(lines, b.CookbookID+"@"+b.Version+" "+h)
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// SeedBuiltins installs the built-in bundles at first start and on
+// upgrade. It never overwrites a user's edit nor restores a bundle the user
+// deleted: the seeded set is recorded in bbolt, and a seeded version is only
+// replaced when its stored content is still exactly what was seeded. When
+// the built-in set is unchanged it only reads one key.
+func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedReport, error) {
+	type prepared struct {
+		b         *Bundle
+		canonical []byte
+		hash      string
+	}
+	var ps []prepared
+	for _, b := range bundles {
+		canonical, hash, err := Prepare(b)
+		if err != nil {
+			return nil, fmt.Errorf("built-in cookbook %s@%s: %w", b.CookbookID, b.Version, err)
+		}
+		ps = append(ps, prepared{b, canonical, hash})
+	}
+	manifest, err := ManifestHash(bundles)
+	if err != nil {
+		return nil, err
+	}
+	rep := &SeedReport{Manifest: manifest}
+	var current []byte
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		current = append(current, root.Get(keyBuiltinManifest)...)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if string(current) == manifest {
+		rep.Unchanged = true
+		return rep, nil
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	err = s.write(ctx, func(w *writeTx) error {
+		*rep = SeedReport{Manifest: manifest}
+		for _, p := range ps {
+			ref := p.b.CookbookID + "@" + p.b.Version
+			key := seedKey(p.b.CookbookID, p.b.Version)
+			stored := w.stored(p.b.CookbookID, p.b.Version)
+			var rec SeedRecord
+			hasRec := false
+			if raw := w.root.Get(key); raw != nil {
+				hasRec = json.Unmarshal(raw, &rec) == nil
+			}
+			record := func() error {
+				raw, _ := json.Marshal(SeedRecord{ContentHash: p.hash, SeededAt: now})
+				return w.root.Put(key, raw)
+			}
+			switch {
+			case !hasRec && stored == nil:
+				if err := w.put(p.b, p.canonical, p.hash); err != nil {
+					return err
+				}
+				rep.Seeded = append(rep.Seeded, ref)
+				if err := record(); err != nil {
+					return err
+				}
+			case !hasRec:
+				// The user already has this id@version: theirs wins. The
+				// record makes it count as user content from now on.
+				rep.Kept = append(rep.Kept, ref)
+				if err := record(); err != nil {
+					return err
+				}
+			case stored == nil:
+				rep.Kept = append(rep.Kept, ref) // deleted by the user
+			case HashBytes(stored) != rec.ContentHash:
+				rep.Kept = append(rep.Kept, ref) // edited by the user
+			case rec.ContentHash != p.hash:
+				if err := w.put(p.b, p.canonical, p.hash); err != nil {
+					return err
+				}
+				rep.Updated = append(rep.Updated, ref)
+				if err := record(); err != nil {
+					return err
+				}
+			}
+		}
+		return w.root.Put(keyBuiltinManifest, []byte(manifest))
+	})
+	if err != nil {
+		return nil, wrapStoreErr("seed built-in cookbooks", err)
+	}
+	return rep, nil
+}

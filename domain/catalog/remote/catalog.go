@@ -1,0 +1,47 @@
+package remote
+
+import (
+	"context"
+	"errors"
+
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	bolt "go.etcd.io/bbolt"
+)
+
+// FromCatalog adapts the local catalog to what an install needs: Stage
+// decodes and validates with the catalog's own rules; Commit is the
+// catalog's Upsert with the lock record written through its InTx hook, so
+// the bundle, the catalog revision and the lock commit in one transaction.
+func FromCatalog(c *catalog.Service) Catalog { return catalogAdapter{c} }
+
+type catalogAdapter struct{ c *catalog.Service }
+
+func (a catalogAdapter) Stage(raw []byte) (*Staged, error) {
+	b, err := catalog.DecodeBundle(raw)
+	if err != nil {
+		return nil, err
+	}
+	_, hash, err := catalog.Prepare(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Staged{CookbookID: b.CookbookID, Version: b.Version, ContentHash: hash, Bundle: b}, nil
+}
+
+func (a catalogAdapter) Commit(ctx context.Context, st *Staged, policy string, hook func(tx *bolt.Tx, storedHash string) error) (*Committed, error) {
+	b, ok := st.Bundle.(*catalog.Bundle)
+	if !ok {
+		return nil, apperr.Internal("remote install", errors.New("staged bundle is not a catalog bundle"))
+	}
+	res, err := a.c.Upsert(ctx, b, catalog.UpsertOptions{
+		Policy: policy,
+		InTx: func(tx *bolt.Tx, res *catalog.UpsertResult) error {
+			return hook(tx, res.Cookbook.ContentHash)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Committed{Cookbook: res.Cookbook, Changed: res.CreatedOrUpdated, Policy: res.ConflictPolicy, Outcome: res.Outcome}, nil
+}

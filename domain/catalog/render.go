@@ -1,0 +1,312 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Output kinds of a render.
+const (
+	OutputAuto        = "AUTO"
+	OutputVerbRequest = "VERB_REQUEST"
+	OutputPlan        = "PLAN"
+)
+
+// NormalizeOutputKind trims and upper-cases k ("" is AUTO); anything else is
+// a validation error naming the field (decision D2).
+func NormalizeOutputKind(k string) (string, error) {
+	k = strings.ToUpper(strings.TrimSpace(k))
+	switch k {
+	case "":
+		return OutputAuto, nil
+	case OutputAuto, OutputVerbRequest, OutputPlan:
+		return k, nil
+	}
+	return "", apperr.Validation("output_kind", "output_kind must be one of AUTO, VERB_REQUEST, PLAN").With("allowed", []string{OutputAuto, OutputVerbRequest, OutputPlan}).With("output_kind", clip(k))
+}
+
+// InputRef names one binding in render reports.
+type InputRef struct {
+	InputKey   string `json:"input_key"`
+	TargetPath string `json:"target_path"`
+}
+
+// SourceRef says what was rendered.
+type SourceRef struct {
+	CookbookID string `json:"cookbook_id"`
+	Version    string `json:"version"`
+	TemplateID string `json:"template_id"`
+	EntryType  string `json:"entry_type"`
+	OutputKind string `json:"output_kind"`
+}
+
+// RenderResult is the data of a successful render. MissingInputs is always
+// empty on success (missing required inputs are an error); SkippedOptional
+// lists optional bindings without a default that the caller did not supply,
+// so an agent can see what else the template accepts.
+type RenderResult struct {
+	Rendered        map[string]any `json:"rendered"`
+	MissingInputs   []InputRef     `json:"missing_inputs"`
+	UsedDefaults    []InputRef     `json:"used_defaults"`
+	SkippedOptional []InputRef     `json:"skipped_optional"`
+	SourceRef       SourceRef      `json:"source_ref"`
+}
+
+// RenderEntry renders a template entry of bundle b with inputs (§3.1). It is
+// pure: nothing is executed or stored.
+func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) (*RenderResult, error) {
+	if !IsTemplate(e.EntryType) {
+		return nil, apperr.New(apperr.CodeTemplateNotFound, "entry is not a template").With("template_id", e.EntryID).With("entry_type", e.EntryType)
+	}
+	kind, err := NormalizeOutputKind(outputKind)
+	if err != nil {
+		return nil, err
+	}
+	natural := OutputVerbRequest
+	base := e.BaseRequest
+	if e.EntryType == TypeTemplatePlan {
+		natural, base = OutputPlan, e.BasePlan
+	}
+	if kind == OutputAuto {
+		kind = natural
+	}
+	if kind != natural {
+		return nil, apperr.New(apperr.CodeTemplateInputInvalid, "%s requires output_kind %s or AUTO", e.EntryType, natural).
+			With("template_id", e.EntryID).With("output_kind", kind)
+	}
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	rendered, err := deepCopyObject(base)
+	if err != nil {
+		return nil, apperr.Internal("copy template base", err)
+	}
+	res := &RenderResult{MissingInputs: []InputRef{}, UsedDefaults: []InputRef{}, SkippedOptional: []InputRef{}}
+	var missing []InputRef
+	effective := map[string]any{}
+	for k, v := range inputs {
+		effective[k] = v
+	}
+	for _, bd := range e.Bindings {
+		ref := InputRef{InputKey: bd.InputKey, TargetPath: bd.TargetPath}
+		val, provided := inputs[bd.InputKey]
+		switch {
+		case provided:
+		case bd.HasDefault():
+			val = bd.Default
+			res.UsedDefaults = append(res.UsedDefaults, ref)
+			if _, ok := effective[bd.InputKey]; !ok {
+				effective[bd.InputKey] = bd.Default
+			}
+		case bd.IsRequired():
+			missing = append(missing, ref)
+			continue
+		default:
+			res.SkippedOptional = append(res.SkippedOptional, ref)
+			continue
+		}
+		cp, err := deepCopy(val)
+		if err != nil {
+			return nil, apperr.New(apperr.CodeTemplateInputInvalid, "input value is not JSON").With("input_key", bd.InputKey).With("cause", err.Error())
+		}
+		out, err := SetPointer(rendered, bd.TargetPath, cp)
+		if err != nil {
+			return nil, apperr.New(apperr.CodeTemplateInputInvalid, "failed setting rendered value by json pointer").
+				With("input_key", bd.InputKey).With("target_path", bd.TargetPath).With("cause", err.Error())
+		}
+		rendered = out.(map[string]any)
+	}
+	if len(missing) > 0 {
+		return nil, apperr.New(apperr.CodeTemplateRenderUnresolved, "required template inputs are missing").
+			With("cookbook_id", b.CookbookID).With("version", b.Version).With("template_id", e.EntryID).With("missing_inputs", missing)
+	}
+	if e.InputSchema != nil {
+		if err := validateInputs(e.InputSchema, effective); err != nil {
+			return nil, apperr.New(apperr.CodeTemplateInputInvalid, "inputs do not match the template's input_schema").
+				With("template_id", e.EntryID).With("cause", err.Error())
+		}
+	}
+	if err := checkShape(kind, rendered); err != nil {
+		return nil, err
+	}
+	res.Rendered = rendered
+	res.SourceRef = SourceRef{CookbookID: b.CookbookID, Version: b.Version, TemplateID: e.EntryID, EntryType: e.EntryType, OutputKind: kind}
+	return res, nil
+}
+
+func checkShape(kind string, r map[string]any) error {
+	if kind == OutputVerbRequest {
+		c, _ := r["connector_id"].(string)
+		v, _ := r["verb"].(string)
+		// A blank id is as useless to Vault as a missing one.
+		if strings.TrimSpace(c) == "" || strings.TrimSpace(v) == "" {
+			return apperr.New(apperr.CodeTemplateInputInvalid, "rendered VERB_REQUEST must include connector_id and verb")
+		}
+		if _, ok := r["request"].(map[string]any); !ok {
+			return apperr.New(apperr.CodeTemplateInputInvalid, "rendered VERB_REQUEST must include request object")
+		}
+		return nil
+	}
+	steps, _ := r["steps"].([]any)
+	if len(steps) == 0 {
+		return apperr.New(apperr.CodeTemplateInputInvalid, "rendered PLAN must include non-empty steps array")
+	}
+	return nil
+}
+
+func deepCopy(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(raw, &out)
+	return out, err
+}
+
+func deepCopyObject(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return map[string]any{}, nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	err = json.Unmarshal(raw, &out)
+	return out, err
+}
+
+// ---------------------------------------------------------------------------
+// Binding paths (§3.2): JSON-pointer-like, with digit-only segments always
+// addressing array elements.
+
+// MaxArrayIndex bounds array growth so a hostile path such as /a/999999999
+// cannot allocate without limit.
+const MaxArrayIndex = 10000
+
+func parsePointer(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, errors.New("path must start with /")
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, seg := range parts {
+		if !strings.Contains(seg, "~") {
+			continue
+		}
+		var sb strings.Builder
+		for j := 0; j < len(seg); j++ {
+			if seg[j] != '~' {
+				sb.WriteByte(seg[j])
+				continue
+			}
+			if j+1 >= len(seg) || (seg[j+1] != '0' && seg[j+1] != '1') {
+				return nil, fmt.Errorf("invalid json pointer escape in segment %q", seg)
+			}
+			if seg[j+1] == '0' {
+				sb.WriteByte('~')
+			} else {
+				sb.WriteByte('/')
+			}
+			j++
+		}
+		parts[i] = sb.String()
+	}
+	return parts, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// SetPointer sets val at path inside root, creating missing containers, and
+// returns the (possibly new) root.
+func SetPointer(root any, path string, val any) (any, error) {
+	segs, err := parsePointer(path)
+	if err != nil {
+		return nil, err
+	}
+	return setAt(root, segs, val)
+}
+
+func setAt(node any, segs []string, val any) (any, error) {
+	if len(segs) == 0 {
+		return val, nil
+	}
+	seg := segs[0]
+	if isDigits(seg) {
+		idx, err := strconv.Atoi(seg)
+		if err != nil || idx > MaxArrayIndex {
+			return nil, fmt.Errorf("path segment %q is not an array index up to %d", seg, MaxArrayIndex)
+		}
+		var arr []any
+		switch n := node.(type) {
+		case nil:
+		case []any:
+			arr = n
+		default:
+			return nil, fmt.Errorf("path segment %q expects array", seg)
+		}
+		for len(arr) <= idx {
+			arr = append(arr, nil)
+		}
+		child, err := setAt(arr[idx], segs[1:], val)
+		if err != nil {
+			return nil, err
+		}
+		arr[idx] = child
+		return arr, nil
+	}
+	var obj map[string]any
+	switch n := node.(type) {
+	case nil:
+		obj = map[string]any{}
+	case map[string]any:
+		obj = n
+	default:
+		return nil, fmt.Errorf("path segment %q expects object", seg)
+	}
+	child, err := setAt(obj[seg], segs[1:], val)
+	if err != nil {
+		return nil, err
+	}
+	obj[seg] = child
+	return obj, nil
+}
+
+// ---------------------------------------------------------------------------
+// input_schema
+
+func compileInputSchema(m map[string]any) (*jsonschema.Resolved, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return s.Resolve(nil)
+}
+
+func validateInputs(schema map[string]any, inputs map[string]any) error {
+	rs, err := compileInputSchema(schema)
+	if err != nil {
+		return err
+	}
+	return rs.Validate(inputs)
+}

@@ -1,0 +1,213 @@
+// Package session keeps the Vaultclaw session of each scope in bbolt. The
+// token is sealed with the keyring; it leaves this package only inside a
+// Session value handed to the vault client, and is masked everywhere else.
+package session
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/store"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Limits and defaults.
+const (
+	DefaultBaseURL   = "http://127.0.0.1:8080"
+	DefaultTimeoutMS = 20000
+	MinTimeoutMS     = 100
+	MaxTimeoutMS     = 600000
+)
+
+// Session is what a Vault call needs. Token is the secret: never log it.
+type Session struct {
+	BaseURL    string
+	Token      string
+	TimeoutMS  int
+	UnixSocket string
+	// Source is "configured" or "env".
+	Source string
+}
+
+// Timeout returns the request timeout.
+func (s Session) Timeout() time.Duration { return time.Duration(s.TimeoutMS) * time.Millisecond }
+
+// Defaults is the environment session (VC_* variables).
+type Defaults struct {
+	Token      string
+	BaseURL    string
+	TimeoutMS  int
+	UnixSocket string
+}
+
+// Status is the tool-facing view of a session; Token is masked.
+type Status struct {
+	Configured bool   `json:"configured"`
+	BaseURL    string `json:"base_url,omitempty"`
+	TimeoutMS  int    `json:"timeout_ms,omitempty"`
+	Token      string `json:"token,omitempty"`
+	Source     string `json:"source,omitempty"`
+}
+
+// record is the stored form. A cleared record is a tombstone that keeps the
+// environment default from coming back after vaultclaw_session_clear.
+type record struct {
+	BaseURL     string    `json:"base_url,omitempty"`
+	TimeoutMS   int       `json:"timeout_ms,omitempty"`
+	SealedToken []byte    `json:"sealed_token,omitempty"`
+	Cleared     bool      `json:"cleared,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Service manages sessions.
+type Service struct {
+	db   *store.DB
+	keys *keyring.Keyring
+	env  Defaults
+	now  func() time.Time
+}
+
+// New returns a service over db.
+func New(db *store.DB, keys *keyring.Keyring, env Defaults) *Service {
+	if env.BaseURL == "" {
+		env.BaseURL = DefaultBaseURL
+	}
+	if env.TimeoutMS <= 0 {
+		env.TimeoutMS = DefaultTimeoutMS
+	}
+	return &Service{db: db, keys: keys, env: env, now: time.Now}
+}
+
+// Mask hides a token: first three and last three characters of tokens of six
+// or more, "***" otherwise.
+func Mask(token string) string {
+	if len(token) >= 6 {
+		return token[:3] + "***" + token[len(token)-3:]
+	}
+	return "***"
+}
+
+// ValidateBaseURL accepts http, https, unix and http+unix URLs. Socket URLs
+// are checked by hand: their percent-encoded socket path in the host part
+// (http+unix://%2Frun%2Fvc.sock) is not a valid URL host for net/url.
+func ValidateBaseURL(raw string) error {
+	for _, prefix := range []string{"unix://", "http+unix://"} {
+		if strings.HasPrefix(strings.ToLower(raw), prefix) {
+			if strings.Trim(raw[len(prefix):], "/") == "" {
+				return apperr.Validation("base_url", "base_url must name the socket path, e.g. unix:///run/vaultclaw.sock")
+			}
+			return nil
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return apperr.Validation("base_url", "base_url is not a valid URL")
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return apperr.Validation("base_url", "base_url must include a host")
+		}
+	default:
+		return apperr.Validation("base_url", "base_url scheme must be http, https, unix or http+unix")
+	}
+	return nil
+}
+
+func aad(scope string) []byte { return []byte("accords-mcp/session/" + scope) }
+
+// Configure stores a session for scope. It does not contact Vault.
+func (s *Service) Configure(ctx context.Context, scope, baseURL, token string, timeoutMS int) (Status, error) {
+	token = strings.TrimSpace(token)
+	baseURL = strings.TrimSpace(baseURL)
+	if token == "" {
+		return Status{}, apperr.Validation("token", "token is required")
+	}
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	if err := ValidateBaseURL(baseURL); err != nil {
+		return Status{}, err
+	}
+	switch {
+	case timeoutMS == 0:
+		timeoutMS = DefaultTimeoutMS
+	case timeoutMS < MinTimeoutMS || timeoutMS > MaxTimeoutMS:
+		return Status{}, apperr.Validation("timeout_ms", "timeout_ms must be between %d and %d", MinTimeoutMS, MaxTimeoutMS)
+	}
+	rec := record{
+		BaseURL:     baseURL,
+		TimeoutMS:   timeoutMS,
+		SealedToken: s.keys.Seal([]byte(token), aad(scope)),
+		UpdatedAt:   s.now().UTC(),
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return store.PutJSON(tx.Bucket(store.BucketSessions), []byte(scope), rec)
+	}); err != nil {
+		return Status{}, apperr.Internal("store session", err)
+	}
+	return Status{Configured: true, BaseURL: baseURL, TimeoutMS: timeoutMS, Token: Mask(token), Source: "configured"}, nil
+}
+
+// Clear forgets the scope's session; the environment default stays off for
+// this scope until the next Configure.
+func (s *Service) Clear(ctx context.Context, scope string) error {
+	rec := record{Cleared: true, UpdatedAt: s.now().UTC()}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return store.PutJSON(tx.Bucket(store.BucketSessions), []byte(scope), rec)
+	}); err != nil {
+		return apperr.Internal("clear session", err)
+	}
+	return nil
+}
+
+// Status reports the scope's session with the token masked.
+func (s *Service) Status(ctx context.Context, scope string) (Status, error) {
+	sess, err := s.Resolve(ctx, scope)
+	if apperr.Is(err, apperr.CodeSessionNotConfigured) && apperr.As(err).Details["reason"] == nil {
+		return Status{Configured: false}, nil
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	return Status{Configured: true, BaseURL: sess.BaseURL, TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+}
+
+func notConfigured() *apperr.Error {
+	return apperr.New(apperr.CodeSessionNotConfigured, "session not configured")
+}
+
+// Resolve returns the session Vault calls of scope must use: the stored one,
+// else the environment default, else MCP_SESSION_NOT_CONFIGURED.
+func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
+	var rec record
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		found, err = store.GetJSON(tx.Bucket(store.BucketSessions), []byte(scope), &rec)
+		return err
+	})
+	if err != nil {
+		return Session{}, apperr.Internal("read session", err)
+	}
+	if !found {
+		if s.env.Token == "" {
+			return Session{}, notConfigured()
+		}
+		return Session{BaseURL: s.env.BaseURL, Token: s.env.Token, TimeoutMS: s.env.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "env"}, nil
+	}
+	if rec.Cleared {
+		return Session{}, notConfigured()
+	}
+	tok, err := s.keys.Open(rec.SealedToken, aad(scope))
+	if err != nil {
+		e := apperr.New(apperr.CodeSessionNotConfigured, "stored session token cannot be decrypted: the secret key (%s) is not the one it was stored with; set the original ACCORDS_MCP_SECRET_KEY or configure the session again", s.keys.Source)
+		e.Details["reason"] = "secret_key_mismatch"
+		return Session{}, e.WithCause(err)
+	}
+	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "configured"}, nil
+}

@@ -1,0 +1,423 @@
+// Package policy loads the gateway policy file: who may call (HTTP bearer
+// tokens stored as SHA-256 digests), for which tenant, with which
+// capabilities and rate limits. It knows nothing of MCP; the gateway asks it
+// questions about callers, capabilities and limits.
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/accordsai/accords-mcp/gateway/ratelimit"
+)
+
+// Defaults for HTTP callers (the stdio caller is unlimited by default).
+const (
+	DefaultCallsPerMinute = 60
+	DefaultBurst          = 20
+	// AllCapabilities in a capabilities list grants every capability.
+	AllCapabilities = "*"
+	// Reserved principal ids.
+	LocalID     = "local"
+	AnonymousID = "anonymous"
+)
+
+// Known lists the names the file may refer to, so typos fail the load
+// instead of silently granting or limiting nothing.
+type Known struct {
+	Capabilities []string
+	Tools        []string
+}
+
+// Caller is one resolved principal of the policy: the stdio caller, the
+// anonymous HTTP caller or an authenticated HTTP caller.
+type Caller struct {
+	ID string
+	// Tenant is the scope the caller's calls are pinned to; "" lets the
+	// anonymous HTTP caller choose it with a tenant header.
+	Tenant string
+	// ReadOnly removes every write tool for this caller.
+	ReadOnly bool
+	caps     map[string]bool // nil: every capability
+	limit    ratelimit.Limit
+	tools    map[string]ratelimit.Limit
+}
+
+// Allows reports whether the caller holds capability.
+func (c *Caller) Allows(capability string) bool {
+	return c.caps == nil || c.caps[capability]
+}
+
+// Capabilities returns the granted capabilities sorted, or ["*"].
+func (c *Caller) Capabilities() []string {
+	if c.caps == nil {
+		return []string{AllCapabilities}
+	}
+	out := make([]string, 0, len(c.caps))
+	for k := range c.caps {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ViewKey identifies what the caller may see (capabilities and read-only),
+// so callers with equal rights can share one filtered server.
+func (c *Caller) ViewKey() string {
+	k := strings.Join(c.Capabilities(), ",")
+	if c.ReadOnly {
+		k += "|ro"
+	}
+	return k
+}
+
+// LimitFor returns the rate limit of the caller for tool.
+func (c *Caller) LimitFor(tool string) ratelimit.Limit {
+	if l, ok := c.tools[tool]; ok {
+		return l
+	}
+	return c.limit
+}
+
+// Policy is an immutable, validated policy. Reload builds a new one.
+type Policy struct {
+	Stdio     *Caller
+	Anonymous *Caller
+	callers   map[[sha256.Size]byte]*Caller
+	byID      map[string]*Caller
+	// Source is the file it came from ("" for the built-in default).
+	Source string
+}
+
+// HasCallers reports whether HTTP requires bearer authentication.
+func (p *Policy) HasCallers() bool { return len(p.callers) > 0 }
+
+// Authenticate returns the caller whose token digest matches token.
+func (p *Policy) Authenticate(token string) (*Caller, bool) {
+	if token == "" {
+		return nil, false
+	}
+	c, ok := p.callers[sha256.Sum256([]byte(token))]
+	return c, ok
+}
+
+// Lookup finds a caller by id, including "local" and "anonymous".
+func (p *Policy) Lookup(id string) (*Caller, bool) {
+	switch id {
+	case LocalID:
+		return p.Stdio, true
+	case AnonymousID:
+		return p.Anonymous, true
+	}
+	c, ok := p.byID[id]
+	return c, ok
+}
+
+// CallerIDs lists the authenticated callers' ids, sorted.
+func (p *Policy) CallerIDs() []string {
+	out := make([]string, 0, len(p.byID))
+	for id := range p.byID {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Default is the policy without a file: stdio and anonymous HTTP hold every
+// capability; HTTP is limited to 60 calls a minute per tool, burst 20.
+func Default() *Policy {
+	httpLimit := ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst}
+	return &Policy{
+		Stdio:     &Caller{ID: LocalID, Tenant: "default"},
+		Anonymous: &Caller{ID: AnonymousID, limit: httpLimit},
+		callers:   map[[sha256.Size]byte]*Caller{},
+		byID:      map[string]*Caller{},
+	}
+}
+
+// HashToken returns the hex SHA-256 digest to store as token_sha256.
+func HashToken(token string) string {
+	d := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(d[:])
+}
+
+// --- file format ---
+
+// LimitSpec is a rate limit as written in the file; absent keys inherit.
+type LimitSpec struct {
+	CallsPerMinute *float64 `toml:"calls_per_minute" json:"calls_per_minute"`
+	Burst          *int     `toml:"burst" json:"burst"`
+}
+
+// DefaultsSpec is the [defaults] table: limits of every HTTP caller.
+type DefaultsSpec struct {
+	CallsPerMinute *float64             `toml:"calls_per_minute" json:"calls_per_minute"`
+	Burst          *int                 `toml:"burst" json:"burst"`
+	Tools          map[string]LimitSpec `toml:"tools" json:"tools"`
+}
+
+// PrincipalSpec is the [stdio] and [anonymous] tables.
+type PrincipalSpec struct {
+	Capabilities   []string             `toml:"capabilities" json:"capabilities"`
+	ReadOnly       bool                 `toml:"read_only" json:"read_only"`
+	Tenant         string               `toml:"tenant" json:"tenant"`
+	CallsPerMinute *float64             `toml:"calls_per_minute" json:"calls_per_minute"`
+	Burst          *int                 `toml:"burst" json:"burst"`
+	Tools          map[string]LimitSpec `toml:"tools" json:"tools"`
+}
+
+// CallerSpec is one [[callers]] entry.
+type CallerSpec struct {
+	ID             string               `toml:"id" json:"id"`
+	TokenSHA256    string               `toml:"token_sha256" json:"token_sha256"`
+	Tenant         string               `toml:"tenant" json:"tenant"`
+	Capabilities   []string             `toml:"capabilities" json:"capabilities"`
+	ReadOnly       bool                 `toml:"read_only" json:"read_only"`
+	CallsPerMinute *float64             `toml:"calls_per_minute" json:"calls_per_minute"`
+	Burst          *int                 `toml:"burst" json:"burst"`
+	Tools          map[string]LimitSpec `toml:"tools" json:"tools"`
+}
+
+// File is the whole policy file.
+type File struct {
+	Version   int           `toml:"version" json:"version"`
+	Defaults  DefaultsSpec  `toml:"defaults" json:"defaults"`
+	Stdio     PrincipalSpec `toml:"stdio" json:"stdio"`
+	Anonymous PrincipalSpec `toml:"anonymous" json:"anonymous"`
+	Callers   []CallerSpec  `toml:"callers" json:"callers"`
+}
+
+// Load reads and validates the policy file at path; a .json extension
+// selects JSON, anything else TOML.
+func Load(path string, known Known) (*Policy, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read policy file: %w", err)
+	}
+	format := "toml"
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		format = "json"
+	}
+	p, err := Parse(raw, format, known)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	p.Source = path
+	return p, nil
+}
+
+// Parse validates a policy document in format "toml" or "json".
+func Parse(raw []byte, format string, known Known) (*Policy, error) {
+	var f File
+	switch format {
+	case "json":
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+	case "toml":
+		md, err := toml.Decode(string(raw), &f)
+		if err != nil {
+			return nil, fmt.Errorf("invalid TOML: %w", err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			keys := make([]string, len(und))
+			for i, k := range und {
+				keys[i] = k.String()
+			}
+			return nil, fmt.Errorf("unknown keys: %s", strings.Join(keys, ", "))
+		}
+	default:
+		return nil, fmt.Errorf("unknown policy format %q", format)
+	}
+	return f.compile(known)
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$`)
+
+func (f *File) compile(known Known) (*Policy, error) {
+	if f.Version != 0 && f.Version != 1 {
+		return nil, fmt.Errorf("version: unsupported policy version %d (this binary reads version 1)", f.Version)
+	}
+	v := validator{caps: set(known.Capabilities), tools: set(known.Tools)}
+	httpBase, err := v.limit("defaults", LimitSpec{f.Defaults.CallsPerMinute, f.Defaults.Burst},
+		ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst})
+	if err != nil {
+		return nil, err
+	}
+	defaultTools := map[string]LimitSpec{}
+	for tool, spec := range f.Defaults.Tools {
+		if err := v.tool("defaults.tools", tool); err != nil {
+			return nil, err
+		}
+		defaultTools[tool] = spec
+	}
+	p := &Policy{callers: map[[sha256.Size]byte]*Caller{}, byID: map[string]*Caller{}}
+
+	// stdio: unlimited unless its own table sets limits.
+	p.Stdio, err = v.principal("stdio", LocalID, f.Stdio.Capabilities, f.Stdio.ReadOnly, f.Stdio.Tenant,
+		LimitSpec{f.Stdio.CallsPerMinute, f.Stdio.Burst}, f.Stdio.Tools, ratelimit.Limit{Burst: DefaultBurst}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.Stdio.Tenant == "" {
+		p.Stdio.Tenant = "default"
+	}
+	p.Anonymous, err = v.principal("anonymous", AnonymousID, f.Anonymous.Capabilities, f.Anonymous.ReadOnly, f.Anonymous.Tenant,
+		LimitSpec{f.Anonymous.CallsPerMinute, f.Anonymous.Burst}, f.Anonymous.Tools, httpBase, defaultTools)
+	if err != nil {
+		return nil, err
+	}
+	for i, cs := range f.Callers {
+		where := fmt.Sprintf("callers[%d]", i)
+		if !idPattern.MatchString(cs.ID) {
+			return nil, fmt.Errorf("%s.id: %q must match %s", where, cs.ID, idPattern)
+		}
+		where = fmt.Sprintf("callers[%d] (%s)", i, cs.ID)
+		if cs.ID == LocalID || cs.ID == AnonymousID {
+			return nil, fmt.Errorf("%s.id: %q is reserved", where, cs.ID)
+		}
+		if _, dup := p.byID[cs.ID]; dup {
+			return nil, fmt.Errorf("%s.id: duplicate caller id", where)
+		}
+		digest, err := parseDigest(cs.TokenSHA256)
+		if err != nil {
+			return nil, fmt.Errorf("%s.token_sha256: %w", where, err)
+		}
+		if _, dup := p.callers[digest]; dup {
+			return nil, fmt.Errorf("%s.token_sha256: the same token digest is used by another caller", where)
+		}
+		tenant := cs.Tenant
+		if tenant == "" {
+			// Separate callers never share data by accident.
+			tenant = cs.ID
+		}
+		c, err := v.principal(where, cs.ID, cs.Capabilities, cs.ReadOnly, tenant,
+			LimitSpec{cs.CallsPerMinute, cs.Burst}, cs.Tools, httpBase, defaultTools)
+		if err != nil {
+			return nil, err
+		}
+		p.callers[digest] = c
+		p.byID[cs.ID] = c
+	}
+	return p, nil
+}
+
+type validator struct {
+	caps, tools map[string]bool
+}
+
+func set(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func (v validator) tool(where, name string) error {
+	if len(v.tools) > 0 && !v.tools[name] {
+		return fmt.Errorf("%s: unknown tool %q", where, name)
+	}
+	return nil
+}
+
+// principal resolves one caller. Limits: the caller's per-tool entry, then
+// the [defaults.tools] entry (HTTP only), then the caller's own limit, then
+// the inherited base.
+func (v validator) principal(where, id string, caps []string, readOnly bool, tenant string, own LimitSpec,
+	tools map[string]LimitSpec, base ratelimit.Limit, defaultTools map[string]LimitSpec) (*Caller, error) {
+	c := &Caller{ID: id, ReadOnly: readOnly, Tenant: strings.TrimSpace(tenant), tools: map[string]ratelimit.Limit{}}
+	if tenant != "" && (c.Tenant == "" || len(c.Tenant) > 128) {
+		return nil, fmt.Errorf("%s.tenant: must be 1 to 128 non-blank characters", where)
+	}
+	if caps != nil {
+		c.caps = map[string]bool{}
+		for _, cp := range caps {
+			if cp == AllCapabilities {
+				c.caps = nil
+				break
+			}
+			if len(v.caps) > 0 && !v.caps[cp] {
+				return nil, fmt.Errorf("%s.capabilities: unknown capability %q (known: %s)", where, cp, strings.Join(sortedKeys(v.caps), ", "))
+			}
+			c.caps[cp] = true
+		}
+	}
+	var err error
+	if c.limit, err = v.limit(where, own, base); err != nil {
+		return nil, err
+	}
+	for tool, spec := range defaultTools {
+		if c.tools[tool], err = v.limit("defaults.tools."+tool, spec, c.limit); err != nil {
+			return nil, err
+		}
+	}
+	for tool, spec := range tools {
+		if err := v.tool(where+".tools", tool); err != nil {
+			return nil, err
+		}
+		inherit := c.limit
+		if l, ok := c.tools[tool]; ok {
+			inherit = l
+		}
+		if c.tools[tool], err = v.limit(where+".tools."+tool, spec, inherit); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (v validator) limit(where string, s LimitSpec, base ratelimit.Limit) (ratelimit.Limit, error) {
+	l := base
+	if s.CallsPerMinute != nil {
+		if *s.CallsPerMinute < 0 {
+			return l, fmt.Errorf("%s.calls_per_minute: must be >= 0 (0 means unlimited)", where)
+		}
+		l.PerMinute = *s.CallsPerMinute
+	}
+	if s.Burst != nil {
+		if *s.Burst < 1 {
+			return l, fmt.Errorf("%s.burst: must be >= 1", where)
+		}
+		l.Burst = *s.Burst
+	}
+	if l.Burst < 1 {
+		l.Burst = DefaultBurst
+	}
+	return l, nil
+}
+
+func parseDigest(s string) ([sha256.Size]byte, error) {
+	var d [sha256.Size]byte
+	s = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "sha256:")
+	if s == "" {
+		return d, errors.New("required: the hex SHA-256 of the bearer token (accords-mcp policy hash-token)")
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return d, errors.New("must be 64 hex characters (the SHA-256 of the token, never the token itself)")
+	}
+	copy(d[:], b)
+	return d, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

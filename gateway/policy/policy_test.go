@@ -1,0 +1,145 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/accordsai/accords-mcp/gateway/ratelimit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var known = Known{
+	Capabilities: []string{"session_admin", "vault_read", "vault_execute", "audit_view"},
+	Tools:        []string{"vaultclaw_execute", "vaultclaw_session_status"},
+}
+
+const fullTOML = `
+version = 1
+
+[defaults]
+calls_per_minute = 120
+burst = 30
+[defaults.tools.vaultclaw_execute]
+calls_per_minute = 10
+
+[stdio]
+capabilities = ["*"]
+tenant = "me"
+[stdio.tools.vaultclaw_execute]
+calls_per_minute = 5
+burst = 1
+
+[anonymous]
+capabilities = ["vault_read"]
+read_only = true
+
+[[callers]]
+id = "ci-bot"
+token_sha256 = "%s"
+tenant = "acme"
+capabilities = ["vault_read", "audit_view"]
+calls_per_minute = 600
+[callers.tools.vaultclaw_session_status]
+burst = 2
+
+[[callers]]
+id = "ops"
+token_sha256 = "sha256:%s"
+`
+
+func TestParseFullTOML(t *testing.T) {
+	doc := fmt.Sprintf(fullTOML, HashToken("tok-ci"), HashToken("tok-ops"))
+	p, err := Parse([]byte(doc), "toml", known)
+	require.NoError(t, err)
+	require.True(t, p.HasCallers())
+	assert.Equal(t, []string{"ci-bot", "ops"}, p.CallerIDs())
+
+	ci, ok := p.Authenticate("tok-ci")
+	require.True(t, ok)
+	assert.Equal(t, "acme", ci.Tenant)
+	assert.True(t, ci.Allows("vault_read"))
+	assert.False(t, ci.Allows("vault_execute"))
+	assert.Equal(t, []string{"audit_view", "vault_read"}, ci.Capabilities())
+	assert.Equal(t, ratelimit.Limit{PerMinute: 600, Burst: 30}, ci.LimitFor("other"), "own rate, burst from [defaults]")
+	assert.Equal(t, ratelimit.Limit{PerMinute: 10, Burst: 30}, ci.LimitFor("vaultclaw_execute"), "[defaults.tools] beats the caller's general rate")
+	assert.Equal(t, ratelimit.Limit{PerMinute: 600, Burst: 2}, ci.LimitFor("vaultclaw_session_status"))
+
+	ops, ok := p.Authenticate("tok-ops")
+	require.True(t, ok)
+	assert.Equal(t, "ops", ops.Tenant, "tenant defaults to the caller id")
+	assert.True(t, ops.Allows("vault_execute"), "capabilities default to all")
+	assert.Equal(t, ratelimit.Limit{PerMinute: 120, Burst: 30}, ops.LimitFor("x"))
+
+	_, ok = p.Authenticate("tok-unknown")
+	assert.False(t, ok)
+	_, ok = p.Authenticate("")
+	assert.False(t, ok)
+
+	assert.Equal(t, "me", p.Stdio.Tenant)
+	assert.True(t, p.Stdio.LimitFor("vaultclaw_session_status").Unlimited(), "stdio unlimited unless set")
+	assert.Equal(t, ratelimit.Limit{PerMinute: 5, Burst: 1}, p.Stdio.LimitFor("vaultclaw_execute"))
+	assert.True(t, p.Anonymous.ReadOnly)
+	assert.False(t, p.Anonymous.Allows("session_admin"))
+	assert.NotEqual(t, p.Anonymous.ViewKey(), ops.ViewKey())
+}
+
+func TestDefaults(t *testing.T) {
+	p := Default()
+	assert.False(t, p.HasCallers())
+	assert.True(t, p.Stdio.Allows("anything"))
+	assert.True(t, p.Stdio.LimitFor("t").Unlimited())
+	assert.Equal(t, ratelimit.Limit{PerMinute: 60, Burst: 20}, p.Anonymous.LimitFor("t"))
+	empty, err := Parse(nil, "toml", known)
+	require.NoError(t, err)
+	assert.Equal(t, ratelimit.Limit{PerMinute: 60, Burst: 20}, empty.Anonymous.LimitFor("t"))
+	assert.Equal(t, "default", empty.Stdio.Tenant)
+}
+
+func TestJSONFormatAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.json")
+	doc := `{"callers":[{"id":"a","token_sha256":"` + HashToken("t") + `","tenant":"x","capabilities":[],"read_only":true}],
+	         "stdio":{"calls_per_minute":0}}`
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+	p, err := Load(path, known)
+	require.NoError(t, err)
+	assert.Equal(t, path, p.Source)
+	c, ok := p.Lookup("a")
+	require.True(t, ok)
+	assert.False(t, c.Allows("vault_read"), "an empty list grants nothing")
+	assert.True(t, c.ReadOnly)
+}
+
+func TestInvalidFiles(t *testing.T) {
+	d := HashToken("t")
+	cases := map[string]string{
+		"unknown key":         "[stdio]\ncapabilites = []\n",
+		"unknown capability":  "[stdio]\ncapabilities = [\"vault_raed\"]\n",
+		"unknown tool":        "[defaults.tools.nope]\nburst = 1\n",
+		"bad digest":          "[[callers]]\nid = \"a\"\ntoken_sha256 = \"abc\"\n",
+		"raw token":           "[[callers]]\nid = \"a\"\ntoken_sha256 = \"my-secret-token\"\n",
+		"missing digest":      "[[callers]]\nid = \"a\"\n",
+		"duplicate id":        "[[callers]]\nid = \"a\"\ntoken_sha256 = \"" + d + "\"\n[[callers]]\nid = \"a\"\ntoken_sha256 = \"" + HashToken("u") + "\"\n",
+		"duplicate digest":    "[[callers]]\nid = \"a\"\ntoken_sha256 = \"" + d + "\"\n[[callers]]\nid = \"b\"\ntoken_sha256 = \"" + d + "\"\n",
+		"reserved id":         "[[callers]]\nid = \"local\"\ntoken_sha256 = \"" + d + "\"\n",
+		"bad id":              "[[callers]]\nid = \"a b\"\ntoken_sha256 = \"" + d + "\"\n",
+		"negative rate":       "[defaults]\ncalls_per_minute = -1\n",
+		"zero burst":          "[stdio]\nburst = 0\n",
+		"future version":      "version = 2\n",
+		"blank tenant":        "[[callers]]\nid = \"a\"\ntenant = \"  \"\ntoken_sha256 = \"" + d + "\"\n",
+		"not toml":            "[[[",
+		"wrong type for rate": "[defaults]\ncalls_per_minute = \"lots\"\n",
+	}
+	for name, doc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(doc), "toml", known)
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "my-secret-token", "never echo what may be a token")
+		})
+	}
+	_, err := Parse([]byte(`{"stdio":{"bogus":1}}`), "json", known)
+	require.Error(t, err)
+}

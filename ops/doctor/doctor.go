@@ -1,0 +1,282 @@
+// Package doctor checks an installation and reports one line per check with
+// OK, FAIL or SKIP and a hint for every failure. File checks run anywhere;
+// database checks run where the database is open: in the doctor command when
+// no daemon runs, else inside the daemon (asked over the control socket).
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/store"
+)
+
+// Statuses.
+const (
+	OK   = "OK"
+	FAIL = "FAIL"
+	SKIP = "SKIP"
+)
+
+// Result is one check.
+type Result struct {
+	Check  string `json:"check"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+func ok(check, format string, a ...any) Result {
+	return Result{Check: check, Status: OK, Detail: fmt.Sprintf(format, a...)}
+}
+
+func fail(check, hint, format string, a ...any) Result {
+	return Result{Check: check, Status: FAIL, Detail: fmt.Sprintf(format, a...), Hint: hint}
+}
+
+func skip(check, format string, a ...any) Result {
+	return Result{Check: check, Status: SKIP, Detail: fmt.Sprintf(format, a...)}
+}
+
+// Failed reports whether any result is a FAIL.
+func Failed(rs []Result) bool {
+	for _, r := range rs {
+		if r.Status == FAIL {
+			return true
+		}
+	}
+	return false
+}
+
+// Write prints one line per result: status, check, detail, and the hint.
+func Write(w io.Writer, rs []Result) {
+	for _, r := range rs {
+		line := fmt.Sprintf("%-4s  %-16s %s", r.Status, r.Check, r.Detail)
+		if r.Hint != "" {
+			line += " — hint: " + r.Hint
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// Files checks the database path and the permissions of the database
+// folder, the database file, the key file and the control socket. It creates
+// nothing.
+func Files(cfg config.Config, socketPath string) []Result {
+	var rs []Result
+	dbFi, dbErr := os.Stat(cfg.DBPath)
+	switch {
+	case dbErr == nil && !dbFi.Mode().IsRegular():
+		rs = append(rs, fail("db path", "point ACCORDS_MCP_DB at a file", "%s is not a regular file", cfg.DBPath))
+	case dbErr == nil:
+		rs = append(rs, ok("db path", "%s (%s)", cfg.DBPath, humanBytes(dbFi.Size())))
+	case errors.Is(dbErr, fs.ErrNotExist):
+		rs = append(rs, ok("db path", "%s does not exist yet; it is created on first start", cfg.DBPath))
+	default:
+		rs = append(rs, fail("db path", "check ACCORDS_MCP_DB and the folder permissions", "%s: %v", cfg.DBPath, dbErr))
+	}
+	dir := filepath.Dir(cfg.DBPath)
+	rs = append(rs, perm("db folder", dir, 0o700, true, "chmod 700 "+shellQuote(dir)))
+	if dbErr == nil && dbFi.Mode().IsRegular() {
+		rs = append(rs, perm("db file", cfg.DBPath, 0o600, false, "chmod 600 "+shellQuote(cfg.DBPath)))
+	}
+	if strings.TrimSpace(cfg.SecretKey) != "" {
+		if _, err := keyring.Load(cfg.SecretKey, ""); err != nil {
+			rs = append(rs, fail("secret key", "set ACCORDS_MCP_SECRET_KEY to 32 bytes in hex or base64, or unset it to use the key file", "%v", err))
+		} else {
+			rs = append(rs, ok("secret key", "from ACCORDS_MCP_SECRET_KEY (the key file is not used)"))
+		}
+	} else {
+		kf := cfg.KeyFile()
+		if _, err := os.Stat(kf); errors.Is(err, fs.ErrNotExist) {
+			rs = append(rs, ok("key file", "%s does not exist yet; it is created on first start", kf))
+		} else if r := perm("key file", kf, 0o600, false, "chmod 600 "+shellQuote(kf)); r.Status != OK {
+			rs = append(rs, r)
+		} else if _, err := keyring.Load("", kf); err != nil {
+			rs = append(rs, fail("key file", "restore the key file from a backup of it; sessions sealed with it cannot be read otherwise", "%v", err))
+		} else {
+			rs = append(rs, r)
+		}
+	}
+	if fi, err := os.Lstat(socketPath); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		rs = append(rs, perm("control socket", socketPath, 0o600, false, "restart the daemon; it recreates the socket 0600"))
+	}
+	return rs
+}
+
+// perm fails when the mode grants more than want (group or other bits).
+func perm(check, path string, want fs.FileMode, isDir bool, hint string) Result {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if isDir {
+			return ok(check, "%s does not exist yet; it is created 0700 on first start", path)
+		}
+		return skip(check, "%s does not exist", path)
+	}
+	if err != nil {
+		return fail(check, "check the path and its parents", "%s: %v", path, err)
+	}
+	got := fi.Mode().Perm()
+	if got&^want != 0 {
+		return fail(check, hint, "%s is %04o, want %04o (it holds secrets)", path, got, want)
+	}
+	return ok(check, "%s is %04o", path, got)
+}
+
+// Inputs are what the database checks need.
+type Inputs struct {
+	DB       *store.DB
+	Sessions *session.Service
+	// Scope whose session is probed (default "default").
+	Scope string
+	// Index reports the search index's consistency with the store; nil
+	// when this build has no index.
+	Index func(ctx context.Context) IndexState
+	// SessionsUnavailable, when set, says why sessions cannot be read.
+	SessionsUnavailable string
+	// Probe contacts Vaultclaw (HTTPProbe when nil).
+	Probe func(ctx context.Context, s session.Session) (int, error)
+}
+
+// IndexState is the index's view of its consistency with the store.
+type IndexState struct {
+	Documents int
+	// StoreRev and IndexRev are the catalog revision in bbolt and the one
+	// the index was built at; they must match.
+	StoreRev, IndexRev uint64
+	Err                error
+}
+
+// Database runs the checks that read the open database.
+func Database(ctx context.Context, in Inputs) []Result {
+	var rs []Result
+	v, err := in.DB.SchemaVersion()
+	latest := migrations.Latest()
+	switch {
+	case err != nil:
+		rs = append(rs, fail("schema version", "restore a backup (accords-mcp restore FILE)", "cannot read: %v", err))
+	case v > latest:
+		rs = append(rs, fail("schema version", "upgrade accords-mcp, or restore a backup taken by this version", "%d is newer than this binary (supports %d)", v, latest))
+	case v < latest:
+		rs = append(rs, ok("schema version", "%d; migrated to %d on the next start (a copy is kept aside)", v, latest))
+	default:
+		rs = append(rs, ok("schema version", "%d (latest)", v))
+	}
+	rs = append(rs, indexCheck(ctx, in))
+	rs = append(rs, auditCheck(in.DB))
+	rs = append(rs, vaultCheck(ctx, in))
+	return rs
+}
+
+func indexCheck(ctx context.Context, in Inputs) Result {
+	if in.Index == nil {
+		return skip("index", "this build has no search index")
+	}
+	st := in.Index(ctx)
+	switch {
+	case st.Err != nil:
+		return fail("index", "run accords-mcp reindex (the index is derived from the store and safe to rebuild)", "%v", st.Err)
+	case st.StoreRev != st.IndexRev:
+		return fail("index", "run accords-mcp reindex, or restart: the daemon rebuilds an index that is behind", "index is at catalog revision %d, store is at %d", st.IndexRev, st.StoreRev)
+	}
+	return ok("index", "%d documents, consistent with the store (revision %d)", st.Documents, st.StoreRev)
+}
+
+func auditCheck(db *store.DB) Result {
+	rep, err := audit.Verify(db)
+	if err != nil {
+		return fail("audit chain", "restore a backup whose chain verifies", "cannot read the audit log: %v", err)
+	}
+	if !rep.OK {
+		detail := "chain does not verify"
+		if rep.Problem != nil {
+			detail = fmt.Sprintf("receipt %d %s: %s", rep.Problem.Seq, rep.Problem.Kind, rep.Problem.Message)
+		}
+		return fail("audit chain", "the log was altered outside accords-mcp; keep this file for investigation and restore a backup", "%s", detail)
+	}
+	if rep.Count == 0 {
+		return ok("audit chain", "empty (no tool calls recorded yet)")
+	}
+	return ok("audit chain", "%d receipts verify (seq %d..%d)", rep.Count, rep.FirstSeq, rep.LastSeq)
+}
+
+func vaultCheck(ctx context.Context, in Inputs) Result {
+	scope := in.Scope
+	if scope == "" {
+		scope = "default"
+	}
+	name := "vault"
+	if in.Sessions == nil {
+		why := in.SessionsUnavailable
+		if why == "" {
+			why = "no session service"
+		}
+		return skip(name, "not checked: %s", why)
+	}
+	s, err := in.Sessions.Resolve(ctx, scope)
+	if err != nil {
+		ae := apperr.As(err)
+		if ae.Code == apperr.CodeSessionNotConfigured && ae.Details["reason"] == nil {
+			return skip(name, "no session configured for scope %q and VC_AGENT_TOKEN is not set", scope)
+		}
+		return fail(name, "set the original ACCORDS_MCP_SECRET_KEY / key file, or configure the session again (vaultclaw_session_configure)", "session of scope %q: %s", scope, ae.Message)
+	}
+	probe := in.Probe
+	if probe == nil {
+		probe = HTTPProbe
+	}
+	start := time.Now()
+	status, err := probe(ctx, s)
+	d := time.Since(start).Round(time.Millisecond)
+	where := fmt.Sprintf("%s (%s session, token %s)", s.BaseURL, s.Source, session.Mask(s.Token))
+	switch {
+	case err != nil:
+		return fail(name, "is Vaultclaw running and the base URL / socket right? (VC_BASE_URL, VC_UNIX_SOCKET, or vaultclaw_session_configure)", "GET /v0/connectors on %s failed after %s: %s", where, d, redact(err.Error(), s.Token))
+	case status == 401 || status == 403:
+		return fail(name, "the agent token was rejected; mint a new one and configure the session again", "GET /v0/connectors on %s: HTTP %d", where, status)
+	case status >= 400:
+		return fail(name, "check the Vaultclaw logs", "GET /v0/connectors on %s: HTTP %d", where, status)
+	}
+	return ok(name, "GET /v0/connectors on %s: HTTP %d in %s", where, status, d)
+}
+
+// redact removes the token from a message, should a transport error ever
+// echo a header.
+func redact(msg, token string) string {
+	if token != "" {
+		msg = strings.ReplaceAll(msg, token, session.Mask(token))
+	}
+	return msg
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " '\"$`\\") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}

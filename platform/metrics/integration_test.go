@@ -1,0 +1,184 @@
+package metrics_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/accordsai/accords-mcp/vault/vaultsim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func post(t *testing.T, url string, body any) *http.Response {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/mcp", bytes.NewReader(raw))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Request-Id", "req-from-client-1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+func call(t *testing.T, url, tool string, args map[string]any) {
+	t.Helper()
+	resp := post(t, url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "req-from-client-1", resp.Header.Get("X-Request-Id"), "the client's request id is echoed")
+}
+
+// sample returns the value of the exposition line starting with series.
+func sample(t *testing.T, text, series string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(text)
+	require.NotNil(t, m, "series %s missing from:\n%s", series, text)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return v
+}
+
+// TestMetricsAfterCalls drives real calls through the HTTP bridge (Vault is
+// the simulator) and checks every named series on /metrics.
+func TestMetricsAfterCalls(t *testing.T) {
+	sim := vaultsim.New(vaultsim.Options{AgentToken: "vc_tok_metrics"})
+	vs := httptest.NewServer(sim)
+	defer vs.Close()
+	cfg := testenv.Config(t, "VC_AGENT_TOKEN=vc_tok_metrics", "VC_BASE_URL="+vs.URL)
+	a := testenv.Open(t, cfg)
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+
+	call(t, srv.URL, "vaultclaw_connectors_list", map[string]any{})
+	call(t, srv.URL, "vaultclaw_connectors_list", map[string]any{})
+	call(t, srv.URL, "vaultclaw_connector_get", map[string]any{"connector_id": "no-such-connector"})
+	call(t, srv.URL, "vaultclaw_session_configure", map[string]any{"timeout_ms": "soon"})
+	call(t, srv.URL, "vaultclaw_recipes_search", map[string]any{"query": "gmail"})
+	resp := post(t, srv.URL, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "vaultclaw_made_up", "arguments": map[string]any{}}})
+	resp.Body.Close()
+	_, err := a.Handles.Save("default", &approval.Handoff{Handle: approval.Handle{Kind: approval.KindJob, JobID: "job-1"}}, "test")
+	require.NoError(t, err)
+
+	mr, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer mr.Body.Close()
+	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", mr.Header.Get("Content-Type"))
+	raw, _ := io.ReadAll(mr.Body)
+	text := string(raw)
+
+	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_calls_total{tool="vaultclaw_connectors_list",outcome="ok"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{tool="vaultclaw_connector_get",outcome="error"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_errors_total{tool="vaultclaw_session_configure",code="MCP_VALIDATION_ERROR"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{tool="vaultclaw_recipes_search",outcome="ok"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{tool="_unknown",outcome="protocol_error"}`))
+	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_call_duration_seconds_count{tool="vaultclaw_connectors_list"}`))
+	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_call_duration_seconds_bucket{tool="vaultclaw_connectors_list",le="+Inf"}`))
+	assert.GreaterOrEqual(t, sample(t, text, `accords_mcp_vault_request_duration_seconds_count{endpoint="GET /v0/connectors"}`), 2.0)
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_vault_request_errors_total{endpoint="GET /v0/connectors/{id}",kind="http_404"}`))
+	assert.Greater(t, sample(t, text, `accords_mcp_db_size_bytes`), 0.0)
+	assert.Greater(t, sample(t, text, `accords_mcp_index_documents`), 0.0, "the built-in cookbooks are indexed")
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_pending_handles`))
+	assert.Contains(t, text, "# TYPE accords_mcp_tool_call_duration_seconds histogram\n")
+	assert.NotContains(t, text, "vc_tok_metrics", "no token ever reaches the metrics")
+}
+
+// TestRefusedCallsAreCounted: the metrics middleware sits outside the
+// gateway, so calls it refuses appear with their code.
+func TestRefusedCallsAreCounted(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	require.NoError(t, os.WriteFile(policy, []byte("[defaults.tools.vaultclaw_session_status]\ncalls_per_minute = 1\nburst = 1\n"), 0o600))
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_POLICY_FILE="+policy))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	for range 3 {
+		call(t, srv.URL, "vaultclaw_session_status", map[string]any{})
+	}
+	assert.Equal(t, 1.0, a.Metrics.ToolCalls.Value("vaultclaw_session_status", "ok"))
+	assert.Equal(t, 2.0, a.Metrics.ToolCalls.Value("vaultclaw_session_status", "error"))
+	assert.Equal(t, 2.0, a.Metrics.ToolErrors.Value("vaultclaw_session_status", "MCP_RATE_LIMITED"))
+}
+
+// TestMetricsNeedACallerTokenOnceCallersExist: /metrics is guarded like the
+// MCP endpoint.
+func TestMetricsNeedACallerTokenOnceCallersExist(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	// token_sha256 of "secret" (docs/gateway.md).
+	require.NoError(t, os.WriteFile(policy, []byte(`[[callers]]
+id = "prometheus"
+token_sha256 = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
+tenant = "ops"
+capabilities = ["catalog_view"]
+`), 0o600))
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_POLICY_FILE="+policy))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(raw), "accords_mcp_build_info")
+}
+
+// TestLogsAreQuietAndCorrelated: at INFO the go-sdk's per-request lines are
+// gone, and each tool call logs one JSON line carrying the request id.
+func TestLogsAreQuietAndCorrelated(t *testing.T) {
+	for _, level := range []string{"info", "debug"} {
+		t.Run(level, func(t *testing.T) {
+			var logs syncBuffer
+			lv := slog.LevelInfo
+			if level == "debug" {
+				lv = slog.LevelDebug
+			}
+			cfg := testenv.Config(t, "ACCORDS_MCP_LOG_LEVEL="+level)
+			a, err := app.Open(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: lv})))
+			require.NoError(t, err)
+			defer a.Close()
+			srv := httptest.NewServer(a.HTTPHandler())
+			defer srv.Close()
+			call(t, srv.URL, "vaultclaw_session_status", map[string]any{})
+			out := logs.String()
+			assert.Contains(t, out, `"msg":"tool call","request_id":"req-from-client-1","tool":"vaultclaw_session_status"`)
+			if level == "info" {
+				assert.NotContains(t, out, "server session connected")
+			} else {
+				assert.Contains(t, out, `"msg":"http request"`)
+				assert.Contains(t, out, "server session connected", "debug shows the SDK's own logs")
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

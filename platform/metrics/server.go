@@ -1,0 +1,227 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/reqlog"
+	"github.com/accordsai/accords-mcp/platform/version"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Series names (documented in docs/operations.md).
+const (
+	NameToolCalls     = "accords_mcp_tool_calls_total"
+	NameToolErrors    = "accords_mcp_tool_errors_total"
+	NameToolDuration  = "accords_mcp_tool_call_duration_seconds"
+	NameVaultDuration = "accords_mcp_vault_request_duration_seconds"
+	NameVaultErrors   = "accords_mcp_vault_request_errors_total"
+	NameDBSize        = "accords_mcp_db_size_bytes"
+	NameIndexDocs     = "accords_mcp_index_documents"
+	NamePendingHandle = "accords_mcp_pending_handles"
+	NameBuildInfo     = "accords_mcp_build_info"
+	NameStartTime     = "accords_mcp_start_time_seconds"
+	NameGoroutines    = "accords_mcp_goroutines"
+)
+
+// Tool call outcomes.
+const (
+	OutcomeOK            = "ok"
+	OutcomeError         = "error"
+	OutcomeProtocolError = "protocol_error"
+)
+
+// UnknownTool labels calls to names the server does not expose, so a client
+// cannot grow the label set without bound.
+const UnknownTool = "_unknown"
+
+// Server holds the series of one accords-mcp process.
+type Server struct {
+	Registry      *Registry
+	ToolCalls     *CounterVec
+	ToolErrors    *CounterVec
+	ToolDuration  *HistogramVec
+	VaultDuration *HistogramVec
+	VaultErrors   *CounterVec
+}
+
+// New registers the process-wide series. Gauges that need the database or
+// the index are added with Gauge once those are open.
+func New() *Server {
+	r := NewRegistry()
+	s := &Server{
+		Registry:      r,
+		ToolCalls:     r.NewCounterVec(NameToolCalls, "MCP tool calls by tool and outcome (ok, error, protocol_error).", "tool", "outcome"),
+		ToolErrors:    r.NewCounterVec(NameToolErrors, "MCP tool calls that returned an error envelope, by tool and error code.", "tool", "code"),
+		ToolDuration:  r.NewHistogramVec(NameToolDuration, "MCP tool call latency in seconds.", DurationBuckets, "tool"),
+		VaultDuration: r.NewHistogramVec(NameVaultDuration, "Vaultclaw HTTP request latency in seconds, by endpoint.", DurationBuckets, "endpoint"),
+		VaultErrors:   r.NewCounterVec(NameVaultErrors, "Vaultclaw requests that failed, by endpoint and kind (network or http_<status>).", "endpoint", "kind"),
+	}
+	bi := r.NewGaugeVec(NameBuildInfo, "Build information; the value is always 1.", "version", "goversion")
+	bi.Set(1, version.Version, runtime.Version())
+	start := float64(time.Now().UnixNano()) / 1e9
+	r.NewGaugeFunc(NameStartTime, "Unix time the process started.", func() (float64, bool) { return start, true })
+	r.NewGaugeFunc(NameGoroutines, "Number of goroutines.", func() (float64, bool) { return float64(runtime.NumGoroutine()), true })
+	return s
+}
+
+// Gauge registers a gauge read at scrape time (db size, index documents,
+// pending handles).
+func (s *Server) Gauge(name, help string, fn func() (float64, bool)) {
+	s.Registry.NewGaugeFunc(name, help, fn)
+}
+
+// FileSizeGauge reads a file's size at scrape time.
+func FileSizeGauge(path string) func() (float64, bool) {
+	return func() (float64, bool) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return 0, false
+		}
+		return float64(fi.Size()), true
+	}
+}
+
+// ObserveVaultRequest is the hook the Vault client calls after every HTTP
+// request: method and path as sent (ids are folded into {id}), the HTTP
+// status (0 on a transport failure), the latency and the transport error.
+func (s *Server) ObserveVaultRequest(method, path string, status int, d time.Duration, err error) {
+	ep := VaultEndpoint(method, path)
+	s.VaultDuration.Observe(d.Seconds(), ep)
+	switch {
+	case err != nil || status == 0:
+		s.VaultErrors.Inc(ep, "network")
+	case status >= 400:
+		s.VaultErrors.Inc(ep, "http_"+itoa(status))
+	}
+}
+
+func itoa(n int) string {
+	if n < 0 || n > 999 {
+		return "other"
+	}
+	return string([]byte{byte('0' + n/100), byte('0' + n/10%10), byte('0' + n%10)})
+}
+
+// vaultWords are the fixed path segments of the Vaultclaw API; any other
+// segment is an id and becomes {id} so the endpoint label stays bounded.
+var vaultWords = map[string]bool{
+	"v0": true, "connectors": true, "validate": true, "execute": true, "execute-job": true, "plans": true,
+	"runs": true, "jobs": true, "approvals": true, "pending": true, "docs": true, "types": true,
+	"suggest": true, "latest": true, "secrets": true, "slots": true, "bindings": true, "bind": true,
+	"unbounded": true, "profiles": true, "list": true, "get": true, "upsert": true,
+}
+
+// VaultEndpoint normalises "GET /v0/jobs/j-123?x=1" to "GET /v0/jobs/{id}".
+func VaultEndpoint(method, path string) string {
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, sg := range segs {
+		if sg != "" && !vaultWords[sg] {
+			segs[i] = "{id}"
+		}
+	}
+	m := strings.ToUpper(strings.TrimSpace(method))
+	if m == "" {
+		m = "GET"
+	}
+	return m + " /" + strings.Join(segs, "/")
+}
+
+// MiddlewareOptions configure Middleware.
+type MiddlewareOptions struct {
+	// Known reports whether a tool name is exposed (nil: every name is).
+	Known func(name string) bool
+	// Logger receives one line per tool call (nil: no log).
+	Logger *slog.Logger
+}
+
+// Middleware is a go-sdk receiving middleware that times every tools/call,
+// counts it by tool and outcome, and logs it with its request id. It reads
+// only the rendered result, so it is independent of the gateway middleware.
+func (s *Server) Middleware(o MiddlewareOptions) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			id := reqlog.From(ctx)
+			if id == "" {
+				if ex := req.GetExtra(); ex != nil && ex.Header != nil && reqlog.Valid(ex.Header.Get(reqlog.Header)) {
+					id = ex.Header.Get(reqlog.Header)
+				} else {
+					id = reqlog.NewID()
+				}
+				ctx = reqlog.With(ctx, id)
+			}
+			tool := UnknownTool
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+				if o.Known == nil || o.Known(p.Name) {
+					tool = p.Name
+				}
+			}
+			start := time.Now()
+			res, err := next(ctx, method, req)
+			d := time.Since(start)
+			outcome, code := Outcome(res, err)
+			s.ToolCalls.Inc(tool, outcome)
+			if code != "" {
+				s.ToolErrors.Inc(tool, code)
+			}
+			s.ToolDuration.Observe(d.Seconds(), tool)
+			if o.Logger != nil {
+				p := caller.From(ctx)
+				attrs := []any{"request_id", id, "tool", tool, "outcome", outcome, "duration_ms", float64(d.Microseconds()) / 1000,
+					"caller", p.ID, "scope", p.Scope, "transport", p.Transport}
+				if code != "" {
+					attrs = append(attrs, "code", code)
+				}
+				o.Logger.InfoContext(ctx, "tool call", attrs...)
+			}
+			return res, err
+		}
+	}
+}
+
+// Outcome classifies a tools/call result: ok, error (an error envelope,
+// with its code) or protocol_error (the SDK refused the call).
+func Outcome(res mcp.Result, err error) (outcome, code string) {
+	if err != nil {
+		return OutcomeProtocolError, ""
+	}
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || r == nil {
+		return OutcomeProtocolError, ""
+	}
+	if !r.IsError {
+		return OutcomeOK, ""
+	}
+	var env struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	switch sc := r.StructuredContent.(type) {
+	case json.RawMessage:
+		_ = json.Unmarshal(sc, &env)
+	case []byte:
+		_ = json.Unmarshal(sc, &env)
+	case nil:
+	default:
+		if raw, err := json.Marshal(sc); err == nil {
+			_ = json.Unmarshal(raw, &env)
+		}
+	}
+	if env.Error != nil && env.Error.Code != "" {
+		return OutcomeError, env.Error.Code
+	}
+	return OutcomeError, "UNKNOWN"
+}

@@ -1,0 +1,139 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/platform/version"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configure the HTTP bridge.
+type HTTPOptions struct {
+	// Path of the MCP endpoint (default /v1/mcp); /mcp is always an alias.
+	Path string
+	// MaxBodyBytes limits request bodies; larger bodies get 413.
+	MaxBodyBytes int64
+	// RequireTenantHeader rejects MCP requests without a tenant header.
+	RequireTenantHeader bool
+	// GetServer returns the MCP server for a request (per caller when the
+	// gateway filters tools); nil means 400.
+	GetServer func(*http.Request) *mcp.Server
+	// Health reports the health of the store; nil means healthy.
+	Health func() error
+	// Wrap, when set, wraps the MCP endpoint (authentication).
+	Wrap   func(http.Handler) http.Handler
+	Logger *slog.Logger
+	// Extra routes (metrics, admin) mounted beside the MCP endpoint.
+	Extra map[string]http.Handler
+}
+
+// NewHTTPHandler returns the bridge: Streamable HTTP (stateless, so each
+// POST stands alone and bare JSON-RPC posts work without initialize), health
+// endpoints, tenant checks and body limits.
+func NewHTTPHandler(o HTTPOptions) http.Handler {
+	if o.Path == "" {
+		o.Path = "/v1/mcp"
+	}
+	if !strings.HasPrefix(o.Path, "/") {
+		o.Path = "/" + o.Path
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	base := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger}
+	sse := mcp.NewStreamableHTTPHandler(o.GetServer, &base)
+	jsonOpts := base
+	jsonOpts.JSONResponse = true
+	plain := mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts)
+
+	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.ContentLength > o.MaxBodyBytes {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if o.RequireTenantHeader && TenantFromHeader(r.Header) == "" {
+			writeTenantRequired(w)
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Content-Type") == "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		// Bridge clients POST one JSON-RPC message with Accept:
+		// application/json only; answer them with a plain JSON body.
+		if r.Method == http.MethodPost && !acceptsEventStream(r.Header.Values("Accept")) {
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			plain.ServeHTTP(w, r)
+			return
+		}
+		sse.ServeHTTP(w, r)
+	})
+	if o.Wrap != nil {
+		endpoint = o.Wrap(endpoint)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(o.Path, endpoint)
+	if o.Path != "/mcp" {
+		mux.Handle("/mcp", endpoint)
+	}
+	health := healthHandler(o.Health)
+	mux.Handle("/healthz", health)
+	mux.Handle("/v1/healthz", health)
+	for p, h := range o.Extra {
+		mux.Handle(p, h)
+	}
+	return mux
+}
+
+func acceptsEventStream(values []string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && (mt == "text/event-stream" || mt == "*/*" || mt == "text/*") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writeTenantRequired(w http.ResponseWriter) {
+	e := apperr.New(apperr.CodeTenantHeaderRequired, "tenant header is required for HTTP requests when strict tenant header mode is enabled")
+	e.Details["required_headers"] = TenantHeaders
+	e.Details["strict_env_var"] = "ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"
+	envelope.WriteHTTP(w, http.StatusBadRequest, e)
+}
+
+func healthHandler(check func() error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body := map[string]any{"ok": true, "service": "accords-mcp", "version": version.Version}
+		status := http.StatusOK
+		if check != nil {
+			if err := check(); err != nil {
+				body["ok"] = false
+				body["error"] = err.Error()
+				status = http.StatusServiceUnavailable
+			}
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(status)
+		if r.Method == http.MethodGet {
+			_ = json.NewEncoder(w).Encode(body)
+		}
+	})
+}

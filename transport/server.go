@@ -1,0 +1,108 @@
+// Package server assembles MCP servers from the tool registry and serves
+// them over stdio and the HTTP bridge.
+package transport
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/version"
+	"github.com/accordsai/accords-mcp/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TenantHeaders are read in this order; the first non-blank one wins.
+var TenantHeaders = []string{"X-Accords-Tenant-Id", "X-OpenClaw-Tenant-Id", "X-Tenant-Id"}
+
+// TenantFromHeader returns the tenant named by the request headers, or "".
+func TenantFromHeader(h http.Header) string {
+	for _, name := range TenantHeaders {
+		if v := strings.TrimSpace(h.Get(name)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// PrincipalFunc resolves the caller of one MCP request. extra is nil on stdio.
+type PrincipalFunc func(ctx context.Context, extra *mcp.RequestExtra) caller.Principal
+
+// DefaultPrincipal treats stdio as the local caller and an HTTP request as
+// an anonymous caller scoped by its tenant header.
+func DefaultPrincipal(_ context.Context, extra *mcp.RequestExtra) caller.Principal {
+	if extra == nil || extra.Header == nil {
+		return caller.Local()
+	}
+	scope := TenantFromHeader(extra.Header)
+	if scope == "" {
+		scope = caller.DefaultScope
+	}
+	return caller.Principal{ID: "anonymous", Scope: scope, Transport: caller.TransportHTTP}
+}
+
+// Builder makes MCP servers exposing a registry.
+type Builder struct {
+	Logger *slog.Logger
+	// Principal resolves the caller of each request (DefaultPrincipal if nil).
+	Principal PrincipalFunc
+	// Middleware runs after the principal is known, outermost first (the
+	// gateway: capability, rate limit, audit).
+	Middleware []mcp.Middleware
+	// Outer middleware runs before Middleware (right after the principal
+	// is resolved), so it sees every call, including refused ones
+	// (metrics).
+	Outer []mcp.Middleware
+	// SDKLogger, when set, is the go-sdk's own logger (it logs every HTTP
+	// request at INFO, so operators hold it at WARN); Logger stays the
+	// logger of tool handlers.
+	SDKLogger *slog.Logger
+	// Instructions are sent to clients at initialize.
+	Instructions string
+}
+
+// Build returns a server exposing every tool of reg.
+func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
+	logger := b.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sdkLogger := b.SDKLogger
+	if sdkLogger == nil {
+		sdkLogger = logger
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "accords-mcp", Title: "Accords MCP for Vaultclaw", Version: version.Version}, &mcp.ServerOptions{
+		Instructions: b.Instructions,
+		Logger:       sdkLogger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+	})
+	for _, t := range reg.Tools() {
+		s.AddTool(t.MCPTool(), t.MCPHandler(logger))
+	}
+	mws := append(append([]mcp.Middleware{}, b.Outer...), b.Middleware...)
+	// Receiving middleware added last runs first, so the principal is
+	// resolved before anything else sees the request.
+	for i := len(mws) - 1; i >= 0; i-- {
+		s.AddReceivingMiddleware(mws[i])
+	}
+	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
+	return s
+}
+
+func (b *Builder) principal() PrincipalFunc {
+	if b.Principal != nil {
+		return b.Principal
+	}
+	return DefaultPrincipal
+}
+
+func principalMiddleware(resolve PrincipalFunc) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			p := resolve(ctx, req.GetExtra())
+			return next(caller.With(ctx, p), method, req)
+		}
+	}
+}
