@@ -1,0 +1,121 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Stored is a bundle as stored: decoded, plus its canonical bytes and hash.
+type Stored struct {
+	Bundle *Bundle
+	Raw    json.RawMessage
+	Hash   string
+}
+
+func notFoundCookbook(id string) *apperr.Error {
+	return apperr.New(apperr.CodeCatalogNotFound, "cookbook not found").With("cookbook_id", id)
+}
+
+func notFoundVersion(id, version string) *apperr.Error {
+	return apperr.New(apperr.CodeCatalogNotFound, "cookbook version not found").With("cookbook_id", id).With("version", version)
+}
+
+// resolve finds the stored bytes of id@version ("" = latest) in tx.
+func resolve(root *bolt.Bucket, id, version string) (string, []byte, error) {
+	if version == "" {
+		version = latestVersion(root, id)
+		if version == "" {
+			return "", nil, notFoundCookbook(id)
+		}
+	}
+	raw := root.Get(bundleKey(id, version))
+	if raw == nil {
+		if latestVersion(root, id) == "" {
+			return "", nil, notFoundCookbook(id)
+		}
+		return "", nil, notFoundVersion(id, version)
+	}
+	return version, raw, nil
+}
+
+func checkRef(id, version string) (string, string, error) {
+	id = strings.TrimSpace(id)
+	version = strings.TrimSpace(version)
+	if err := CheckCookbookID(id); err != nil {
+		return "", "", err
+	}
+	if version != "" {
+		if err := CheckVersion(version); err != nil {
+			return "", "", err
+		}
+	}
+	return id, version, nil
+}
+
+// Get returns id@version, or the latest version when version is empty.
+func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) {
+	id, version, err := checkRef(id, version)
+	if err != nil {
+		return nil, err
+	}
+	var out *Stored
+	err = s.db.View(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		v, raw, err := resolve(root, id, version)
+		if err != nil {
+			return err
+		}
+		b, derr := decodeBundle(raw)
+		if derr != nil {
+			return schemaErr("stored bundle is not valid json").With("cookbook_id", id).With("version", v).With("cause", derr.Error())
+		}
+		out = &Stored{Bundle: b, Raw: append(json.RawMessage(nil), raw...), Hash: HashBytes(raw)}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapStoreErr("get cookbook", err)
+	}
+	return out, nil
+}
+
+func wrapStoreErr(op string, err error) error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return apperr.Internal(op, err)
+}
+
+// EntryResult is a recipe_get answer.
+type EntryResult struct {
+	CookbookID string          `json:"cookbook_id"`
+	Version    string          `json:"version"`
+	Entry      json.RawMessage `json:"entry"`
+}
+
+// Entry returns one entry of id@version (latest when version is empty).
+func (s *Service) Entry(ctx context.Context, id, version, entryID string) (*EntryResult, error) {
+	entryID = strings.TrimSpace(entryID)
+	st, err := s.Get(ctx, id, version)
+	if err != nil {
+		return nil, err
+	}
+	e := st.Bundle.Entry(entryID)
+	if e == nil {
+		return nil, apperr.New(apperr.CodeCatalogNotFound, "entry not found in cookbook").
+			With("cookbook_id", st.Bundle.CookbookID).With("version", st.Bundle.Version).With("entry_id", clip(entryID))
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, apperr.Internal("encode entry", err)
+	}
+	return &EntryResult{CookbookID: st.Bundle.CookbookID, Version: st.Bundle.Version, Entry: raw}, nil
+}

@@ -1,0 +1,323 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/accordsai/accords-mcp/index"
+	bolt "go.etcd.io/bbolt"
+)
+
+// syncIndex brings the index in line with the store at start-up.
+func (s *Service) syncIndex(ctx context.Context, progress index.Progress) (OpenReport, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	want := s.storeRev.Load()
+	ix, err := index.Open(s.indexPath)
+	if err != nil {
+		reason := "index missing"
+		if _, statErr := os.Stat(s.indexPath); statErr == nil {
+			reason = "index corrupt or built with another mapping"
+		}
+		if want == 0 && reason == "index missing" {
+			s.logger.Info("creating catalog index", "path", s.indexPath)
+		} else {
+			s.logger.Warn("rebuilding catalog index", "reason", reason, "error", err.Error())
+		}
+		if err := s.rebuildLocked(ctx, progress); err != nil {
+			return OpenReport{}, err
+		}
+		return OpenReport{Rebuilt: true, Reason: reason, Rev: s.indexRev.Load()}, nil
+	}
+	have, err := ix.Rev()
+	if err != nil {
+		ix.Close()
+		return OpenReport{}, err
+	}
+	s.idxMu.Lock()
+	s.idx = ix
+	s.idxMu.Unlock()
+	s.indexRev.Store(have)
+	switch {
+	case have == want:
+		return OpenReport{Rev: have}, nil
+	case have > want:
+		// The database went back in time (restored backup): distrust it all.
+		s.logger.Warn("catalog index is ahead of the database; rebuilding", "index_rev", have, "db_rev", want)
+		if err := s.rebuildLocked(ctx, progress); err != nil {
+			return OpenReport{}, err
+		}
+		return OpenReport{Rebuilt: true, Reason: "index ahead of the database", Rev: s.indexRev.Load()}, nil
+	}
+	n, err := s.catchUpLocked(ctx)
+	if err != nil {
+		s.logger.Warn("catalog index catch-up failed; rebuilding", "error", err.Error())
+		if err := s.rebuildLocked(ctx, progress); err != nil {
+			return OpenReport{}, err
+		}
+		return OpenReport{Rebuilt: true, Reason: "index behind the database", Rev: s.indexRev.Load()}, nil
+	}
+	return OpenReport{CaughtUp: n, Reason: "index behind the database", Rev: s.indexRev.Load()}, nil
+}
+
+var errChangesPruned = errors.New("change log does not reach back to the index revision")
+
+// catchUpLocked re-indexes the cookbooks changed since the index revision.
+func (s *Service) catchUpLocked(ctx context.Context) (int, error) {
+	from := s.indexRev.Load()
+	var upd index.Update
+	err := s.db.View(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		to := readU64(root.Get(keyRev))
+		if to <= from {
+			upd.Rev = from
+			return nil
+		}
+		touched := map[string]bool{}
+		for r := from + 1; r <= to; r++ {
+			raw := root.Get(changeKey(r))
+			if raw == nil {
+				return errChangesPruned
+			}
+			var ids []string
+			if err := json.Unmarshal(raw, &ids); err != nil {
+				return fmt.Errorf("change log rev %d: %w", r, err)
+			}
+			for _, id := range ids {
+				touched[id] = true
+			}
+		}
+		upd, err = docsFor(root, touched)
+		upd.Rev = to
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if upd.Rev == from {
+		return 0, nil
+	}
+	if err := s.applyLocked(ctx, upd); err != nil {
+		return 0, err
+	}
+	return int(upd.Rev - from), nil
+}
+
+// docsFor builds the documents of every version of the touched cookbooks.
+func docsFor(root *bolt.Bucket, touched map[string]bool) (index.Update, error) {
+	var upd index.Update
+	ids := make([]string, 0, len(touched))
+	for id := range touched {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		upd.Cookbooks = append(upd.Cookbooks, id)
+		docs, err := cookbookDocs(root, id)
+		if err != nil {
+			return upd, fmt.Errorf("cookbook %s: %w", id, err)
+		}
+		upd.Docs = append(upd.Docs, docs...)
+	}
+	return upd, nil
+}
+
+// cookbookDocs decodes every version of one cookbook into index documents,
+// flagging the entries of the highest version as latest.
+func cookbookDocs(root *bolt.Bucket, id string) ([]index.Doc, error) {
+	latest := latestVersion(root, id)
+	var docs []index.Doc
+	err := versionsOf(root, id, func(v string, raw []byte) error {
+		b, err := decodeForIndex(raw)
+		if err != nil {
+			return fmt.Errorf("version %s: %w", v, err)
+		}
+		docs = append(docs, bundleDocs(b, v == latest)...)
+		return nil
+	})
+	return docs, err
+}
+
+// decodeForIndex decodes only what the index needs from a stored bundle:
+// the searchable strings, and for plan entries without a connector the
+// steps' connector ids. Request and plan payloads, bindings and schemas
+// are skipped, which makes a full reindex markedly cheaper than decoding
+// every bundle whole.
+func decodeForIndex(raw []byte) (*Bundle, error) {
+	m, err := objectOf(raw, "bundle")
+	if err != nil {
+		return nil, err
+	}
+	d := &fieldDecoder{m: m}
+	b := &Bundle{}
+	d.get("cookbook_id", &b.CookbookID)
+	d.get("version", &b.Version)
+	d.get("title", &b.Title)
+	var entries []json.RawMessage
+	d.get("entries", &entries)
+	if d.err != nil {
+		return nil, d.err
+	}
+	for i, er := range entries {
+		em, err := objectOf(er, fmt.Sprintf("entries[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		ed := &fieldDecoder{m: em}
+		var e Entry
+		ed.get("entry_id", &e.EntryID)
+		ed.get("entry_type", &e.EntryType)
+		ed.get("title", &e.Title)
+		ed.get("description", &e.Description)
+		ed.get("tags", &e.Tags)
+		ed.get("connector_id", &e.ConnectorID)
+		ed.get("verb", &e.Verb)
+		if e.ConnectorID == "" && (e.EntryType == TypeRecipePlan || e.EntryType == TypeTemplatePlan) {
+			key := "plan"
+			if e.EntryType == TypeTemplatePlan {
+				key = "base_plan"
+			}
+			var p map[string]any
+			ed.get(key, &p)
+			e.Plan, e.BasePlan = p, p
+		}
+		if ed.err != nil {
+			return nil, ed.err
+		}
+		b.Entries = append(b.Entries, e)
+	}
+	return b, nil
+}
+
+func bundleDocs(b *Bundle, latest bool) []index.Doc {
+	vs := VersionSortKey(b.Version)
+	docs := make([]index.Doc, 0, len(b.Entries))
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		docs = append(docs, index.Doc{
+			CookbookID: b.CookbookID, Version: b.Version, VersionSort: vs, Latest: latest,
+			EntryID: e.EntryID, EntryType: e.EntryType, Title: e.Title, Description: e.Description,
+			ConnectorID: e.IndexConnector(), Verb: e.Verb, Tags: e.Tags,
+			CookbookTitle: b.Title,
+		})
+	}
+	return docs
+}
+
+func (s *Service) applyLocked(ctx context.Context, upd index.Update) error {
+	s.idxMu.RLock()
+	ix := s.idx
+	s.idxMu.RUnlock()
+	if ix == nil {
+		return errors.New("catalog index is closed")
+	}
+	if err := ix.Apply(ctx, upd); err != nil {
+		return err
+	}
+	s.indexRev.Store(upd.Rev)
+	return nil
+}
+
+// Reindex rebuilds the whole index from the store (the reindex command and
+// automatic repair use it). progress receives documents done of total.
+func (s *Service) Reindex(ctx context.Context, progress index.Progress) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.rebuildLocked(ctx, progress)
+}
+
+func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.idx != nil {
+		s.idx.Close()
+		s.idx = nil
+	}
+	// One read transaction gives a consistent snapshot to index; the
+	// revision recorded is the one of that snapshot.
+	err := s.db.View(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		rev := readU64(root.Get(keyRev))
+		total := 0
+		c := root.Cursor()
+		for k, v := c.Seek([]byte(pfxItem)); k != nil && bytes.HasPrefix(k, []byte(pfxItem)); k, v = c.Next() {
+			var it struct {
+				N int `json:"entry_count"`
+			}
+			if json.Unmarshal(v, &it) == nil {
+				total += it.N
+			}
+		}
+		src := index.Source{Total: total, Rev: rev, Each: func(yield func(index.Doc) error) error {
+			// Versions of a cookbook are adjacent: index one cookbook at a
+			// time so each knows its latest version.
+			c := root.Cursor()
+			prev := ""
+			for k, _ := c.Seek([]byte(pfxBundle)); k != nil && bytes.HasPrefix(k, []byte(pfxBundle)); k, _ = c.Next() {
+				id, _ := splitRefKey(k)
+				if id == prev {
+					continue
+				}
+				prev = id
+				docs, err := cookbookDocs(root, id)
+				if err != nil {
+					// One unreadable bundle must not take search down: skip
+					// it and say so.
+					s.logger.Error("skipping unreadable cookbook while indexing", "cookbook_id", id, "error", err.Error())
+					continue
+				}
+				for _, d := range docs {
+					if err := yield(d); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}}
+		if err := index.Build(ctx, s.indexPath, src, progress); err != nil {
+			return err
+		}
+		s.indexRev.Store(rev)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild catalog index: %w", err)
+	}
+	ix, err := index.Open(s.indexPath)
+	if err != nil {
+		return fmt.Errorf("open rebuilt catalog index: %w", err)
+	}
+	s.idx = ix
+	return nil
+}
+
+// fresh makes sure the index reflects the latest committed revision before
+// a read (a failed index update after a commit is repaired here).
+func (s *Service) fresh(ctx context.Context) error {
+	if s.indexRev.Load() == s.storeRev.Load() {
+		return nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.indexRev.Load() == s.storeRev.Load() {
+		return nil
+	}
+	if _, err := s.catchUpLocked(ctx); err != nil {
+		if !errors.Is(err, errChangesPruned) {
+			s.logger.Warn("catalog index catch-up failed; rebuilding", "error", err.Error())
+		}
+		return s.rebuildLocked(ctx, nil)
+	}
+	return nil
+}

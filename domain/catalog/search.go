@@ -1,0 +1,28 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+)
+
+// Search runs a recipe search on the index (decision D7). It is the API the
+// route resolver's search fallback uses: by default only the latest version
+// of each cookbook is searched, so two versions of one entry never compete.
+func (s *Service) Search(ctx context.Context, q index.Query) (index.Result, error) {
+	if err := s.fresh(ctx); err != nil {
+		return index.Result{}, apperr.Internal("refresh catalog index", err)
+	}
+	s.idxMu.RLock()
+	defer s.idxMu.RUnlock()
+	if s.idx == nil {
+		return index.Result{}, apperr.Internal("search recipes", errors.New("catalog index is closed"))
+	}
+	res, err := s.idx.Search(ctx, q)
+	if err != nil {
+		return index.Result{}, apperr.Internal("search recipes", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,140 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SeedRecord remembers one built-in bundle written by the seeder.
+type SeedRecord struct {
+	ContentHash string `json:"content_hash"`
+	SeededAt    string `json:"seeded_at"`
+}
+
+// SeedReport says what SeedBuiltins did.
+type SeedReport struct {
+	Manifest string `json:"manifest"`
+	// Unchanged is true when the built-in set was already seeded.
+	Unchanged bool `json:"unchanged"`
+	// Seeded and Updated list id@version written; Kept lists built-ins
+	// left alone because the user edited or deleted them.
+	Seeded  []string `json:"seeded,omitempty"`
+	Updated []string `json:"updated,omitempty"`
+	Kept    []string `json:"kept,omitempty"`
+}
+
+// ManifestHash identifies a built-in set by its ids, versions and hashes.
+func ManifestHash(bundles []*Bundle) (string, error) {
+	var lines []string
+	for _, b := range bundles {
+		h, err := b.ContentHash()
+		if err != nil {
+			return "", err
+		}
+		lines = append(lines, b.CookbookID+"@"+b.Version+" "+h)
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// SeedBuiltins installs the built-in bundles at first start and on
+// upgrade. It never overwrites a user's edit nor restores a bundle the user
+// deleted: the seeded set is recorded in bbolt, and a seeded version is only
+// replaced when its stored content is still exactly what was seeded. When
+// the built-in set is unchanged it only reads one key.
+func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedReport, error) {
+	type prepared struct {
+		b         *Bundle
+		canonical []byte
+		hash      string
+	}
+	var ps []prepared
+	for _, b := range bundles {
+		canonical, hash, err := Prepare(b)
+		if err != nil {
+			return nil, fmt.Errorf("built-in cookbook %s@%s: %w", b.CookbookID, b.Version, err)
+		}
+		ps = append(ps, prepared{b, canonical, hash})
+	}
+	manifest, err := ManifestHash(bundles)
+	if err != nil {
+		return nil, err
+	}
+	rep := &SeedReport{Manifest: manifest}
+	var current []byte
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		current = append(current, root.Get(keyBuiltinManifest)...)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if string(current) == manifest {
+		rep.Unchanged = true
+		return rep, nil
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	err = s.write(ctx, func(w *writeTx) error {
+		*rep = SeedReport{Manifest: manifest}
+		for _, p := range ps {
+			ref := p.b.CookbookID + "@" + p.b.Version
+			key := seedKey(p.b.CookbookID, p.b.Version)
+			stored := w.stored(p.b.CookbookID, p.b.Version)
+			var rec SeedRecord
+			hasRec := false
+			if raw := w.root.Get(key); raw != nil {
+				hasRec = json.Unmarshal(raw, &rec) == nil
+			}
+			record := func() error {
+				raw, _ := json.Marshal(SeedRecord{ContentHash: p.hash, SeededAt: now})
+				return w.root.Put(key, raw)
+			}
+			switch {
+			case !hasRec && stored == nil:
+				if err := w.put(p.b, p.canonical, p.hash); err != nil {
+					return err
+				}
+				rep.Seeded = append(rep.Seeded, ref)
+				if err := record(); err != nil {
+					return err
+				}
+			case !hasRec:
+				// The user already has this id@version: theirs wins. The
+				// record makes it count as user content from now on.
+				rep.Kept = append(rep.Kept, ref)
+				if err := record(); err != nil {
+					return err
+				}
+			case stored == nil:
+				rep.Kept = append(rep.Kept, ref) // deleted by the user
+			case HashBytes(stored) != rec.ContentHash:
+				rep.Kept = append(rep.Kept, ref) // edited by the user
+			case rec.ContentHash != p.hash:
+				if err := w.put(p.b, p.canonical, p.hash); err != nil {
+					return err
+				}
+				rep.Updated = append(rep.Updated, ref)
+				if err := record(); err != nil {
+					return err
+				}
+			}
+		}
+		return w.root.Put(keyBuiltinManifest, []byte(manifest))
+	})
+	if err != nil {
+		return nil, wrapStoreErr("seed built-in cookbooks", err)
+	}
+	return rep, nil
+}
