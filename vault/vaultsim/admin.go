@@ -16,194 +16,291 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 )
 
-// Admin (control) endpoints, all under /_sim/:
-//
-//	GET    /_sim/health              ANY    /_sim/echo (a demo upstream)
-//	GET    /_sim/requests            DELETE /_sim/requests
-//	POST   /_sim/faults  {Fault}     DELETE /_sim/faults
-//	GET    /_sim/approvals           GET    /_sim/approvals/{id}
-//	POST   /_sim/approvals/{id}/approve   POST /_sim/approvals/{id}/deny
-//	GET    /_sim/approval-rules      PUT    /_sim/approval-rules  [rules]
-//	POST   /_sim/tokens {token?, scopes[]}   DELETE /_sim/tokens/{token}
-//	POST   /_sim/secrets {secret_id, value}
-//	GET    /_sim/documents           POST   /_sim/documents {type_id, subject_id, filename, content_type, fields}
-//	DELETE /_sim/documents/{id}
-//	PUT    /_sim/connectors/{id}/policy-hash {policy_hash}
-//	GET    /_sim/mailbox             GET    /_sim/kyc/{subject}
-func (s *Sim) serveAdmin(w http.ResponseWriter, r *http.Request) {
-	switch strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/") {
-	case "health":
+// serveAdmin serves the admin (control) endpoints under AdminPrefix; adminMux
+// lists them. Admin calls are not logged as Vault requests.
+func (s *Sim) serveAdmin(w http.ResponseWriter, r *http.Request) { s.admin.ServeHTTP(w, r) }
+
+// adminMux routes the admin (control) endpoints under /_sim/. health and
+// echo are open to any method without the admin token; every other path,
+// known or not, first needs the token (when one is configured) and a body
+// that is empty or a JSON object (faults and approval-rules take their own
+// JSON). A path or method not listed here gets the simulator's JSON 404,
+// never ServeMux's plain-text 404 or 405.
+func (s *Sim) adminMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_sim/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"ok": true, "service": "vaultsim"})
-		return
-	case "echo":
-		// A demo upstream for generic.http: it reflects the request, so an
-		// attached secret shows up (redacted in the simulator's output).
-		raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		h := map[string]any{}
-		for k, v := range r.Header {
-			h[k] = strings.Join(v, ", ")
+	})
+	mux.HandleFunc("/_sim/echo", adminEcho)
+	for _, rt := range []struct {
+		pattern string // a pattern without a method accepts any method
+		h       func(a *adminCall)
+	}{
+		{"GET /_sim/requests", s.adminRequests},
+		{"DELETE /_sim/requests", s.adminClearRequests},
+		{"POST /_sim/faults", s.adminInjectFault},
+		{"DELETE /_sim/faults", s.adminClearFaults},
+		{"/_sim/approvals", s.adminApprovals},
+		{"GET /_sim/approvals/{id}", s.adminApproval},
+		{"POST /_sim/approvals/{id}/approve", s.adminDecide(s.Approve)},
+		{"POST /_sim/approvals/{id}/deny", s.adminDecide(s.Deny)},
+		{"GET /_sim/approval-rules", s.adminRules},
+		{"PUT /_sim/approval-rules", s.adminSetRules},
+		{"POST /_sim/approval-rules", s.adminSetRules},
+		{"POST /_sim/tokens", s.adminAddToken},
+		{"DELETE /_sim/tokens/{token}", s.adminRemoveToken},
+		{"POST /_sim/secrets", s.adminPutSecret},
+		{"GET /_sim/documents", s.adminDocuments},
+		{"POST /_sim/documents", s.adminAddDocument},
+		{"DELETE /_sim/documents/{id}", s.adminRemoveDocument},
+		{"PUT /_sim/connectors/{id}/policy-hash", s.adminSetPolicyHash},
+		{"POST /_sim/connectors/{id}/policy-hash", s.adminSetPolicyHash},
+		{"/_sim/mailbox", s.adminMailbox},
+		{"/_sim/kyc/{subject}", s.adminKYC},
+	} {
+		method := ""
+		if m, _, ok := strings.Cut(rt.pattern, " "); ok {
+			method = m
 		}
-		writeJSON(w, 200, map[string]any{"method": r.Method, "path": r.URL.Path, "query": r.URL.RawQuery, "headers": h, "body": string(raw)})
-		return
+		mux.Handle(rt.pattern, s.adminAuthed(method, rt.h))
 	}
-	if s.opts.AdminToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(AdminTokenHeader)), []byte(s.opts.AdminToken)) != 1 {
-		writeJSON(w, 401, errf(401, "UNAUTHENTICATED", "admin token required in %s", AdminTokenHeader).body())
-		return
-	}
-	path := strings.TrimPrefix(r.URL.Path, AdminPrefix)
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	var in map[string]any
-	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &in); err != nil && !(parts[0] == "approval-rules" || parts[0] == "faults") {
-			writeJSON(w, 400, errf(400, "INVALID_ARGUMENT", "body must be a JSON object").body())
+	mux.Handle(AdminPrefix, s.adminAuthed("", adminNotFound))
+	return mux
+}
+
+// adminCall is one authorised admin request with its body read.
+type adminCall struct {
+	w   http.ResponseWriter
+	r   *http.Request
+	raw []byte
+	in  map[string]any // the body when it is a JSON object
+}
+
+func (a *adminCall) ok(v any) { writeJSON(a.w, 200, v) }
+
+func (a *adminCall) fail(status int, code, msg string) {
+	writeJSON(a.w, status, errf(status, code, "%s", msg).body())
+}
+
+// adminAuthed checks the admin token and the body, then calls h. method is
+// the route's method, "" for any: ServeMux lets GET patterns answer HEAD,
+// which the admin API does not.
+func (s *Sim) adminAuthed(method string, h func(a *adminCall)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.AdminToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(AdminTokenHeader)), []byte(s.opts.AdminToken)) != 1 {
+			writeJSON(w, 401, errf(401, "UNAUTHENTICATED", "admin token required in %s", AdminTokenHeader).body())
 			return
 		}
-	}
-	ok := func(v any) { writeJSON(w, 200, v) }
-	bad := func(status int, code, msg string) { writeJSON(w, status, errf(status, code, "%s", msg).body()) }
-	m := r.Method
-	switch {
-	case parts[0] == "requests" && m == "GET":
-		var list []any
-		for _, q := range s.Requests() {
-			h := map[string]any{}
-			for k, v := range q.Header {
-				if strings.EqualFold(k, "Authorization") {
-					v = []string{"Bearer ***"} // the log endpoint never shows tokens
-				}
-				h[k] = strings.Join(v, ", ")
-			}
-			list = append(list, map[string]any{"seq": q.Seq, "time": q.Time, "method": q.Method, "path": q.Path, "query": q.RawQuery,
-				"headers": h, "body": q.Body, "status": q.Status, "fault": q.Fault})
-		}
-		ok(map[string]any{"items": list})
-	case parts[0] == "requests" && m == "DELETE":
-		s.ClearRequests()
-		ok(map[string]any{"cleared": true})
-	case parts[0] == "faults" && m == "POST":
-		var f Fault
-		if err := json.Unmarshal(raw, &f); err != nil || f.Path == "" {
-			bad(400, "INVALID_ARGUMENT", "fault needs at least a path")
-			return
-		}
-		s.InjectFault(f)
-		ok(map[string]any{"injected": true})
-	case parts[0] == "faults" && m == "DELETE":
-		s.ClearFaults()
-		ok(map[string]any{"cleared": true})
-	case parts[0] == "approvals" && len(parts) == 1:
-		var list []any
-		for _, p := range s.PendingApprovals() {
-			list = append(list, p)
-		}
-		ok(map[string]any{"items": list})
-	case parts[0] == "approvals" && len(parts) == 2 && m == "GET":
-		for _, p := range s.PendingApprovals() {
-			if p.PendingID == parts[1] {
-				ok(p)
+		a := &adminCall{w: w, r: r}
+		a.raw, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if len(a.raw) > 0 {
+			// faults and approval-rules decode their body themselves (an
+			// array for the rules); the check is by path so that it holds
+			// on unknown methods of those paths too.
+			first, _, _ := strings.Cut(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
+			if err := json.Unmarshal(a.raw, &a.in); err != nil && first != "approval-rules" && first != "faults" {
+				a.fail(400, "INVALID_ARGUMENT", "body must be a JSON object")
 				return
 			}
 		}
-		bad(404, "NOT_FOUND", "no pending approval "+parts[1])
-	case parts[0] == "approvals" && len(parts) == 3 && m == "POST" && (parts[2] == "approve" || parts[2] == "deny"):
-		var err error
-		if parts[2] == "approve" {
-			err = s.Approve(parts[1])
-		} else {
-			err = s.Deny(parts[1])
+		if method != "" && r.Method != method {
+			adminNotFound(a)
+			return
 		}
+		h(a)
+	})
+}
+
+func adminNotFound(a *adminCall) {
+	a.fail(404, "NOT_FOUND", "no admin route "+a.r.Method+" "+a.r.URL.Path)
+}
+
+// adminEcho is a demo upstream for generic.http: it reflects the request,
+// so an attached secret shows up (redacted in the simulator's output).
+func adminEcho(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	h := map[string]any{}
+	for k, v := range r.Header {
+		h[k] = strings.Join(v, ", ")
+	}
+	writeJSON(w, 200, map[string]any{"method": r.Method, "path": r.URL.Path, "query": r.URL.RawQuery, "headers": h, "body": string(raw)})
+}
+
+func (s *Sim) adminRequests(a *adminCall) {
+	var list []any
+	for _, q := range s.Requests() {
+		h := map[string]any{}
+		for k, v := range q.Header {
+			if strings.EqualFold(k, "Authorization") {
+				v = []string{"Bearer ***"} // the log endpoint never shows tokens
+			}
+			h[k] = strings.Join(v, ", ")
+		}
+		list = append(list, map[string]any{"seq": q.Seq, "time": q.Time, "method": q.Method, "path": q.Path, "query": q.RawQuery,
+			"headers": h, "body": q.Body, "status": q.Status, "fault": q.Fault})
+	}
+	a.ok(map[string]any{"items": list})
+}
+
+func (s *Sim) adminClearRequests(a *adminCall) {
+	s.ClearRequests()
+	a.ok(map[string]any{"cleared": true})
+}
+
+func (s *Sim) adminInjectFault(a *adminCall) {
+	var f Fault
+	if err := json.Unmarshal(a.raw, &f); err != nil || f.Path == "" {
+		a.fail(400, "INVALID_ARGUMENT", "fault needs at least a path")
+		return
+	}
+	s.InjectFault(f)
+	a.ok(map[string]any{"injected": true})
+}
+
+func (s *Sim) adminClearFaults(a *adminCall) {
+	s.ClearFaults()
+	a.ok(map[string]any{"cleared": true})
+}
+
+func (s *Sim) adminApprovals(a *adminCall) {
+	var list []any
+	for _, p := range s.PendingApprovals() {
+		list = append(list, p)
+	}
+	a.ok(map[string]any{"items": list})
+}
+
+func (s *Sim) adminApproval(a *adminCall) {
+	id := a.r.PathValue("id")
+	for _, p := range s.PendingApprovals() {
+		if p.PendingID == id {
+			a.ok(p)
+			return
+		}
+	}
+	a.fail(404, "NOT_FOUND", "no pending approval "+id)
+}
+
+// adminDecide approves or denies: 404 for an unknown id, 409 for one no
+// longer waiting, else the approval's new view.
+func (s *Sim) adminDecide(decide func(pendingID string) error) func(a *adminCall) {
+	return func(a *adminCall) {
+		id := a.r.PathValue("id")
+		err := decide(id)
 		var nw *ErrNotWaiting
 		if errors.As(err, &nw) {
 			status := 409
 			if nw.State == "" {
 				status = 404
 			}
-			bad(status, "APPROVAL_NOT_WAITING", err.Error())
+			a.fail(status, "APPROVAL_NOT_WAITING", err.Error())
 			return
 		}
 		for _, p := range s.PendingApprovals() {
-			if p.PendingID == parts[1] {
-				ok(p)
+			if p.PendingID == id {
+				a.ok(p)
 				return
 			}
 		}
-	case parts[0] == "approval-rules" && m == "GET":
-		ok(map[string]any{"rules": s.ApprovalRules()})
-	case parts[0] == "approval-rules" && (m == "PUT" || m == "POST"):
-		var rules []ApprovalRule
-		if err := json.Unmarshal(raw, &rules); err != nil {
-			bad(400, "INVALID_ARGUMENT", "body must be an array of {connector_id, verb, action}")
-			return
-		}
-		for _, rl := range rules {
-			if rl.Action != ActionAllow && rl.Action != ActionDeny && rl.Action != ActionRequire {
-				bad(400, "INVALID_ARGUMENT", "action must be allow, deny or require")
-				return
-			}
-		}
-		s.SetApprovalRules(rules...)
-		ok(map[string]any{"rules": rules})
-	case parts[0] == "tokens" && m == "POST":
-		tok := getStr(in, "token")
-		if tok == "" {
-			tok = "vc_tok_dev_" + randHex(12)
-		}
-		scopes := strList(in["scopes"])
-		if _, given := in["scopes"]; !given {
-			scopes = AllScopes
-		}
-		s.AddToken(tok, scopes...)
-		ok(map[string]any{"token": tok, "scopes": scopes})
-	case parts[0] == "tokens" && len(parts) == 2 && m == "DELETE":
-		s.RemoveToken(parts[1])
-		ok(map[string]any{"removed": true})
-	case parts[0] == "secrets" && m == "POST":
-		id, val := getStr(in, "secret_id"), getStr(in, "value")
-		if id == "" || val == "" {
-			bad(400, "INVALID_ARGUMENT", "secret_id and value are required")
-			return
-		}
-		s.PutSecret(id, val)
-		ok(map[string]any{"secret_id": id, "stored": true})
-	case parts[0] == "documents" && len(parts) == 1 && m == "GET":
-		var list []any
-		for _, d := range s.Documents() {
-			list = append(list, map[string]any{"document_id": d.DocumentID, "type_id": d.TypeID, "subject_id": d.SubjectID, "filename": d.Filename})
-		}
-		ok(map[string]any{"items": list})
-	case parts[0] == "documents" && len(parts) == 1 && m == "POST":
-		fields := map[string]string{}
-		for k, v := range getMap(in, "fields") {
-			fields[k] = fmt.Sprint(v)
-		}
-		if getStr(in, "type_id") == "" {
-			bad(400, "INVALID_ARGUMENT", "type_id is required")
-			return
-		}
-		id := s.AddDocument(Document{DocumentID: getStr(in, "document_id"), TypeID: getStr(in, "type_id"), SubjectID: getStr(in, "subject_id"),
-			Filename: getStr(in, "filename"), ContentType: getStr(in, "content_type"), Fields: fields})
-		ok(map[string]any{"document_id": id})
-	case parts[0] == "documents" && len(parts) == 2 && m == "DELETE":
-		if !s.RemoveDocument(parts[1]) {
-			bad(404, "NOT_FOUND", "no document "+parts[1])
-			return
-		}
-		ok(map[string]any{"removed": true})
-	case parts[0] == "connectors" && len(parts) == 3 && parts[2] == "policy-hash" && (m == "PUT" || m == "POST"):
-		if s.PolicyHash(parts[1]) == "" {
-			bad(404, "CONNECTOR_NOT_FOUND", "no connector "+parts[1])
-			return
-		}
-		s.SetPolicyHash(parts[1], getStr(in, "policy_hash"))
-		ok(map[string]any{"connector_id": parts[1], "policy_hash": s.PolicyHash(parts[1])})
-	case parts[0] == "mailbox":
-		ok(map[string]any{"sent": s.SentMessages(), "drafts": s.Drafts()})
-	case parts[0] == "kyc" && len(parts) == 2:
-		ok(map[string]any{"subject": parts[1], "values": s.KYC(parts[1])})
-	default:
-		bad(404, "NOT_FOUND", "no admin route "+m+" "+r.URL.Path)
 	}
+}
+
+func (s *Sim) adminRules(a *adminCall) {
+	a.ok(map[string]any{"rules": s.ApprovalRules()})
+}
+
+func (s *Sim) adminSetRules(a *adminCall) {
+	var rules []ApprovalRule
+	if err := json.Unmarshal(a.raw, &rules); err != nil {
+		a.fail(400, "INVALID_ARGUMENT", "body must be an array of {connector_id, verb, action}")
+		return
+	}
+	for _, rl := range rules {
+		if rl.Action != ActionAllow && rl.Action != ActionDeny && rl.Action != ActionRequire {
+			a.fail(400, "INVALID_ARGUMENT", "action must be allow, deny or require")
+			return
+		}
+	}
+	s.SetApprovalRules(rules...)
+	a.ok(map[string]any{"rules": rules})
+}
+
+func (s *Sim) adminAddToken(a *adminCall) {
+	tok := getStr(a.in, "token")
+	if tok == "" {
+		tok = "vc_tok_dev_" + randHex(12)
+	}
+	scopes := strList(a.in["scopes"])
+	if _, given := a.in["scopes"]; !given {
+		scopes = AllScopes
+	}
+	s.AddToken(tok, scopes...)
+	a.ok(map[string]any{"token": tok, "scopes": scopes})
+}
+
+func (s *Sim) adminRemoveToken(a *adminCall) {
+	s.RemoveToken(a.r.PathValue("token"))
+	a.ok(map[string]any{"removed": true})
+}
+
+func (s *Sim) adminPutSecret(a *adminCall) {
+	id, val := getStr(a.in, "secret_id"), getStr(a.in, "value")
+	if id == "" || val == "" {
+		a.fail(400, "INVALID_ARGUMENT", "secret_id and value are required")
+		return
+	}
+	s.PutSecret(id, val)
+	a.ok(map[string]any{"secret_id": id, "stored": true})
+}
+
+func (s *Sim) adminDocuments(a *adminCall) {
+	var list []any
+	for _, d := range s.Documents() {
+		list = append(list, map[string]any{"document_id": d.DocumentID, "type_id": d.TypeID, "subject_id": d.SubjectID, "filename": d.Filename})
+	}
+	a.ok(map[string]any{"items": list})
+}
+
+func (s *Sim) adminAddDocument(a *adminCall) {
+	fields := map[string]string{}
+	for k, v := range getMap(a.in, "fields") {
+		fields[k] = fmt.Sprint(v)
+	}
+	if getStr(a.in, "type_id") == "" {
+		a.fail(400, "INVALID_ARGUMENT", "type_id is required")
+		return
+	}
+	id := s.AddDocument(Document{DocumentID: getStr(a.in, "document_id"), TypeID: getStr(a.in, "type_id"), SubjectID: getStr(a.in, "subject_id"),
+		Filename: getStr(a.in, "filename"), ContentType: getStr(a.in, "content_type"), Fields: fields})
+	a.ok(map[string]any{"document_id": id})
+}
+
+func (s *Sim) adminRemoveDocument(a *adminCall) {
+	id := a.r.PathValue("id")
+	if !s.RemoveDocument(id) {
+		a.fail(404, "NOT_FOUND", "no document "+id)
+		return
+	}
+	a.ok(map[string]any{"removed": true})
+}
+
+func (s *Sim) adminSetPolicyHash(a *adminCall) {
+	id := a.r.PathValue("id")
+	if s.PolicyHash(id) == "" {
+		a.fail(404, "CONNECTOR_NOT_FOUND", "no connector "+id)
+		return
+	}
+	s.SetPolicyHash(id, getStr(a.in, "policy_hash"))
+	a.ok(map[string]any{"connector_id": id, "policy_hash": s.PolicyHash(id)})
+}
+
+func (s *Sim) adminMailbox(a *adminCall) {
+	a.ok(map[string]any{"sent": s.SentMessages(), "drafts": s.Drafts()})
+}
+
+func (s *Sim) adminKYC(a *adminCall) {
+	subject := a.r.PathValue("subject")
+	a.ok(map[string]any{"subject": subject, "values": s.KYC(subject)})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

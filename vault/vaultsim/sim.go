@@ -154,6 +154,8 @@ type Sim struct {
 	mailbox    *mailbox
 	idem       map[string]idemEntry
 	notify     []PendingApproval
+
+	admin *http.ServeMux // the /_sim/ endpoints (admin.go)
 }
 
 type idemEntry struct {
@@ -188,6 +190,7 @@ func New(opts Options) *Sim {
 		mailbox:    newMailbox(),
 		idem:       map[string]idemEntry{},
 	}
+	s.admin = s.adminMux()
 	if s.now == nil {
 		s.now = time.Now
 	}
