@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -333,12 +334,7 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 				r.Note = "without " + strings.Join(skipped, ", ") + " (tools not registered)"
 			}
 			tr.Ops = append(tr.Ops, r)
-			names := make([]string, 0, len(parts))
-			for n := range parts {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
+			for _, n := range slices.Sorted(maps.Keys(parts)) {
 				tr.Ops = append(tr.Ops, parts[n].Summary("mixed:"+n, transport, o.bundles, len(srv.Sessions)))
 			}
 			continue

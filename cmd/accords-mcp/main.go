@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -90,12 +91,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: accords-mcp [command] [flags]")
 	fmt.Fprintln(w, "\nWith no command, serves MCP over stdio (or HTTP when ACCORDS_MCP_HTTP_ADDR is set).")
 	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -31,7 +32,7 @@ func runSearch(ctx context.Context, env *environment, args []string) int {
 	if err != nil {
 		return 2
 	}
-	if *entryType != "" && !contains(catalog.EntryTypes, *entryType) {
+	if *entryType != "" && !slices.Contains(catalog.EntryTypes, *entryType) {
 		fmt.Fprintf(env.stderr, "accords-mcp: --type must be one of %s\n", strings.Join(catalog.EntryTypes, ", "))
 		return 2
 	}
@@ -59,13 +60,4 @@ func runSearch(ctx context.Context, env *environment, args []string) int {
 			}
 		})
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/domain/routing"
 )
@@ -33,12 +34,7 @@ func runSkill(_ context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 1
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintln(env.stdout, filepath.Join(args[1], n))
 	}
 	return 0

@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -137,7 +139,7 @@ func (d *fieldDecoder) extra(known []string) map[string]any {
 	}
 	var out map[string]any
 	for k, raw := range d.m {
-		if contains(known, k) {
+		if slices.Contains(known, k) {
 			continue
 		}
 		var v any
@@ -151,15 +153,6 @@ func (d *fieldDecoder) extra(known []string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func objectOf(raw json.RawMessage, path string) (map[string]json.RawMessage, error) {
@@ -327,12 +320,7 @@ func (w *objWriter) str(key, v string, omitEmpty bool) {
 }
 
 func (w *objWriter) extra(m map[string]any) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		w.field(k, m[k])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -115,7 +116,7 @@ func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 			if f.LatestOnly && !it.Latest {
 				continue
 			}
-			if f.Tag != "" && !contains(it.Tags, f.Tag) {
+			if f.Tag != "" && !slices.Contains(it.Tags, f.Tag) {
 				continue
 			}
 			if q != "" && !strings.Contains(strings.ToLower(it.CookbookID), q) && !strings.Contains(strings.ToLower(it.Title), q) &&

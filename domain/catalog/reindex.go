@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/index"
 	bolt "go.etcd.io/bbolt"
@@ -114,12 +115,7 @@ func (s *Service) catchUpLocked(ctx context.Context) (int, error) {
 // docsFor builds the documents of every version of the touched cookbooks.
 func docsFor(root *bolt.Bucket, touched map[string]bool) (index.Update, error) {
 	var upd index.Update
-	ids := make([]string, 0, len(touched))
-	for id := range touched {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(touched)) {
 		upd.Cookbooks = append(upd.Cookbooks, id)
 		docs, err := cookbookDocs(root, id)
 		if err != nil {

@@ -3,7 +3,8 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
@@ -77,12 +78,7 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 		if err := root.Put(keyRev, store.U64(newRev)); err != nil {
 			return err
 		}
-		ids := make([]string, 0, len(w.touched))
-		for id := range w.touched {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		raw, _ := json.Marshal(ids)
+		raw, _ := json.Marshal(slices.Sorted(maps.Keys(w.touched)))
 		if err := root.Put(changeKey(newRev), raw); err != nil {
 			return err
 		}

@@ -2,7 +2,8 @@ package routing
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -95,13 +96,17 @@ func progressHint(gs []Guidance) *ProgressHint {
 		auto++
 		fr := g.ExternalFactRequest
 		par = par && fr.Parallelizable
-		keys[fr.FactKey] = true
-		groups[fr.BatchGroup] = true
+		if fr.FactKey != "" {
+			keys[fr.FactKey] = true
+		}
+		if fr.BatchGroup != "" {
+			groups[fr.BatchGroup] = true
+		}
 	}
 	if auto == 0 {
 		return &ProgressHint{Mode: ProgressAskUser, NextAction: NextAskUser, Message: "Missing inputs require user clarification."}
 	}
-	h := &ProgressHint{RetryRecommended: true, Parallelizable: par, FactKeys: sortedKeys(keys), BatchGroups: sortedKeys(groups)}
+	h := &ProgressHint{RetryRecommended: true, Parallelizable: par, FactKeys: slices.Sorted(maps.Keys(keys)), BatchGroups: slices.Sorted(maps.Keys(groups))}
 	if ask == 0 {
 		h.Mode, h.NextAction = ProgressAutoEnrich, NextRunFactsRetry
 		h.Message = "Missing inputs can be auto-filled with normal-loop facts. Fetch facts and retry route resolve."
@@ -110,15 +115,4 @@ func progressHint(gs []Guidance) *ProgressHint {
 		h.Message = "Some missing inputs can be auto-filled with normal-loop facts; remaining fields require user input."
 	}
 	return h
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		if k != "" {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

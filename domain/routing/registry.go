@@ -8,7 +8,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -179,12 +181,7 @@ func (r *Registry) validate() error {
 		return fmt.Errorf("inputs must declare at least one input key")
 	}
 	// Sorted iteration so the first problem reported is always the same.
-	inputKeys := make([]string, 0, len(r.Inputs))
-	for k := range r.Inputs {
-		inputKeys = append(inputKeys, k)
-	}
-	sort.Strings(inputKeys)
-	for _, k := range inputKeys {
+	for _, k := range slices.Sorted(maps.Keys(r.Inputs)) {
 		spec := r.Inputs[k]
 		if !inputKeyR.MatchString(k) {
 			return fmt.Errorf("inputs: invalid input key %q", k)
@@ -200,12 +197,7 @@ func (r *Registry) validate() error {
 	}
 	// Aliases: normalize keys, reject collisions and bad type ids.
 	seenAlias := map[string]string{}
-	aliasKeys := make([]string, 0, len(r.DocumentTypeAliases))
-	for k := range r.DocumentTypeAliases {
-		aliasKeys = append(aliasKeys, k)
-	}
-	sort.Strings(aliasKeys)
-	for _, k := range aliasKeys {
+	for _, k := range slices.Sorted(maps.Keys(r.DocumentTypeAliases)) {
 		typeID := r.DocumentTypeAliases[k]
 		n := normalizeAlias(k)
 		if n == "" {
@@ -312,7 +304,7 @@ func (r *Registry) validateRoute(rt *RouteDef) error {
 		if _, ok := r.Inputs[p.InputKey]; !ok {
 			return fmt.Errorf("enrichment_policies[%d]: unknown input key %q", i, p.InputKey)
 		}
-		if !contains(rt.RequiredInputs, p.InputKey) && !contains(rt.OptionalInputs, p.InputKey) {
+		if !slices.Contains(rt.RequiredInputs, p.InputKey) && !slices.Contains(rt.OptionalInputs, p.InputKey) {
 			return fmt.Errorf("enrichment_policies[%d]: input %q is not an input of this route", i, p.InputKey)
 		}
 		switch p.ResolutionMode {
@@ -337,15 +329,6 @@ func (r *Registry) validateRoute(rt *RouteDef) error {
 	}
 	rt.idWords = splitWords(rt.RouteID + " " + rt.EntryID)
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Route returns the route with id, if any.

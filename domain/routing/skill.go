@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -158,13 +159,8 @@ func (r *Registry) skillMarkdown(routes []skillRoute) string {
 	w("- `ASK_USER`: ask the user the `question`; put the answer in `context.facts.<input_key>` and resolve again.\n\n")
 	w("`progress_hint.mode` summarises the mix: `AUTO_ENRICH_AND_RETRY` (only fact tasks), `PARTIAL_AUTO_ENRICH_THEN_ASK_USER` (fact tasks first, then ask), `ASK_USER` (only questions). `needs_clarification` is true whenever the user must be asked.\n\n")
 	w("Facts are type-checked: recipients (`to`, `cc`, `bcc`) may be a string or an array of strings. Fact aliases:\n\n")
-	aliasKeys := make([]string, 0)
 	fa := r.factAliases()
-	for k := range fa {
-		aliasKeys = append(aliasKeys, k)
-	}
-	sort.Strings(aliasKeys)
-	for _, k := range aliasKeys {
+	for _, k := range slices.Sorted(maps.Keys(fa)) {
 		w("- `%s` is also filled from `context.facts.%s`\n", k, fa[k])
 	}
 	w("\n## Routes\n\n")
@@ -180,12 +176,7 @@ func (r *Registry) skillMarkdown(routes []skillRoute) string {
 	}
 	w("\nFull route data: `%s`; slot types and questions: `%s`.\n\n", SkillRoutesFile, SkillSlotsFile)
 	w("## Slots\n\n| slot | type | meaning |\n|---|---|---|\n")
-	keys := make([]string, 0, len(r.Inputs))
-	for k := range r.Inputs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(r.Inputs)) {
 		w("| `%s` | %s | %s |\n", k, r.Inputs[k].Type, r.Inputs[k].Description)
 	}
 	w("\n## Document attachments\n\n")

@@ -11,10 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -63,12 +64,7 @@ func (c *Caller) Capabilities() []string {
 	if c.caps == nil {
 		return []string{AllCapabilities}
 	}
-	out := make([]string, 0, len(c.caps))
-	for k := range c.caps {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(c.caps))
 }
 
 // ViewKey identifies what the caller may see (capabilities and read-only),
@@ -125,12 +121,7 @@ func (p *Policy) Lookup(id string) (*Caller, bool) {
 
 // CallerIDs lists the authenticated callers' ids, sorted.
 func (p *Policy) CallerIDs() []string {
-	out := make([]string, 0, len(p.byID))
-	for id := range p.byID {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.byID))
 }
 
 // Default is the policy without a file: stdio and anonymous HTTP hold every
@@ -350,7 +341,7 @@ func (v validator) principal(where, id string, caps []string, readOnly bool, ten
 				break
 			}
 			if len(v.caps) > 0 && !v.caps[cp] {
-				return nil, fmt.Errorf("%s.capabilities: unknown capability %q (known: %s)", where, cp, strings.Join(sortedKeys(v.caps), ", "))
+				return nil, fmt.Errorf("%s.capabilities: unknown capability %q (known: %s)", where, cp, strings.Join(slices.Sorted(maps.Keys(v.caps)), ", "))
 			}
 			c.caps[cp] = true
 		}
@@ -411,13 +402,4 @@ func parseDigest(s string) ([sha256.Size]byte, error) {
 	}
 	copy(d[:], b)
 	return d, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/migrations"
@@ -133,20 +134,11 @@ func TestRestoreRefusesBadFilesAndChangesNothing(t *testing.T) {
 
 func bytesReplace(b []byte, old, new string) []byte {
 	s := string(b)
-	i := indexOf(s, old)
+	i := strings.Index(s, old)
 	if i < 0 {
 		return b
 	}
 	return []byte(s[:i] + new + s[i+len(old):])
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestRestoreRefusesWhileDaemonHoldsTheDatabase(t *testing.T) {

@@ -3,11 +3,12 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,12 +267,7 @@ func verify(t *testing.T, srv *loadgen.Server, log *crashLog) {
 			present[k.id][k.version] = true
 		}
 	}
-	sorted := make([]string, 0, len(ids))
-	for id := range ids {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
-	for _, id := range sorted {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		want := present[id]
 		if want == nil {
 			want = map[string]bool{}

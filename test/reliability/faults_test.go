@@ -3,11 +3,12 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -144,12 +145,7 @@ func TestVaultFaults(t *testing.T) {
 			})
 		}
 	}
-	names := make([]string, 0, len(codes))
-	for k := range codes {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(codes)) {
 		t.Logf("%-60s %q", k, codes[k])
 	}
 

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -45,7 +47,7 @@ func (s *Sim) checkExecute(req map[string]any, requireHash bool) (*checked, *api
 	}
 	verb, ok := conn.verb(getStr(req, "verb"))
 	if !ok {
-		return nil, invalid("request failed validation", []FieldError{{Path: "/verb", Code: "UNKNOWN_VERB", Message: fmt.Sprintf("verb is not defined by connector %s", conn.ID), Expected: strings.Join(sortedKeys(conn.Verbs), "|"), Actual: getStr(req, "verb")}})
+		return nil, invalid("request failed validation", []FieldError{{Path: "/verb", Code: "UNKNOWN_VERB", Message: fmt.Sprintf("verb is not defined by connector %s", conn.ID), Expected: strings.Join(slices.Sorted(maps.Keys(conn.Verbs)), "|"), Actual: getStr(req, "verb")}})
 	}
 	if pv := getStr(req, "policy_version"); pv != "" && pv != conn.Version {
 		errs = append(errs, FieldError{Path: "/policy_version", Code: FieldEnumMismatch, Message: "policy_version does not match the connector policy", Expected: conn.Version, Actual: pv})
@@ -101,15 +103,15 @@ func checkAST(node map[string]any, path string, errs *[]FieldError) {
 	switch {
 	case hasPred && len(pred) > 0:
 		f := getStr(pred, "field")
-		if !contains(astFields, f) {
+		if !slices.Contains(astFields, f) {
 			*errs = append(*errs, FieldError{Path: path + "/pred/field", Code: FieldEnumMismatch, Message: "unsupported query field", Expected: strings.Join(astFields, "|"), Actual: f})
 		}
-		if op := getStr(pred, "op"); !contains([]string{"eq", "contains", "before", "after", "exists"}, op) {
+		if op := getStr(pred, "op"); !slices.Contains([]string{"eq", "contains", "before", "after", "exists"}, op) {
 			*errs = append(*errs, FieldError{Path: path + "/pred/op", Code: FieldEnumMismatch, Message: "unsupported query operator", Expected: "eq|contains|before|after|exists", Actual: op})
 		}
 	case hasBool && len(b) > 0:
 		op := getStr(b, "op")
-		if !contains([]string{"and", "or", "not"}, op) {
+		if !slices.Contains([]string{"and", "or", "not"}, op) {
 			*errs = append(*errs, FieldError{Path: path + "/bool/op", Code: FieldEnumMismatch, Message: "unsupported boolean operator", Expected: "and|or|not", Actual: op})
 		}
 		args, _ := b["args"].([]any)
@@ -127,15 +129,6 @@ func checkAST(node map[string]any, path string, errs *[]FieldError) {
 	default:
 		*errs = append(*errs, FieldError{Path: path, Code: FieldRequired, Message: "query node needs a non-empty pred or bool object", Expected: "pred|bool", Actual: "neither"})
 	}
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // runVerb performs a validated request. It takes s.mu itself; callers
@@ -253,7 +246,7 @@ func (s *Sim) runHTTP(ctx context.Context, p map[string]any) (map[string]any, *a
 		"truncated":   truncated,
 	}
 	if len(attached) > 0 {
-		names := sortedKeys(attached)
+		names := slices.Sorted(maps.Keys(attached))
 		out["attached_headers"] = names
 	}
 	mode := getStr(p, "response_mode")
@@ -318,13 +311,13 @@ func (s *Sim) resolveAttachments(p map[string]any, target string, hasBody bool) 
 		violation := func(what string) *apiError {
 			return errf(403, "UNBOUNDED_PROFILE_SLOT_VIOLATION", "secret_attachments[%d] violates profile %s slot %s: %s", i, pid, name, what).with("slot", name).with("constraint", what)
 		}
-		if l := strList(slot["allowed_modes"]); len(l) > 0 && !containsFold(l, mode) {
+		if l := strList(slot["allowed_modes"]); len(l) > 0 && !slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, mode) }) {
 			return nil, violation("mode")
 		}
-		if l := strList(slot["allowed_targets"]); len(l) > 0 && !containsFold(l, tgt) {
+		if l := strList(slot["allowed_targets"]); len(l) > 0 && !slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, tgt) }) {
 			return nil, violation("target")
 		}
-		if l := strList(slot["allowed_intents"]); intent != "" && len(l) > 0 && !containsFold(l, intent) {
+		if l := strList(slot["allowed_intents"]); intent != "" && len(l) > 0 && !slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, intent) }) {
 			return nil, violation("intent")
 		}
 		if !targetCovers(tgt, target) {
@@ -384,15 +377,6 @@ func strList(v any) []string {
 	return out
 }
 
-func containsFold(list []string, v string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, strings.TrimSpace(v)) {
-			return true
-		}
-	}
-	return false
-}
-
 // runIdentity handles identity verbs; s.mu is held.
 func (s *Sim) runIdentity(verb string, p map[string]any) (map[string]any, *apiError) {
 	subject := getStr(p, "subject_ref")
@@ -417,7 +401,7 @@ func (s *Sim) runIdentity(verb string, p map[string]any) (map[string]any, *apiEr
 		}
 		values := map[string]any{}
 		for k, v := range doc.Fields {
-			if len(slots) == 0 || contains(slots, k) {
+			if len(slots) == 0 || slices.Contains(slots, k) {
 				values[k] = v
 			}
 		}

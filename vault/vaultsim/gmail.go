@@ -2,6 +2,7 @@ package vaultsim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,7 +85,10 @@ func (mb *mailbox) list(label string) []*MailMessage {
 	return out
 }
 
-func hasLabel(m *MailMessage, l string) bool { return containsFold(m.LabelIDs, l) }
+func hasLabel(m *MailMessage, l string) bool {
+	l = strings.TrimSpace(l)
+	return slices.ContainsFunc(m.LabelIDs, func(x string) bool { return strings.EqualFold(x, l) })
+}
 
 func setLabels(m *MailMessage, add, remove []string) {
 	for _, r := range remove {

@@ -3,6 +3,7 @@ package vaultsim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -326,7 +327,7 @@ func (s *Sim) handlePending(c *call) (int, any, *apiError) {
 			if st == "" {
 				continue
 			}
-			if !contains(pendingStates, st) {
+			if !slices.Contains(pendingStates, st) {
 				return 0, nil, invalid("invalid query", []FieldError{{Path: "/states", Code: FieldEnumMismatch, Message: "unknown state " + st, Expected: strings.Join(pendingStates, "|"), Actual: st}})
 			}
 			states[st] = true

@@ -1,8 +1,10 @@
 package vaultsim
 
 import (
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +16,7 @@ func (s *Sim) handleListConnectors(c *call) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var items []any
-	for _, id := range sortedKeys(s.connectors) {
+	for _, id := range slices.Sorted(maps.Keys(s.connectors)) {
 		items = append(items, s.connectors[id].summary())
 	}
 	return 200, map[string]any{"items": items}, nil
@@ -318,7 +320,7 @@ func (s *Sim) handleBind(c *call) (int, any, *apiError) {
 	if !ok {
 		return 0, nil, invalid("request failed validation", []FieldError{{Path: "/verb", Code: "UNKNOWN_VERB", Message: "verb is not defined by connector " + connector, Expected: "known verb", Actual: verbName}})
 	}
-	if len(verb.Slots) > 0 && !contains(verb.Slots, slot) {
+	if len(verb.Slots) > 0 && !slices.Contains(verb.Slots, slot) {
 		return 0, nil, errf(400, "SECRET_SLOT_NOT_DEFINED", "verb %s defines no slot %s", verb.Name, slot).with("slot", slot).with("defined_slots", verb.Slots)
 	}
 	if _, ok := s.secrets[secret]; !ok {
@@ -365,7 +367,7 @@ func (s *Sim) handleProfilesList(c *call) (int, any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	items := []any{}
-	for _, id := range sortedKeys(s.profiles) {
+	for _, id := range slices.Sorted(maps.Keys(s.profiles)) {
 		rec := s.profiles[id]
 		p := getMap(rec, "profile")
 		if v := strings.TrimSpace(q.Get("connector_id")); v != "" && v != getStr(p, "connector_id") {

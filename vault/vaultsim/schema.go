@@ -2,10 +2,11 @@ package vaultsim
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/mail"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -140,12 +141,7 @@ func validate(sc schema, v any, path string, errs *[]FieldError) {
 			}
 		}
 		deprecated, _ := sc["x-deprecated"].(map[string]any)
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := ptrJoin(path, k)
 			if ps, ok := props[k].(schema); ok {
 				if x[k] == nil {

@@ -1,6 +1,7 @@
 package orchestration
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -40,29 +41,17 @@ func toAny(s []string) []any {
 // allows reports whether list is unrestricted (empty) or contains v, ignoring
 // case and surrounding space.
 func allows(list []string, v string) bool {
-	if len(list) == 0 {
-		return true
-	}
-	return containsFold(list, v)
+	return len(list) == 0 || slices.ContainsFunc(list, foldEqual(v))
 }
 
-func containsFold(list []string, v string) bool {
+// foldEqual matches strings equal to v, ignoring case and surrounding space.
+func foldEqual(v string) func(string) bool {
 	v = strings.TrimSpace(v)
-	for _, x := range list {
-		if strings.EqualFold(strings.TrimSpace(x), v) {
-			return true
-		}
-	}
-	return false
+	return func(x string) bool { return strings.EqualFold(strings.TrimSpace(x), v) }
 }
 
 func overlapFold(a, b []string) bool {
-	for _, x := range a {
-		if containsFold(b, x) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(a, func(x string) bool { return slices.ContainsFunc(b, foldEqual(x)) })
 }
 
 // Score matches p against reqs. Checks run in the order intent, types, mode,

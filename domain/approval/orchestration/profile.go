@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -101,18 +103,6 @@ func union(dst map[string]bool, vals ...string) {
 	}
 }
 
-func sortedKeys(m map[string]bool) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // MinimalProfile is the profile auto-create upserts: one slot per distinct
 // slot name with the union of what the requirements ask for.
 func MinimalProfile(reqs []Requirement) Profile {
@@ -141,10 +131,10 @@ func MinimalProfile(reqs []Requirement) Profile {
 		p.Slots = append(p.Slots, ProfileSlot{
 			Slot:                n,
 			Required:            a.required,
-			AllowedIntents:      sortedKeys(a.intents),
-			ExpectedSecretTypes: sortedKeys(a.types),
-			AllowedModes:        nonNil(sortedKeys(a.modes)),
-			AllowedTargets:      nonNil(sortedKeys(a.targets)),
+			AllowedIntents:      slices.Sorted(maps.Keys(a.intents)),
+			ExpectedSecretTypes: slices.Sorted(maps.Keys(a.types)),
+			AllowedModes:        nonNil(slices.Sorted(maps.Keys(a.modes))),
+			AllowedTargets:      nonNil(slices.Sorted(maps.Keys(a.targets))),
 		})
 	}
 	return p

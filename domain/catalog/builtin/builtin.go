@@ -7,8 +7,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 )
@@ -40,11 +41,7 @@ func Bundles() ([]*catalog.Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(fm))
-	for n := range fm {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(fm))
 	var out []*catalog.Bundle
 	for _, n := range names {
 		b, err := catalog.DecodeBundle(fm[n])

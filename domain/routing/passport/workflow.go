@@ -3,6 +3,8 @@ package passport
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -146,12 +148,7 @@ func manualFields(in map[string]any) (map[string]string, error) {
 	for _, k := range slotKeys() {
 		out[k] = ""
 	}
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if _, ok := out[k]; !ok {
 			return nil, apperr.Validation("manual_fields."+k, "manual_fields.%s is not a passport field (use %s)", k, strings.Join(slotKeys(), ", "))
 		}
@@ -264,12 +261,7 @@ func slotValues(body map[string]any) map[string]string {
 	for len(queue) > 0 {
 		m := queue[0]
 		queue = queue[1:]
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			switch v := m[k].(type) {
 			case string:
 				if _, isSlot := out[k]; !isSlot && labelOf(k) != k && strings.TrimSpace(v) != "" {
