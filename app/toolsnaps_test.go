@@ -61,7 +61,7 @@ func canonical(t *testing.T, v any) []byte {
 }
 
 // TestEveryToolSetsEveryHint checks the wire form: all four hints present,
-// so no client falls back to the spec defaults (destructive, open world).
+// so no client falls back to the MCP defaults (destructive, open world).
 func TestEveryToolSetsEveryHint(t *testing.T) {
 	a := testenv.Open(t, testenv.Config(t))
 	require.NotEmpty(t, a.Registry.Tools())

@@ -1,5 +1,4 @@
-// Package vault is the HTTP client to Vaultclaw (spec vaultclaw-api.md §1–§3):
-// endpoint resolution (TCP or Unix socket), headers, request ids,
+// Package vault is the HTTP client to Vaultclaw: endpoint resolution (TCP or Unix socket), headers, request ids,
 // idempotency keys, timeouts, pooled connections, a response-size cap, and
 // the one normalization of Vault failures into *apperr.Error.
 package vault
@@ -91,7 +90,7 @@ type Response struct {
 	Status    int
 	RequestID string
 	// Body is the decoded JSON object (map[string]any), or nil when the body
-	// was empty or not a JSON object (spec §1.9).
+	// was empty or not a JSON object.
 	Body any
 	Raw  []byte
 }
@@ -113,7 +112,7 @@ type Endpoint struct {
 	Socket string
 }
 
-// ResolveEndpoint applies spec §1.1/§1.2: unix:// and http+unix:// base URLs
+// ResolveEndpoint decides where to connect: unix:// and http+unix:// base URLs
 // name the socket (and imply http://localhost); otherwise the session's
 // socket (VC_UNIX_SOCKET / VAULT_UNIX_SOCKET) is used with the base URL as
 // given. "~" is expanded.

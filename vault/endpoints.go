@@ -11,7 +11,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Vault API paths (spec §2.0).
+// Vault API paths. The comments of the calls below number them E1–E17, as
+// the endpoint table in docs/contract.md does.
 const (
 	PathConnectors        = "/v0/connectors"
 	PathValidate          = "/v0/connectors/validate"
@@ -33,8 +34,8 @@ const (
 	DefaultDocSuggestTopK = 5
 )
 
-// idem returns key, or a fresh random key when key is blank (spec §1.6:
-// random keys per call unless the caller supplies a stable one).
+// idem returns key, or a fresh random key when key is blank: each call gets
+// its own key unless the caller supplies a stable one.
 func idem(key string) string {
 	if k := strings.TrimSpace(key); k != "" {
 		return k
@@ -182,8 +183,8 @@ func (c *Client) ProfileUpsert(ctx context.Context, s session.Session, profile m
 	return c.post(ctx, s, PathProfileUpsert, map[string]any{"profile": profile}, idem(idemKey))
 }
 
-// PendingQuery builds the E10 query the pending-id resolver uses (spec
-// §4.3): the challenge, limit 200 and all seven states.
+// PendingQuery builds the E10 query the pending-id resolver uses: the
+// challenge, limit 200 and all seven states.
 func PendingQuery(challengeID string, limit int) url.Values {
 	if limit <= 0 {
 		limit = 200
@@ -195,5 +196,6 @@ func PendingQuery(challengeID string, limit int) url.Values {
 	}
 }
 
-// AllPendingStates are the pending-approval states in the spec's order.
+// AllPendingStates are the seven pending-approval states, in the order the
+// predecessor sent them in the states filter.
 var AllPendingStates = []string{"WAITING", "READY", "RUNNING", "SUCCEEDED", "DENIED", "FAILED", "EXPIRED"}

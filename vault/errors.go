@@ -30,7 +30,8 @@ type APIError struct {
 	Cause     error
 }
 
-// vaultCodeMap is spec §3.2. Keys are upper-cased vault codes.
+// vaultCodeMap maps Vault error codes to MCP codes (the table is in
+// docs/contract.md). Keys are upper-cased vault codes.
 var vaultCodeMap = map[string]string{}
 
 func init() {
@@ -61,8 +62,9 @@ func MappedVaultCodes() map[string]string {
 	return out
 }
 
-// MapError is the one place a Vault failure becomes an *apperr.Error (spec
-// §3.2/§3.3, with D2 for transport failures). Details carry request_id,
+// MapError is the one place a Vault failure becomes an *apperr.Error (code
+// table and envelope in docs/contract.md; transport failures follow D2).
+// Details carry request_id,
 // vault_http_status and vault_error so envelope.Failure derives meta.
 func MapError(e APIError) *apperr.Error {
 	code := strings.TrimSpace(e.Code)

@@ -14,7 +14,7 @@ import (
 // DefaultPolicyHashTTL is how long a connector's policy_hash is trusted (D5).
 const DefaultPolicyHashTTL = 10 * time.Minute
 
-// Module-hash preflight reasons (spec §6.2).
+// Module-hash preflight reasons, reported as the preflight's reason.
 const (
 	ReasonAlreadyProvided = "module_hash already provided"
 	ReasonMissingIDs      = "connector_id/verb missing"
@@ -104,7 +104,9 @@ func (c *PolicyHashCache) Invalidate(ep Endpoint, connectorID string) {
 	})
 }
 
-// ModuleHash is the module-hash preflight of execute requests (spec §6).
+// ModuleHash is the module-hash preflight of execute requests: when a
+// request needs one, the connector's policy_hash (from E2, cached) is set as
+// its top-level module_hash.
 // It is safe for concurrent use.
 type ModuleHash struct {
 	client *Client
@@ -145,7 +147,9 @@ func validAST(v any) bool {
 	return ok && len(b) > 0
 }
 
-// moduleHashReason decides whether req needs a module hash (§6.2 step 4).
+// moduleHashReason decides whether req needs a module hash: a Gmail verb of
+// the google connector, or a payload naming token_secret_id or
+// required_secret_ids. "" means not required.
 func moduleHashReason(req map[string]any) string {
 	connector := strings.ToLower(str(req, "connector_id"))
 	verb := strings.ToLower(str(req, "verb"))
@@ -275,8 +279,7 @@ func IsModuleHashRejection(err error) bool {
 	return false
 }
 
-// PlanModuleHashPreflight applies the plan-side effects of §6.4 to plan in
-// place (a missing request_base becomes {}, Gmail list steps get a default
+// PlanModuleHashPreflight applies the plan-side defaults to plan in place (a missing request_base becomes {}, Gmail list steps get a default
 // query_ast_base) and returns the plan preflight object. It never injects a
 // module hash into plan steps.
 func PlanModuleHashPreflight(plan map[string]any) map[string]any {

@@ -29,7 +29,8 @@ type API interface {
 	PendingApprovals(ctx context.Context, q url.Values) (Reply, error)
 }
 
-// Handle identifies what to wait on (spec §4.5).
+// Handle identifies what to wait on: the handle argument of
+// vaultclaw_approval_wait.
 type Handle struct {
 	Kind        string `json:"kind"`
 	JobID       string `json:"job_id"`
@@ -62,7 +63,7 @@ func (h Handle) Key() string {
 	return KindJob + ":" + h.JobID
 }
 
-// ParseHandle reads and validates a handle argument (spec §4.5).
+// ParseHandle reads and validates a handle argument.
 func ParseHandle(v any) (Handle, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -116,8 +117,7 @@ func (h *Handoff) fillFromPending(pa map[string]any) {
 	h.RemoteAttestationURL = str(pa["remote_attestation_url"])
 }
 
-// DetectJob recognises a pending approval in an execute-job (E5) reply
-// (spec §4.1).
+// DetectJob recognises a pending approval in an execute-job (E5) reply.
 func DetectJob(r Reply) (*Handoff, bool) {
 	job := obj(r.Body["job"])
 	if r.Status >= 400 || job == nil || upper(job["status"]) != "PENDING" {
@@ -324,7 +324,7 @@ func SortRows(rows []map[string]any) {
 // ApprovalMessage is the message of the structured handoff error.
 const ApprovalMessage = "approval decision required before execution can continue"
 
-// Details is details.approval (spec §4.4).
+// Details is details.approval of the MCP_APPROVAL_REQUIRED envelope.
 func (h *Handoff) Details() map[string]any {
 	var pa any
 	if h.PendingApproval != nil {
@@ -366,7 +366,7 @@ func (h *Handoff) Err() *apperr.Error {
 		"response":          h.Response,
 	}
 	if h.FromHTTPError && h.cause != nil {
-		// Keep the normalised Vault error as clients of the reference read it.
+		// Keep the normalised Vault error as clients of the predecessor read it.
 		e.VaultCode = h.cause.VaultCode
 		e.Details["vault_error"] = h.cause.Details["vault_error"]
 		e.Cause = h.cause

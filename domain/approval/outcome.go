@@ -1,4 +1,4 @@
-// Package approval implements the approval handoff (spec §4 with D3): it
+// Package approval implements the approval handoff (D3): it
 // recognises a pending approval in Vault responses and errors, extracts a
 // handle, resolves the pending id best-effort, builds the
 // MCP_APPROVAL_REQUIRED error, maps job/run/pending states to decision
@@ -90,7 +90,8 @@ var terminalStates = map[string]bool{
 // IsTerminal reports a terminal job status or run state.
 func IsTerminal(state string) bool { return terminalStates[strings.ToUpper(strings.TrimSpace(state))] }
 
-// JobOutcome maps a job object to a decision outcome (spec §4.7, D3).
+// JobOutcome maps a job object to a decision outcome: ALLOW, DENY, PENDING
+// or UNKNOWN (D3).
 func JobOutcome(job map[string]any) string {
 	code := strings.ToUpper(errorCode(job))
 	switch upper(job["status"]) {
@@ -162,7 +163,7 @@ func StateStatus(state, outcome string) string {
 	return "UNKNOWN"
 }
 
-// JobView is the data of vaultclaw_job_get (spec §4.8).
+// JobView is the data of vaultclaw_job_get.
 func JobView(job map[string]any) map[string]any {
 	outcome := JobOutcome(job)
 	var pa any

@@ -8,7 +8,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Wait bounds (spec §4.6).
+// Wait bounds of vaultclaw_approval_wait: a missing or non-positive value
+// takes the default, others are clamped to [Min, Max].
 const (
 	DefaultTimeoutMS = 600000
 	MinTimeoutMS     = 1000
@@ -119,7 +120,7 @@ type Waiter struct {
 const PollGrace = time.Second
 
 // Wait polls the job or run of h until it is terminal or the deadline passes
-// (spec §4.6 with D3). There is always at least one poll; sleeps never run
+// (D3). There is always at least one poll; sleeps never run
 // past the deadline (the last one is shortened and followed by a final poll
 // at the deadline); a poll still running PollGrace after the deadline is cut
 // off and reported as MCP_WAIT_TIMEOUT; a cancelled ctx stops the wait

@@ -450,7 +450,9 @@ func CanonicalTags(tags []string) []string {
 	return out
 }
 
-// Canonicalize applies the §1.4 rules in place.
+// Canonicalize trims the bundle's and entries' text fields, canonicalizes
+// tags and sorts entries and bindings, in place; validation, hashing and
+// storage all see this form.
 func (b *Bundle) Canonicalize() {
 	b.Type = strings.TrimSpace(b.Type)
 	b.CookbookID = strings.TrimSpace(b.CookbookID)
@@ -468,8 +470,8 @@ func (b *Bundle) Canonicalize() {
 		e.Verb = strings.TrimSpace(e.Verb)
 		e.PolicyVersion = strings.TrimSpace(e.PolicyVersion)
 		e.Tags = CanonicalTags(e.Tags)
-		// Binding fields are deliberately not trimmed (§1.4); order is by
-		// raw target path then raw input key.
+		// Binding fields are deliberately not trimmed (content hashes stay
+		// the predecessor's); order is by raw target path then raw input key.
 		sort.SliceStable(e.Bindings, func(x, y int) bool {
 			bx, by := e.Bindings[x], e.Bindings[y]
 			if bx.TargetPath != by.TargetPath {

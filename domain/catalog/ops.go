@@ -184,7 +184,7 @@ type RenderRequest struct {
 	OutputKind string
 }
 
-// Render renders a stored template (§3). It never executes anything.
+// Render renders a stored template. It never executes anything.
 func (s *Service) Render(ctx context.Context, r RenderRequest) (*RenderResult, error) {
 	tid := strings.TrimSpace(r.TemplateID)
 	if strings.TrimSpace(r.CookbookID) == "" {

@@ -58,7 +58,7 @@ type RenderResult struct {
 	SourceRef       SourceRef      `json:"source_ref"`
 }
 
-// RenderEntry renders a template entry of bundle b with inputs (§3.1). It is
+// RenderEntry renders a template entry of bundle b with inputs. It is
 // pure: nothing is executed or stored.
 func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) (*RenderResult, error) {
 	if !IsTemplate(e.EntryType) {
@@ -184,8 +184,8 @@ func deepCopyObject(m map[string]any) (map[string]any, error) {
 }
 
 // ---------------------------------------------------------------------------
-// Binding paths (§3.2): JSON-pointer-like, with digit-only segments always
-// addressing array elements.
+// Binding paths: JSON-pointer-like, with digit-only segments always
+// addressing array elements (docs/cookbook-authoring.md, "Bindings").
 
 // MaxArrayIndex bounds array growth so a hostile path such as /a/999999999
 // cannot allocate without limit.

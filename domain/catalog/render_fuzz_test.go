@@ -85,7 +85,7 @@ func FuzzTemplateRender(f *testing.F) {
 	})
 }
 
-// FuzzBindingPath sets a value at an arbitrary binding path (§3.2) in an
+// FuzzBindingPath sets a value at an arbitrary binding path in an
 // arbitrary document. Properties: no panic, no unbounded growth (indexes are
 // capped), and when every segment is an object key the value can be read
 // back at the path.

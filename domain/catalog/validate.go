@@ -85,9 +85,10 @@ func CheckVersion(v string) error {
 	return nil
 }
 
-// Validate checks a canonicalized bundle with the rules of §1.8 in order;
-// the first failure wins. The path-safety rule S1 is replaced by decision
-// D6: the cookbook id must match IDPattern and the version must be semver.
+// Validate checks a canonicalized bundle rule by rule, in the predecessor's
+// order and with its messages; the first failure wins. Where the
+// predecessor only refused path characters, decision D6 applies: the
+// cookbook id must match IDPattern and the version must be semver.
 func (b *Bundle) Validate() error {
 	if b.Type != BundleType {
 		return schemaErr("bundle.type must be " + BundleType)
@@ -165,7 +166,7 @@ func (e *Entry) validate() error {
 				return schemaErr("binding.target_path must be valid json pointer").With("binding_index", i).With("target_path", bd.TargetPath).With("entry_id", id)
 			}
 			// Escapes are checked at upsert too, so a template that can
-			// never render is rejected when it is stored (§10 item 10).
+			// never render is rejected when it is stored.
 			if _, err := parsePointer(bd.TargetPath); err != nil {
 				return schemaErr("binding.target_path must be valid json pointer").With("binding_index", i).With("target_path", bd.TargetPath).With("entry_id", id).With("cause", err.Error())
 			}

@@ -160,7 +160,7 @@ func (r *Resolver) composeAutofill(t *text, cs composeState, inputs, facts map[s
 	}
 	if hasValue(inputs["document_attachments"]) {
 		// The attachment default wins over "Following up regarding
-		// Document: …" (spec §10 Resolver 3).
+		// Document: …", which the predecessor sent instead.
 		body := "Attached is the requested document."
 		if d := displayName(attType); d != "" {
 			body = "Attached is my " + strings.ToLower(d) + "."

@@ -79,8 +79,9 @@ func fills(res Result) map[string]Autofill {
 	return out
 }
 
-// TestSpecExamples is spec §6.10, example by example. Rows marked D10 (or
-// §10) deliberately differ from the predecessor's observed output.
+// TestSpecExamples replays the predecessor's documented resolver examples,
+// numbered as it numbers them. Rows marked D10 or "fix" deliberately differ
+// from the predecessor's observed output.
 func TestSpecExamples(t *testing.T) {
 	const to = "skl83@cornell.edu"
 	cases := []struct {
@@ -117,7 +118,7 @@ func TestSpecExamples(t *testing.T) {
 			assert.Equal(t, SourceHeuristic, fills(r)["subject"].Source)
 			assert.Equal(t, SourceHeuristic, fills(r)["text_plain"].Source)
 		}},
-		// §10 Resolver 3: the attachment body default is reachable, instead
+		// Fix: the attachment body default is reachable, instead
 		// of "Following up regarding Document: Passport.".
 		{n: 4, text: "send email with my passport to skl83@cornell.edu", noFB: true, check: func(t *testing.T, r Result) {
 			assert.Equal(t, StatusExecutable, r.Status)
@@ -125,7 +126,7 @@ func TestSpecExamples(t *testing.T) {
 			assert.Equal(t, []any{map[string]any{"type_id": "identity.passport"}}, r.Inputs["document_attachments"])
 			assert.Equal(t, "Document: Passport", r.Inputs["subject"])
 			assert.Equal(t, SourceAttachment, fills(r)["subject"].Source)
-			assert.Equal(t, "Attached is my passport.", r.Inputs["text_plain"]) // §10 fix
+			assert.Equal(t, "Attached is my passport.", r.Inputs["text_plain"]) // fix
 			assert.Equal(t, SourceAttachment, fills(r)["text_plain"].Source)
 		}},
 		{n: 5, text: "send an email to skl83@cornell.edu with a copy of my passport and the passport fields in the body", check: func(t *testing.T, r Result) {
@@ -321,19 +322,19 @@ func TestSpecExamples(t *testing.T) {
 			assert.Equal(t, "template.verb.v1", r.Route.EntryType)
 			assert.Equal(t, map[string]any{"label": "work", "page_limit": 10}, r.Inputs)
 		}},
-		// §10 Resolver 2: only the route's own inputs are returned; the
+		// Fix: only the route's own inputs are returned; the
 		// recipe has none, so the implicit label=inbox is not echoed.
 		{n: 26, text: "list inbox messages in gmail", check: func(t *testing.T, r Result) {
 			assert.Equal(t, StatusExecutable, r.Status)
 			assert.Equal(t, "google.gmail.list_inbox.v1", r.Route.RouteID)
 			assert.Equal(t, Execution{Strategy: StrategyRecipe, Tool: "vaultclaw_recipe_get"}, r.Execution)
-			assert.Empty(t, r.Inputs) // §10 fix (predecessor: label=inbox)
+			assert.Empty(t, r.Inputs) // fix (predecessor: label=inbox)
 		}},
-		// §10 Resolver 2: English "get" no longer adds method=GET.
+		// Fix: English "get" no longer adds method=GET.
 		{n: 27, text: "get metadata for gmail message_id: abc123XYZ", check: func(t *testing.T, r Result) {
 			assert.Equal(t, StatusExecutable, r.Status)
 			assert.Equal(t, "google.gmail.get_message_metadata.v1", r.Route.RouteID)
-			assert.Equal(t, map[string]any{"message_id": "abc123XYZ"}, r.Inputs) // §10 fix: no method
+			assert.Equal(t, map[string]any{"message_id": "abc123XYZ"}, r.Inputs) // fix: no method
 		}},
 		{n: 28, text: "email bob@example.com tomorrow's weather in paris", check: func(t *testing.T, r Result) {
 			assert.Equal(t, StatusAmbiguous, r.Status)
@@ -342,12 +343,12 @@ func TestSpecExamples(t *testing.T) {
 			assert.Equal(t, []string{"bob@example.com"}, r.Inputs["to"])
 			assert.True(t, r.NeedsClarification)
 		}},
-		// §10 Resolver 2: unquoted "subject is hi" is extracted now, so only
+		// Fix: unquoted "subject is hi" is extracted now, so only
 		// the body is left, and it follows from the subject.
 		{n: 29, text: "send an email to skl83@cornell.edu with a copy of my w-2. subject is hi", check: func(t *testing.T, r Result) {
 			assert.Equal(t, "google.gmail.send_email.v1", r.Route.RouteID)
 			assert.Equal(t, []string{to}, r.Inputs["to"])
-			assert.Equal(t, "hi", r.Inputs["subject"]) // §10 fix
+			assert.Equal(t, "hi", r.Inputs["subject"]) // fix
 			assert.NotContains(t, r.Inputs, "document_attachments")
 			assert.Equal(t, StatusExecutable, r.Status)
 		}},

@@ -10,8 +10,8 @@ import (
 var (
 	reEmail = regexp.MustCompile(`(?i)\b[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}\b`)
 
-	// Subject patterns, in priority order (spec §6.4, plus the unquoted
-	// "subject is X" / "subject: X" forms the predecessor missed).
+	// Subject patterns, in priority order: the predecessor's, plus the
+	// unquoted "subject is X" / "subject: X" forms it missed.
 	reSubject = []*regexp.Regexp{
 		regexp.MustCompile(`(?is)\bwith\s+(?:the\s+)?subject\s+["']?(.+?)["']?\s+and\s+(?:(?:the|a)\s+)?(?:message\s+)?body\b`),
 		regexp.MustCompile(`(?i)\bsubject\s*(?:line\s*)?(?:is|=|:)\s*(?:"([^"\n]+)"|'([^'\n]+)')`),

@@ -2,7 +2,8 @@ package routing
 
 import "strings"
 
-// Passport workflow intent (spec §6.6).
+// Passport workflow intent: a request to e-mail passport fields resolves to
+// this route and tool instead of a Gmail route.
 const (
 	PassportRouteID = "vaultclaw.passport_email_fields.v1"
 	PassportTool    = "vaultclaw_passport_email_workflow"

@@ -201,7 +201,7 @@ func TestSearchFallbackAmbiguousAndLowScore(t *testing.T) {
 	b := Hit{CookbookID: "cal", Version: "1.0.0", EntryID: "calendar_events_create_v1", EntryType: "recipe.verb.v1", Tags: []string{"calendar"}}
 	res := New(testReg(t), &fakeSearch{hits: []Hit{a, b}}).Resolve(context.Background(), Request{Text: "calendar events", AllowSearch: true})
 	assert.Equal(t, StatusAmbiguous, res.Status)
-	assert.True(t, res.NeedsClarification, "§10: consistent with the registry path")
+	assert.True(t, res.NeedsClarification, "consistent with the registry path")
 	low := Hit{CookbookID: "x", Version: "1.0.0", EntryID: "unrelated_thing", EntryType: "other"}
 	res = New(testReg(t), &fakeSearch{hits: []Hit{low}}).Resolve(context.Background(), Request{Text: "unrelated please", AllowSearch: true})
 	assert.Equal(t, StatusNotEligible, res.Status)

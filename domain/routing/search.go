@@ -169,7 +169,7 @@ func (r *Resolver) searchFallback(ctx context.Context, t *text, facts map[string
 	if len(cands) > 1 && cands[1].score >= top.score-1 {
 		res.Status, res.Confidence = StatusAmbiguous, confidenceFor(top.score)
 		// Consistent with the registry path: an ambiguous result always
-		// needs the user (spec §10 Resolver 5).
+		// needs the user (the predecessor said false here).
 		res.NeedsClarification = true
 		res.Reasons = []string{"search fallback matched multiple cookbook entries with similar rank"}
 		res.FallbackHint = "Refine the request with connector domain or action details."

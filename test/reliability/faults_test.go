@@ -25,7 +25,7 @@ import (
 // TestVaultFaults injects every kind of Vault failure through the
 // simulator and calls Vault-backed tools over the HTTP bridge. Each call
 // must come back as an envelope within the session timeout + 1 s, with the
-// retryable network code where the spec says so (D2), other calls must not
+// retryable network code for transport failures (D2), other calls must not
 // wait behind a hung one, and the server must stay healthy afterwards.
 func TestVaultFaults(t *testing.T) {
 	const timeoutMS = 1000

@@ -1,5 +1,5 @@
 // Package vaultsim is a faithful, stateful Vaultclaw simulator: the 17
-// endpoints the MCP server uses (spec vaultclaw-api.md §2) with real state
+// endpoints the MCP server uses (vault/endpoints.go) with real state
 // (connectors and policy hashes, schema validation, jobs and plan runs with
 // approval state machines, slot bindings, unbounded profiles, a document
 // store, a Gmail mailbox and a KYC profile), token scopes, fault injection
@@ -23,8 +23,8 @@ import (
 	"time"
 )
 
-// Scopes a token may hold (spec §1.11; names the reference leaves unknown
-// are the simulator's choice).
+// Scopes a token may hold: Vaultclaw's names where the predecessor's tests
+// show them, the simulator's choice for the rest.
 const (
 	ScopeConnectorsList     = "connectors.list.v1"
 	ScopeConnectorsGet      = "connectors.get.v1"
@@ -71,7 +71,7 @@ type Options struct {
 	// ApprovalTTL is how long a pending approval waits (default 15m).
 	ApprovalTTL time.Duration
 	// IncludePendingIDInJob puts pending_id into job.pending_approval (by
-	// default only the challenge is returned, as in the reference fixtures,
+	// default only the challenge is returned, as in the predecessor's test fixtures,
 	// so clients must resolve the pending id through E10).
 	IncludePendingIDInJob bool
 	// HTTPClient performs generic.http requests (a 10 s client if nil).

@@ -52,7 +52,7 @@ func (p profileAPI) ProfileGet(ctx context.Context, id string) (map[string]any, 
 }
 
 // ProfileUpsert sends the typed profile so the body keeps the documented
-// field order (spec §5.5 wire example).
+// field order of the predecessor's upsert.
 func (p profileAPI) ProfileUpsert(ctx context.Context, profile any, key string) (map[string]any, error) {
 	r, err := p.c.Do(ctx, p.s, vault.Request{Method: http.MethodPost, Path: vault.PathProfileUpsert, Body: map[string]any{"profile": profile}, IdempotencyKey: key})
 	return r.Object(), err
@@ -130,9 +130,9 @@ func copyObject(m map[string]any, field string) (map[string]any, error) {
 	return out, nil
 }
 
-// ExecuteJob runs vaultclaw_connector_execute_job: orchestration (§5.1),
-// module-hash preflight (§6), validate (E3), execute-job (E5), and the
-// approval handoff (§4). The request is not modified.
+// ExecuteJob runs vaultclaw_connector_execute_job: profile orchestration,
+// module-hash preflight, validate (E3), execute-job (E5), and the approval
+// handoff. The request is not modified.
 func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options) (Outcome, error) {
 	req, err := copyObject(request, "request")
 	if err != nil {
@@ -186,8 +186,8 @@ type PlanExecuteInput struct {
 	Source string
 }
 
-// PlanExecute runs vaultclaw_plan_execute: strict profile preflight (§5.7),
-// plan defaults without module-hash injection (§6.4), plans/execute (E7)
+// PlanExecute runs vaultclaw_plan_execute: strict profile preflight, plan
+// defaults without module-hash injection, plans/execute (E7)
 // and the approval handoff. On MCP_APPROVAL_REQUIRED the handle is already
 // stored under scope.
 func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Session, in PlanExecuteInput) (Outcome, error) {

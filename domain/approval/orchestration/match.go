@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Match is the scoring of one profile against the requirements (spec §5.4).
-// Empty lists are nil so they serialise as null, as the reference does.
+// Match is the scoring of one profile against the requirements (see Score).
+// Empty lists are nil so they serialise as null, as the predecessor's do.
 type Match struct {
 	ProfileID string   `json:"profile_id"`
 	Score     int      `json:"score"`

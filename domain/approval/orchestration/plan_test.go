@@ -91,7 +91,7 @@ func TestPreflightPlanResolves(t *testing.T) {
 }
 
 func TestPreflightPlanArrayIndexBinding(t *testing.T) {
-	// Binding into secret_attachments by index (impossible in the reference).
+	// Binding into secret_attachments by index (impossible in the predecessor).
 	f := newFake(profileJSON("p1", exactSlot))
 	plan := planWith(`{"step_id":"s1","connector_id":"generic.http","verb":"generic.http.request.v1",
 	 "request_base":{"secret_attachments":[{"slot":"api_key","intent":"http.auth","expected_secret_types":["api-key"],"mode":"read"}]},

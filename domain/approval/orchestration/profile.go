@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// ProfileSlot is one slot of an unbounded profile (spec §2.17). Field order
+// ProfileSlot is one slot of an unbounded profile. Field order
 // is the wire order of the auto-create upsert body.
 type ProfileSlot struct {
 	Slot                string   `json:"slot"`
@@ -78,7 +78,7 @@ func (p Profile) AsMap() map[string]any {
 }
 
 // Hash12 is the first 12 hex characters of the SHA-256 of the canonical
-// requirements JSON (spec §5.5). encoding/json's default HTML escaping of
+// requirements JSON. encoding/json's default HTML escaping of
 // <, > and & is part of the canonical form.
 func Hash12(reqs []Requirement) string {
 	if reqs == nil {

@@ -1,5 +1,5 @@
 // Package orchestration implements unbounded-profile orchestration for
-// generic.http requests (spec §5): requirement derivation from
+// generic.http requests: requirement derivation from
 // secret_attachments, deterministic profile matching, auto-create, and the
 // plan preflight. It works on decoded JSON and reaches Vaultclaw only through
 // the small ProfileStore interface, so it knows nothing of HTTP or MCP.
@@ -21,7 +21,7 @@ const (
 )
 
 // IsGeneric reports whether connector/verb is the orchestrated pair (trimmed,
-// case-sensitive, as the spec requires).
+// case-sensitive, as the predecessor compares them).
 func IsGeneric(connectorID, verb string) bool {
 	return strings.TrimSpace(connectorID) == GenericConnector && strings.TrimSpace(verb) == GenericVerb
 }
@@ -72,7 +72,8 @@ func parseRequirement(m map[string]any) Requirement {
 		Mode:                str(m["mode"]),
 		Target:              str(m["target"]),
 		// A caller's required:false is discarded: every requirement is
-		// required (spec §5.2, §10.1 #5), and the hash depends on it.
+		// required, as in the predecessor, and the hash (so auto-created
+		// profile ids) depends on it.
 		Required: true,
 	}
 }
@@ -93,11 +94,11 @@ func sortRequirements(reqs []Requirement) {
 	})
 }
 
-// DeriveRequirements reads payload.secret_attachments (spec §5.2). field is
+// DeriveRequirements reads payload.secret_attachments. field is
 // the path of payload in the caller's arguments (for example
 // "request.request"), used to name the offending field in validation errors.
 // A missing, non-array or empty list yields no requirements. Requirements are
-// not deduplicated, as in the reference.
+// not deduplicated, as in the predecessor.
 func DeriveRequirements(payload map[string]any, field string) ([]Requirement, error) {
 	arr, ok := payload["secret_attachments"].([]any)
 	if !ok || len(arr) == 0 {

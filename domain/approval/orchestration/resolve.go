@@ -55,7 +55,7 @@ type Resolver struct {
 // NewResolver returns a resolver for one tool call.
 func NewResolver(api ProfileAPI) *Resolver { return &Resolver{API: api} }
 
-// Candidates lists the generic.http profiles (spec §5.3): E15, then E16 for
+// Candidates lists the generic.http profiles: E15, then E16 for
 // every id. A failed list propagates; a failed get skips that profile.
 func (r *Resolver) Candidates(ctx context.Context) ([]Profile, error) {
 	if r.loaded {
@@ -95,7 +95,7 @@ func (r *Resolver) Candidates(ctx context.Context) ([]Profile, error) {
 }
 
 // Resolve finds the best qualifying profile for reqs, or auto-creates one
-// when autoCreate is set (spec §5.3–5.6).
+// when autoCreate is set.
 func (r *Resolver) Resolve(ctx context.Context, reqs []Requirement, autoCreate bool) (Resolution, error) {
 	if len(reqs) == 0 {
 		return Resolution{}, apperr.New(apperr.CodeUnboundedProfileRequired, "no unbounded requirements found")
@@ -127,7 +127,8 @@ func (r *Resolver) autoCreate(ctx context.Context, reqs []Requirement) (Resoluti
 	}
 	profile := local
 	// Read back what Vault stored; any failure, or a body without a usable
-	// profile, falls back to the local profile (spec §10.3 #21).
+	// profile, falls back to the local profile (the predecessor then sent an
+	// empty profile_id).
 	if got, err := r.API.ProfileGet(ctx, local.ProfileID); err == nil {
 		if p := DecodeProfile(got["profile"]); p.ProfileID != "" {
 			profile = p
@@ -177,8 +178,7 @@ func OptionsFrom(v any, field string) (Options, error) {
 
 // PrepareJobRequest runs execute-job orchestration on request (an execute
 // request object, mutated in place: profile_id is written into
-// request.request) and returns the orchestration keys of the preflight
-// (spec §5.1).
+// request.request) and returns the orchestration keys of the preflight.
 func (r *Resolver) PrepareJobRequest(ctx context.Context, request map[string]any, opts Options) (map[string]any, error) {
 	if !opts.UnboundedProfiles {
 		return map[string]any{"orchestrated": false}, nil

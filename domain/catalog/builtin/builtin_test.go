@@ -111,7 +111,7 @@ func TestBuiltinCoverage(t *testing.T) {
 		"google.gmail.drafts.create", "google.gmail.drafts.send", "google.gmail.messages.trash", "google.gmail.messages.untrash"} {
 		assert.True(t, verbs[v], v)
 	}
-	// The route registry references these entries (catalog-routing §6.1).
+	// The route registry (domain/routing) references these entries.
 	for _, id := range []string{"gmail_tpl_plan_send_email_v1", "gmail_tpl_plan_reply_in_thread_v1", "gmail_tpl_plan_create_draft_v1",
 		"gmail_tpl_verb_messages_get_metadata_v1", "gmail_tpl_verb_messages_get_content_v1", "gmail_tpl_verb_messages_list_by_label_v1",
 		"gmail_tpl_verb_messages_modify_labels_v1", "gmail_recipe_labels_list_v1", "gmail_recipe_messages_list_inbox_v1",

@@ -217,8 +217,7 @@ func scanSources(dir string, f *Folder) error {
 	return nil
 }
 
-// Conflict policies (catalog spec §2.5); the import default skips what
-// already exists.
+// Conflict policies of the import; its default skips what already exists.
 const (
 	PolicySkip      = "SKIP_IF_EXISTS"
 	PolicyOverwrite = "OVERWRITE"

@@ -1,5 +1,5 @@
 // Package passport is the "e-mail a copy of my passport with its details"
-// workflow (spec catalog-routing.md §7, D11): recipient and document
+// workflow (decision D11 in docs/contract.md): recipient and document
 // resolution, server-side profile read / extraction / field merge, the
 // labelled body, and one identity + Gmail draft create/send plan run
 // through the execution service. It knows nothing of MCP.
@@ -116,7 +116,7 @@ func composeBody(style string, value func(slot string) string) string {
 	case "concise":
 	case "detailed":
 		// "detailed" adds a closing line; the predecessor rendered it like
-		// the default (spec §10 Passport 4).
+		// the default.
 		lines = []string{"Attached is a copy of my passport and the requested details.", ""}
 	default:
 		lines = []string{"Attached is a copy of my passport and the requested details.", ""}
@@ -159,7 +159,8 @@ func step(id, connector, verb string, base map[string]any, binds []any, next str
 	return s
 }
 
-// buildPlan is the 7-step plan of spec §7.4: read the profile; when all
+// buildPlan is the 7-step plan (connector.execution.plan.v1, starting at
+// read_existing_profile): read the profile; when all
 // five values exist draft from it, else extract, re-read and draft.
 func buildPlan(style string, manual map[string]string) (plan map[string]any, bodyExisting, bodyAfter string) {
 	bodyExisting = composeBody(style, placeholder("read_existing_profile"))

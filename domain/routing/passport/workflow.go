@@ -36,7 +36,7 @@ type Service struct {
 	PollInterval time.Duration
 }
 
-// Input are the workflow arguments (spec §7.1).
+// Input are the arguments of vaultclaw_passport_email_workflow.
 type Input struct {
 	RequestText        string
 	RecipientEmail     string

@@ -68,7 +68,7 @@ func TestRecipientRequired(t *testing.T) {
 	e.svc.Sessions = fixedSession{err: apperr.New(apperr.CodeSessionNotConfigured, "no session")}
 	for _, in := range []Input{
 		{RequestText: "send my passport fields in the body"},
-		{RecipientEmail: "x a@b.co y"}, // D11/§10: the whole value must be an address
+		{RecipientEmail: "x a@b.co y"}, // D11: the whole value must be an address
 	} {
 		_, err := e.svc.Run(context.Background(), "s", in)
 		assert.Equal(t, apperr.CodeRecipientRequired, code(t, err))
@@ -231,7 +231,7 @@ func TestHappyPathToSentAfterApproval(t *testing.T) {
 	assert.Equal(t, runID, resume["run_id"])
 	assert.Empty(t, e.sim.SentMessages(), "nothing is sent before the approval")
 
-	// The plan: 7 steps in spec order, identity steps for subject self,
+	// The plan: 7 steps in a fixed order, identity steps for subject self,
 	// draft_id bound from the create step.
 	plans := e.sim.RequestsTo("POST", "/v0/connectors/plans/execute")
 	require.Len(t, plans, 1)
@@ -308,5 +308,5 @@ func TestParseSubjectAndStyle(t *testing.T) {
 	assert.Equal(t, "casual", detectStyle("Casual please"))
 	assert.Equal(t, "", detectStyle("nothing"))
 	body := composeBody("detailed", func(s string) string { return "<" + s + ">" })
-	assert.NotEqual(t, composeBody("", func(s string) string { return "<" + s + ">" }), body, "detailed differs from default (§10)")
+	assert.NotEqual(t, composeBody("", func(s string) string { return "<" + s + ">" }), body, "detailed differs from default")
 }
