@@ -1,6 +1,7 @@
-// Package vault is the HTTP client to Vaultclaw: endpoint resolution (TCP or Unix socket), headers, request ids,
-// idempotency keys, timeouts, pooled connections, a response-size cap, and
-// the one normalization of Vault failures into *apperr.Error.
+// Package vault is the HTTP client to Vaultclaw: endpoint resolution (TCP or
+// Unix socket), headers, request ids, idempotency keys, timeouts, pooled
+// connections, a response-size cap, and the one normalization of Vault
+// failures into *apperr.Error.
 package vault
 
 import (

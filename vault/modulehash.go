@@ -279,7 +279,8 @@ func IsModuleHashRejection(err error) bool {
 	return false
 }
 
-// PlanModuleHashPreflight applies the plan-side defaults to plan in place (a missing request_base becomes {}, Gmail list steps get a default
+// PlanModuleHashPreflight applies the plan-side defaults to plan in place (a
+// missing request_base becomes {}, Gmail list steps get a default
 // query_ast_base) and returns the plan preflight object. It never injects a
 // module hash into plan steps.
 func PlanModuleHashPreflight(plan map[string]any) map[string]any {

@@ -55,8 +55,9 @@ func DeepCopy(v any) (any, error) {
 
 // PreflightPlan resolves the unbounded profile of every generic.http step of
 // plan (with full RFC 6901 pointers, where the predecessor could not index
-// arrays, and validation errors for malformed bindings). It returns a transformed deep copy; the input is not
-// modified. Resolutions is nil when the plan has no steps.
+// arrays, and validation errors for malformed bindings). It returns a
+// transformed deep copy; the input is not modified. Resolutions is nil when
+// the plan has no steps.
 func (r *Resolver) PreflightPlan(ctx context.Context, plan map[string]any, planInput any, opts PlanOptions) (map[string]any, []StepResolution, error) {
 	cp, err := DeepCopy(plan)
 	if err != nil {
