@@ -64,8 +64,8 @@ func MappedVaultCodes() map[string]string {
 
 // MapError is the one place a Vault failure becomes an *apperr.Error (code
 // table and envelope in docs/contract.md; transport failures follow D2).
-// Details carry request_id,
-// vault_http_status and vault_error so envelope.Failure derives meta.
+// Details carry request_id, vault_http_status and vault_error so
+// envelope.Failure derives meta.
 func MapError(e APIError) *apperr.Error {
 	code := strings.TrimSpace(e.Code)
 	retryable := e.Status >= 500 || e.Status == http.StatusTooManyRequests
