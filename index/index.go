@@ -136,7 +136,7 @@ func toBleve(d Doc) bleveDoc {
 // Ids cannot contain spaces.
 func listKey(d Doc) string {
 	b := make([]byte, 0, len(d.VersionSort)+len(d.CookbookID)+len(d.EntryID)+3)
-	for i := 0; i < len(d.VersionSort); i++ {
+	for i := range len(d.VersionSort) {
 		c := d.VersionSort[i]
 		if c < 0x20 || c > 0x7e {
 			c = 0x20
@@ -226,11 +226,11 @@ type Index struct {
 // reported as ErrNeedsRebuild (wrapped with the reason).
 func Open(path string) (*Index, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNeedsRebuild, err)
+		return nil, fmt.Errorf("%w: %w", ErrNeedsRebuild, err)
 	}
 	bi, err := openBleve(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNeedsRebuild, err)
+		return nil, fmt.Errorf("%w: %w", ErrNeedsRebuild, err)
 	}
 	mv, err := bi.GetInternal(keyMapping)
 	if err != nil || string(mv) != MappingVersion {
@@ -239,7 +239,7 @@ func Open(path string) (*Index, error) {
 	}
 	if _, err := readRev(bi); err != nil {
 		bi.Close()
-		return nil, fmt.Errorf("%w: %v", ErrNeedsRebuild, err)
+		return nil, fmt.Errorf("%w: %w", ErrNeedsRebuild, err)
 	}
 	return &Index{path: path, bi: bi}, nil
 }
@@ -252,7 +252,7 @@ func openBleve(path string) (bi bleve.Index, err error) {
 			err = fmt.Errorf("open index: %v", r)
 		}
 	}()
-	return bleve.OpenUsing(path, map[string]interface{}{"unsafe_batch": true})
+	return bleve.OpenUsing(path, map[string]any{"unsafe_batch": true})
 }
 
 func readRev(bi bleve.Index) (uint64, error) {
@@ -436,7 +436,7 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 	// Batches are introduced without waiting for each to reach disk (the
 	// persister overlaps with analysis); Close below waits for all of them,
 	// and the folder is only swapped in after that.
-	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, map[string]interface{}{"unsafe_batch": true})
+	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, map[string]any{"unsafe_batch": true})
 	if err != nil {
 		return fmt.Errorf("create index: %w", err)
 	}

@@ -72,7 +72,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 // record and copies the old file aside.
 func TestMigrateFromEveryOlderVersion(t *testing.T) {
 	all := migrations.All()
-	for n := 0; n < len(all); n++ {
+	for n := range all {
 		t.Run(fmt.Sprintf("from_v%d", n), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "accords.db")
 			old, err := store.Open(path, store.Options{Migrations: all[:n]})

@@ -320,8 +320,7 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 
 func (c *Client) transportFailure(ctx context.Context, method, path, reqID string, timeout time.Duration, start time.Time, err error) error {
 	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		// The URL is ours and carries no secret, but the inner error is
 		// the useful part.
 		msg = ue.Err.Error()

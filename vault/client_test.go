@@ -382,7 +382,7 @@ func TestConnectionsReused(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	c := New(Options{})
-	for i := 0; i < 10; i++ {
+	for range 10 {
 		_, err := c.ListConnectors(context.Background(), sess(srv.URL))
 		require.NoError(t, err)
 	}

@@ -3,6 +3,7 @@ package vault
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -56,9 +57,7 @@ func init() {
 // parametrise over it).
 func MappedVaultCodes() map[string]string {
 	out := make(map[string]string, len(vaultCodeMap))
-	for k, v := range vaultCodeMap {
-		out[k] = v
-	}
+	maps.Copy(out, vaultCodeMap)
 	return out
 }
 
@@ -70,8 +69,8 @@ func MapError(e APIError) *apperr.Error {
 	code := strings.TrimSpace(e.Code)
 	retryable := e.Status >= 500 || e.Status == http.StatusTooManyRequests
 	var mcpCode string
-	switch {
-	case e.Status == 0:
+	switch e.Status {
+	case 0:
 		// D2: a transport failure is a network error, not internal.
 		if code == "" {
 			code = CodeNetworkError

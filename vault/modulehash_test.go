@@ -24,9 +24,8 @@ func openStore(t *testing.T) *store.DB {
 }
 
 type hashServer struct {
-	hash  atomic.Value
-	gets  atomic.Int32
-	calls atomic.Int32
+	hash atomic.Value
+	gets atomic.Int32
 }
 
 func newHashServer(t *testing.T, hash string) (*hashServer, *httptest.Server) {

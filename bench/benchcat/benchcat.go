@@ -7,7 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,5 +118,5 @@ func (l *Latencies) Report(b *testing.B) {
 }
 
 func slicesSort(s []time.Duration) {
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 }

@@ -86,7 +86,7 @@ func TestCorpusVariety(t *testing.T) {
 	for i := range 1000 {
 		_, info := c.Bundle(i, "1.0.0")
 		titles[info.Title] = true
-		for _, w := range strings.Fields(strings.ToLower(info.Title)) {
+		for w := range strings.FieldsSeq(strings.ToLower(info.Title)) {
 			words[w] = true
 		}
 	}

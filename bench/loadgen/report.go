@@ -24,7 +24,7 @@ type Machine struct {
 func ThisMachine() Machine {
 	m := Machine{NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
 	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(raw), "\n") {
+		for line := range strings.SplitSeq(string(raw), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
 				m.CPUModel = strings.TrimSpace(v)
 				break
@@ -32,7 +32,7 @@ func ThisMachine() Machine {
 		}
 	}
 	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(raw), "\n") {
+		for line := range strings.SplitSeq(string(raw), "\n") {
 			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 				m.MemTotal = strings.TrimSpace(v)
 			}

@@ -188,7 +188,7 @@ func (s *Server) awaitReady(ctx context.Context, stderr io.Reader) (string, erro
 		sent := false
 		for sc.Scan() {
 			line := sc.Bytes()
-			s.stderr.Write(append(append([]byte(nil), line...), '\n'))
+			_, _ = s.stderr.Write(append(append([]byte(nil), line...), '\n')) // best effort: the child's log
 			if sent {
 				continue
 			}
@@ -206,7 +206,7 @@ func (s *Server) awaitReady(ctx context.Context, stderr io.Reader) (string, erro
 	case addr := <-found:
 		return addr, nil
 	case <-s.done:
-		return "", fmt.Errorf("server exited before listening: %v\n%s", s.waitErr, s.Stderr())
+		return "", fmt.Errorf("server exited before listening: %w\n%s", s.waitErr, s.Stderr())
 	case <-time.After(30 * time.Second):
 		return "", fmt.Errorf("server did not report ready within 30s\n%s", s.Stderr())
 	case <-ctx.Done():
@@ -243,7 +243,7 @@ func PeakRSS(pid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
+	for line := range strings.SplitSeq(string(raw), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			f := strings.Fields(rest)
 			if len(f) >= 1 {
@@ -271,7 +271,7 @@ func (s *Server) Close() error {
 		}
 		s.Sessions = nil
 		if err != nil && !s.killed {
-			return fmt.Errorf("server exit: %v\n%s", err, s.Stderr())
+			return fmt.Errorf("server exit: %w\n%s", err, s.Stderr())
 		}
 		return nil
 	}

@@ -1,7 +1,8 @@
 package loadgen
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -69,9 +70,7 @@ func (r *Recorder) Summary(op, transport string, bundles, conc int) OpResult {
 	res := OpResult{Op: op, Transport: transport, Bundles: bundles, Concurrency: conc, Calls: len(r.lat)}
 	if len(r.errors) > 0 {
 		res.Errors = map[string]int{}
-		for k, v := range r.errors {
-			res.Errors[k] = v
-		}
+		maps.Copy(res.Errors, r.errors)
 	}
 	wall := end.Sub(r.start)
 	res.WallS = wall.Seconds()
@@ -79,7 +78,7 @@ func (r *Recorder) Summary(op, transport string, bundles, conc int) OpResult {
 		return res
 	}
 	sorted := append([]time.Duration(nil), r.lat...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	slices.Sort(sorted)
 	var sum time.Duration
 	for _, d := range sorted {
 		sum += d
@@ -101,13 +100,7 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := int(p/100*float64(len(sorted)) + 0.999999999)
-	if rank < 1 {
-		rank = 1
-	}
-	if rank > len(sorted) {
-		rank = len(sorted)
-	}
+	rank := min(max(int(p/100*float64(len(sorted))+0.999999999), 1), len(sorted))
 	return sorted[rank-1]
 }
 

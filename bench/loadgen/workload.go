@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,9 +119,7 @@ func Run(ctx context.Context, s *Server, op Op, lim Limits, seed uint64) *Record
 	deadline := time.Now().Add(lim.Duration)
 	var wg sync.WaitGroup
 	for wi, cs := range s.Sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(wi)+1))
 			for ctx.Err() == nil && time.Now().Before(deadline) && issued.Add(1) <= int64(lim.Calls) {
 				args := op.Args(r)
@@ -129,7 +127,7 @@ func Run(ctx context.Context, s *Server, op Op, lim Limits, seed uint64) *Record
 				_, code, _ := Call(ctx, cs, op.Tool, args)
 				rec.Add(time.Since(t0), code)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	rec.Stop()
@@ -176,9 +174,7 @@ func RunMixed(ctx context.Context, s *Server, ops map[string]Op, lim Limits, see
 	deadline := time.Now().Add(lim.Duration)
 	var wg sync.WaitGroup
 	for wi, cs := range s.Sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(wi)+1))
 			for ctx.Err() == nil && time.Now().Before(deadline) && issued.Add(1) <= int64(lim.Calls) {
 				x := r.IntN(total)
@@ -197,7 +193,7 @@ func RunMixed(ctx context.Context, s *Server, ops map[string]Op, lim Limits, see
 				all.Add(d, code)
 				parts[op.Name].Add(d, code)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	all.Stop()
@@ -224,9 +220,7 @@ func Seed(ctx context.Context, s *Server, c Corpus, from, to int, progress func(
 	var errOnce sync.Once
 	var wg sync.WaitGroup
 	for _, cs := range s.Sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ctx.Err() == nil && firstErr == nil {
 				i := int(next.Add(1) - 1)
 				if i >= to {
@@ -253,7 +247,7 @@ func Seed(ctx context.Context, s *Server, c Corpus, from, to int, progress func(
 					progress(int(d))
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	rec.Stop()
@@ -273,7 +267,7 @@ func (r *Recorder) SplitP50() (first, last time.Duration) {
 	k := n / 10
 	med := func(xs []time.Duration) time.Duration {
 		s := append([]time.Duration(nil), xs...)
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		slices.Sort(s)
 		return Percentile(s, 50)
 	}
 	return med(r.lat[:k]), med(r.lat[n-k:])

@@ -115,7 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	for _, t := range strings.Split(transports, ",") {
+	for t := range strings.SplitSeq(transports, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			if t != loadgen.Stdio && t != loadgen.HTTP {
 				fmt.Fprintf(stderr, "accords-bench: unknown transport %q (stdio, http)\n", t)
@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			o.transports = append(o.transports, t)
 		}
 	}
-	for _, op := range strings.Split(ops, ",") {
+	for op := range strings.SplitSeq(ops, ",") {
 		if op = strings.TrimSpace(op); op != "" {
 			if !slices.Contains(allOps, op) {
 				fmt.Fprintf(stderr, "accords-bench: unknown operation %q (%s)\n", op, strings.Join(allOps, ", "))

@@ -40,14 +40,14 @@ func seedAudit(t *testing.T, vars map[string]string, calls int) {
 	require.NoError(t, err)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
 	require.NoError(t, err)
-	for i := 0; i < calls; i++ {
+	for range calls {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vaultclaw_session_status"})
 		require.NoError(t, err)
 	}
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "vaultclaw_session_configure", Arguments: map[string]any{"token": "tok-SECRET-abcdef"}})
 	require.NoError(t, err)
 	cs.Close()
-	ss.Wait()
+	_ = ss.Wait()
 	require.NoError(t, a.Close())
 }
 
@@ -149,7 +149,7 @@ func TestServeReadOnlyOverRealStdio(t *testing.T) {
 	env, out, errb := gatewayEnv(vars, in)
 	require.Equal(t, 0, run(context.Background(), env, []string{"serve", "--read-only"}), errb.String())
 	byID := map[float64]map[string]any{}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
 		var msg map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &msg), line)
 		if id, ok := msg["id"].(float64); ok {

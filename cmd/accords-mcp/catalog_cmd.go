@@ -140,7 +140,10 @@ func catalogImport(ctx context.Context, env *environment, args []string) int {
 		if *asJSON {
 			enc := json.NewEncoder(env.stdout)
 			enc.SetIndent("", "  ")
-			enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy})
+			if err := enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy}); err != nil {
+				fmt.Fprintf(env.stderr, "write JSON: %v\n", err)
+				return 1
+			}
 		} else {
 			tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")

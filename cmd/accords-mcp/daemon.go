@@ -47,13 +47,11 @@ func startDaemon(ctx context.Context, a *app.App, transport string, logger *slog
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		if err := srv.Serve(cctx, ln, config.ShutdownGrace); err != nil {
 			logger.Warn("control socket stopped", "error", err.Error())
 		}
-	}()
+	})
 	logger.Info("control socket listening", "socket", path)
 	return func() {
 		cancel()
@@ -107,7 +105,7 @@ func standaloneIndex(cfg config.Config, db *store.DB) func(context.Context) doct
 			if srev == 0 {
 				return doctor.IndexState{StoreRev: 0, IndexRev: 0}
 			}
-			return doctor.IndexState{StoreRev: srev, Err: fmt.Errorf("%v (the daemon rebuilds it on start)", err)}
+			return doctor.IndexState{StoreRev: srev, Err: fmt.Errorf("%w (the daemon rebuilds it on start)", err)}
 		}
 		defer ix.Close()
 		docs, err := ix.DocCount()

@@ -106,14 +106,12 @@ func TestDaemonLifecycle(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for w := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				e := toolCall(t, d.url, "vaultclaw_recipes_search", map[string]any{"query": "gmail"})
 				assert.Equal(t, true, e["ok"], "worker %d: %v", w, e)
 			}
-		}()
+		})
 	}
 	bak := filepath.Join(t.TempDir(), "nightly.db")
 	code, out, errOut := runCmd(t, vars, "backup", "--out", bak)
@@ -184,7 +182,10 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	env := <-got
 	assert.Equal(t, true, env["ok"], "the in-flight call finished: %v", env)
 	assert.Less(t, time.Since(start), 5*time.Second, "shutdown is bounded")
-	_, err := http.Get(d.url + "/healthz")
+	res, err := http.Get(d.url + "/healthz")
+	if err == nil {
+		res.Body.Close()
+	}
 	assert.Error(t, err, "no new connections after shutdown")
 }
 

@@ -60,7 +60,7 @@ func runDoctorCmd(t *testing.T, vars map[string]string) (int, string) {
 // line returns the output line of one check.
 func line(t *testing.T, out, check string) string {
 	t.Helper()
-	for _, l := range strings.Split(out, "\n") {
+	for l := range strings.SplitSeq(out, "\n") {
 		f := strings.Fields(l)
 		if len(f) >= 2 && strings.HasPrefix(strings.TrimSpace(l[4:]), check) {
 			return l
@@ -238,6 +238,6 @@ func seedCalls(t *testing.T, vars map[string]string, n int) {
 		require.NoError(t, err)
 	}
 	cs.Close()
-	ss.Wait()
+	_ = ss.Wait()
 	require.NoError(t, a.Close())
 }

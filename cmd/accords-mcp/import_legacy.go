@@ -117,7 +117,7 @@ func writeLegacyReport(w io.Writer, rep legacy.Report) {
 			outcome = "would import"
 		}
 		line := fmt.Sprintf("  %-12s %-6s %s", outcome, it.Kind, name)
-		if it.Reason != "" && !(rep.DryRun && it.Reason == "dry run") {
+		if it.Reason != "" && (!rep.DryRun || it.Reason != "dry run") {
 			line += ": " + it.Reason
 		}
 		fmt.Fprintln(w, line)

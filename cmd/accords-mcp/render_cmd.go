@@ -61,7 +61,7 @@ func parseInputs(pairs []string) (map[string]any, error) {
 		if k, v, ok := strings.Cut(p, ":="); ok && !strings.Contains(k, "=") {
 			var val any
 			if err := json.Unmarshal([]byte(v), &val); err != nil {
-				return nil, fmt.Errorf("--input %s: value after := must be JSON: %v", k, err)
+				return nil, fmt.Errorf("--input %s: value after := must be JSON: %w", k, err)
 			}
 			out[k] = val
 			continue

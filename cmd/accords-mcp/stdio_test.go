@@ -35,7 +35,7 @@ func binary(t *testing.T) string {
 		binPath = filepath.Join(dir, "accords-mcp")
 		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	require.NoError(t, buildErr)

@@ -116,7 +116,7 @@ func (s *Store) update(scope string, key string, fn func(r *Record, exists bool)
 // job/run id, keeping its creation time).
 func (s *Store) Save(scope string, h *Handoff, source string) (Record, error) {
 	now := s.now().UTC()
-	return s.update(scope, h.Handle.Key(), func(r *Record, exists bool) {
+	return s.update(scope, h.Key(), func(r *Record, exists bool) {
 		if !exists {
 			r.CreatedAt = now
 		}

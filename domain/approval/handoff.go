@@ -343,7 +343,7 @@ func (h *Handoff) Details() map[string]any {
 		"decision_outcome":           OutcomePending,
 		"next_action": map[string]any{
 			"tool":      "vaultclaw_approval_wait",
-			"arguments": map[string]any{"handle": h.Handle.Full()},
+			"arguments": map[string]any{"handle": h.Full()},
 		},
 	}
 	if h.RemoteAttestationURL != "" {

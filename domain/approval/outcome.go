@@ -6,7 +6,10 @@
 // It reaches Vaultclaw only through the API interface.
 package approval
 
-import "strings"
+import (
+	"maps"
+	"strings"
+)
 
 // Decision outcomes.
 const (
@@ -190,9 +193,7 @@ func RunView(body map[string]any) map[string]any {
 		return body
 	}
 	out := make(map[string]any, len(body)+2)
-	for k, v := range body {
-		out[k] = v
-	}
+	maps.Copy(out, body)
 	outcome := RunOutcome(run, obj(body["job"]))
 	out["decision_outcome"] = outcome
 	out["approval_state"] = map[string]any{"status": StateStatus(str(run["state"]), outcome), "decision_outcome": outcome}

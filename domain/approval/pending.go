@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -57,9 +58,7 @@ func ParseStates(v any, field string, allowed []string) ([]string, error) {
 // to a copy of row.
 func EnrichRow(row map[string]any) map[string]any {
 	out := make(map[string]any, len(row)+3)
-	for k, v := range row {
-		out[k] = v
-	}
+	maps.Copy(out, row)
 	out["decision_outcome"] = PendingOutcome(row)
 	u := str(row["remote_attestation_url"])
 	if u == "" {

@@ -155,10 +155,7 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 		}
 		now := clock.Now()
 		if w.Progress != nil {
-			elapsed := now.Sub(start)
-			if elapsed > timeout {
-				elapsed = timeout
-			}
+			elapsed := min(now.Sub(start), timeout)
 			w.Progress(ctx, float64(elapsed.Milliseconds()), float64(opts.TimeoutMS),
 				fmt.Sprintf("poll %d: %s %s, decision %s", res.Polls, h.Kind, res.State, res.Outcome))
 		}

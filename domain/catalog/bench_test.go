@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,7 +75,7 @@ func makeTopics(n, size int) [][]string {
 	r := rand.New(rand.NewSource(12))
 	out := make([][]string, n)
 	for i := range out {
-		for k := 0; k < size; k++ {
+		for range size {
 			out[i] = append(out[i], vocab[r.Intn(len(vocab))])
 		}
 	}
@@ -100,7 +100,7 @@ func benchBundle(r *rand.Rand, id string) *Bundle {
 	conn := connectors[r.Intn(len(connectors))]
 	b := &Bundle{Type: BundleType, CookbookID: id, Version: fmt.Sprintf("1.%d.0", r.Intn(5)), Title: capitalize(phrase(3)),
 		Description: phrase(12), Tags: []string{word(), conn}}
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		verb := conn + "." + word() + "." + word()
 		e := Entry{EntryID: fmt.Sprintf("%s_%d_v1", word(), i),
 			Title: capitalize(phrase(4)), Description: phrase(15), Tags: []string{word(), word()},
@@ -229,7 +229,7 @@ func (t timings) report(b *testing.B) {
 	if len(t) == 0 {
 		return
 	}
-	sort.Slice(t, func(i, j int) bool { return t[i] < t[j] })
+	slices.Sort(t)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(ms(t[len(t)/2]), "p50-ms")
 	b.ReportMetric(ms(t[len(t)*95/100]), "p95-ms")
@@ -242,7 +242,7 @@ func BenchmarkSearch(b *testing.B) {
 			r := rand.New(rand.NewSource(7))
 			ts := make(timings, 0, b.N)
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for range b.N {
 				t := topics[r.Intn(len(topics))]
 				q := index.Query{Text: t[r.Intn(len(t))] + " " + t[r.Intn(len(t))], Limit: 20}
 				t0 := time.Now()
@@ -257,7 +257,7 @@ func BenchmarkSearch(b *testing.B) {
 			r := rand.New(rand.NewSource(7))
 			ts := make(timings, 0, b.N)
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for range b.N {
 				q := index.Query{Text: words[r.Intn(len(words))] + " " + words[r.Intn(len(words))], Limit: 20}
 				t0 := time.Now()
 				if _, err := bc.svc.Search(context.Background(), q); err != nil {
@@ -271,7 +271,7 @@ func BenchmarkSearch(b *testing.B) {
 			r := rand.New(rand.NewSource(8))
 			ts := make(timings, 0, b.N)
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for range b.N {
 				t := topics[r.Intn(len(topics))]
 				q := index.Query{Text: t[r.Intn(len(t))], ConnectorID: connectors[r.Intn(len(connectors))], EntryType: TypeTemplateVerb, Limit: 20}
 				t0 := time.Now()
@@ -286,7 +286,7 @@ func BenchmarkSearch(b *testing.B) {
 			r := rand.New(rand.NewSource(9))
 			ts := make(timings, 0, b.N)
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for range b.N {
 				q := index.Query{ConnectorID: connectors[r.Intn(len(connectors))], Limit: 20}
 				t0 := time.Now()
 				if _, err := bc.svc.Search(context.Background(), q); err != nil {
@@ -310,7 +310,7 @@ func BenchmarkUpsert(b *testing.B) {
 			}
 			ts := make(timings, 0, b.N)
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for i := range b.N {
 				t0 := time.Now()
 				if _, err := bc.svc.Upsert(context.Background(), bundles[i], UpsertOptions{}); err != nil {
 					b.Fatal(err)
@@ -327,7 +327,7 @@ func BenchmarkGet(b *testing.B) {
 	r := rand.New(rand.NewSource(3))
 	ts := make(timings, 0, b.N)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		t0 := time.Now()
 		if _, err := bc.svc.Get(context.Background(), fmt.Sprintf("cookbook-%05d", r.Intn(10000)), ""); err != nil {
 			b.Fatal(err)
@@ -340,12 +340,14 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkReindex(b *testing.B) {
 	n := 10000
 	if s := os.Getenv("ACCORDS_BENCH_REINDEX_N"); s != "" {
-		fmt.Sscan(s, &n)
+		if _, err := fmt.Sscan(s, &n); err != nil {
+			b.Fatalf("ACCORDS_BENCH_REINDEX_N=%q: %v", s, err)
+		}
 	}
 	bc := benchCatalogOf(b, n)
 	ts := make(timings, 0, b.N)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		t0 := time.Now()
 		if err := bc.svc.Reindex(context.Background(), nil); err != nil {
 			b.Fatal(err)
@@ -367,7 +369,7 @@ func BenchmarkOpen(b *testing.B) {
 	}
 	ts := make(timings, 0, b.N)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		b.StopTimer()
 		bc.svc.Close()
 		bc.db.Close()

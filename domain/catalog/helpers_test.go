@@ -56,7 +56,7 @@ func (e *env) reopen() {
 // sample builds a small valid bundle with n verb recipes.
 func sample(id, version string, n int) *Bundle {
 	b := &Bundle{Type: BundleType, CookbookID: id, Version: version, Title: "Cookbook " + id, Description: "Sample cookbook for tests", Tags: []string{"sample"}}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		b.Entries = append(b.Entries, Entry{
 			EntryID: fmt.Sprintf("entry_%d", i), EntryType: TypeRecipeVerb, Title: fmt.Sprintf("Recipe number %d", i),
 			Description: "Does a thing", Tags: []string{"t" + fmt.Sprint(i%3)},

@@ -109,7 +109,7 @@ func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 				return fmt.Errorf("list row %q: %w", k, err)
 			}
 			if it.CookbookID != curID {
-				curID, curLatest = it.CookbookID, ""
+				curID = it.CookbookID
 				curLatest = latestVersion(root, curID)
 			}
 			it.Latest = it.Version == curLatest

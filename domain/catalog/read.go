@@ -87,8 +87,7 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 }
 
 func wrapStoreErr(op string, err error) error {
-	var ae *apperr.Error
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*apperr.Error](err); ok {
 		return ae
 	}
 	return apperr.Internal(op, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -90,9 +91,7 @@ func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) 
 	res := &RenderResult{MissingInputs: []InputRef{}, UsedDefaults: []InputRef{}, SkippedOptional: []InputRef{}}
 	var missing []InputRef
 	effective := map[string]any{}
-	for k, v := range inputs {
-		effective[k] = v
-	}
+	maps.Copy(effective, inputs)
 	for _, bd := range e.Bindings {
 		ref := InputRef{InputKey: bd.InputKey, TargetPath: bd.TargetPath}
 		val, provided := inputs[bd.InputKey]
@@ -225,7 +224,7 @@ func isDigits(s string) bool {
 	if s == "" {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}

@@ -13,7 +13,7 @@ func TestUpsertGetSearchSmoke(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	start := time.Now()
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		mustUpsert(t, e.svc, sample("cb"+string(rune('a'+i)), "1.0.0", 5), "")
 	}
 	t.Log("20 upserts", time.Since(start))

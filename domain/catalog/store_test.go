@@ -267,7 +267,7 @@ func TestPredecessorCookbooks(t *testing.T) {
 
 func TestSearchRanksTitleWordsAndIsDeterministic(t *testing.T) {
 	e := newEnv(t)
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		b := sample(fmt.Sprintf("cb%d", i), "1.0.0", 3)
 		if i == 3 {
 			b.Entries[1].Title = "Rotate the webhook signing key"
@@ -413,7 +413,7 @@ func TestConcurrentWrites(t *testing.T) {
 	e := newEnv(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
-	for i := 0; i < 16; i++ {
+	for i := range 16 {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -550,7 +550,7 @@ func TestIndexRebuiltWhenChangeLogPrunedOrIndexAhead(t *testing.T) {
 
 func TestReindexProgressAndCorruptBundleSkipped(t *testing.T) {
 	e := newEnv(t)
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		mustUpsert(t, e.svc, sample(fmt.Sprintf("r%d", i), "1.0.0", 2), "")
 	}
 	// A bundle corrupted on disk by hand must not take search down.

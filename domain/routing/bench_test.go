@@ -2,7 +2,7 @@ package routing
 
 import (
 	"context"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 )
@@ -20,6 +20,6 @@ func BenchmarkResolveRegistry(b *testing.B) {
 		times = append(times, time.Since(t0))
 	}
 	b.StopTimer()
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,7 +97,7 @@ func TestSearchFallbackOverCatalogIndex(t *testing.T) {
 func bigCatalog(b testing.TB, n int) *catalog.Service {
 	cat := openCatalog(b)
 	var bundles []*catalog.Bundle
-	for i := 0; i < n; i++ {
+	for i := range n {
 		raw, _ := json.Marshal(map[string]any{
 			"type": "accords.cookbook.bundle.v1", "cookbook_id": fmt.Sprintf("vendor%05d.tools", i), "version": "1.0.0",
 			"title": fmt.Sprintf("Vendor %d tools", i),
@@ -146,6 +146,6 @@ func BenchmarkResolveSearchFallback10k(b *testing.B) {
 		times = append(times, time.Since(t0))
 	}
 	b.StopTimer()
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }

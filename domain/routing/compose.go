@@ -3,6 +3,7 @@ package routing
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -37,12 +38,7 @@ func topicPhrase(raw string) string {
 }
 
 func (t *text) semanticBody() bool {
-	for _, m := range semanticMarkers {
-		if t.hasPhrase(m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(semanticMarkers, t.hasPhrase)
 }
 
 // composeState is the compose-route analysis shared by autofill and

@@ -1,6 +1,9 @@
 package routing
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Passport workflow intent: a request to e-mail passport fields resolves to
 // this route and tool instead of a Gmail route.
@@ -18,10 +21,8 @@ func (r *Resolver) passportIntent(t *text, inputs, facts map[string]any) (Result
 	if !t.has("passport") || !(t.has("email") || t.has("gmail") || t.has("mail")) {
 		return Result{}, false
 	}
-	for _, n := range passportNegations {
-		if t.hasPhrase(n) {
-			return Result{}, false
-		}
+	if slices.ContainsFunc(passportNegations, t.hasPhrase) {
+		return Result{}, false
 	}
 	if !(t.hasPhrase("passport fields") || t.hasPhrase("passport details") ||
 		(t.has("fields") && t.has("body")) || (t.has("details") && t.has("body"))) {

@@ -286,10 +286,8 @@ func (r *Registry) validateRoute(rt *RouteDef) error {
 		}
 	}
 	for _, k := range rt.RequiredInputs {
-		for _, o := range rt.OptionalInputs {
-			if k == o {
-				return fmt.Errorf("input %q is both required and optional", k)
-			}
+		if slices.Contains(rt.OptionalInputs, k) {
+			return fmt.Errorf("input %q is both required and optional", k)
 		}
 	}
 	seenPolicy := map[string]bool{}

@@ -36,7 +36,7 @@ func newText(s string) *text {
 func splitWords(s string) []string {
 	s = strings.ToLower(s)
 	return strings.FieldsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9')
 	})
 }
 

@@ -308,18 +308,16 @@ func TestConcurrentAppendsStayChained(t *testing.T) {
 	l, err := Open(db, Options{})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
+	for range 8 {
+		wg.Go(func() {
+			for i := range 50 {
 				if i%10 == 0 {
 					assert.NoError(t, l.AppendSync(receipt(i, "c", time.Now())))
 				} else {
 					assert.NoError(t, l.Append(receipt(i, "c", time.Now())))
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	require.NoError(t, l.Close())
@@ -349,7 +347,7 @@ func TestAsyncReceiptIsCommittedWithoutFlush(t *testing.T) {
 	l, err := Open(db, Options{Linger: 20 * time.Millisecond})
 	require.NoError(t, err)
 	defer l.Close()
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		require.NoError(t, l.Append(receipt(i, "s", time.Now())))
 	}
 	// The writer commits on its own once the linger window closes.

@@ -22,7 +22,7 @@ func BenchmarkAppendSync(b *testing.B) {
 	defer l.Close()
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		if err := l.AppendSync(r); err != nil {
 			b.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func BenchmarkAppend(b *testing.B) {
 	defer l.Close()
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		if err := l.Append(r); err != nil {
 			b.Fatal(err)
 		}

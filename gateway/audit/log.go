@@ -66,7 +66,7 @@ func ParseRetention(s string) (Retention, error) {
 		return Retention{}, nil
 	}
 	var r Retention
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue

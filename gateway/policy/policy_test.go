@@ -116,7 +116,7 @@ func TestJSONFormatAndLoad(t *testing.T) {
 func TestInvalidFiles(t *testing.T) {
 	d := HashToken("t")
 	cases := map[string]string{
-		"unknown key":         "[stdio]\ncapabilites = []\n",
+		"unknown key":         "[stdio]\ncapabilites = []\n", //nolint:misspell // the misspelt key is the test
 		"unknown capability":  "[stdio]\ncapabilities = [\"vault_raed\"]\n",
 		"unknown tool":        "[defaults.tools.nope]\nburst = 1\n",
 		"bad digest":          "[[callers]]\nid = \"a\"\ntoken_sha256 = \"abc\"\n",

@@ -81,10 +81,7 @@ func (lm *Limiter) Allow(key string, l Limit) (bool, time.Duration) {
 		return true, 0
 	}
 	perToken := time.Duration(float64(time.Minute) / l.PerMinute)
-	wait := time.Duration((1 - b.tokens) * float64(perToken))
-	if wait < time.Millisecond {
-		wait = time.Millisecond
-	}
+	wait := max(time.Duration((1-b.tokens)*float64(perToken)), time.Millisecond)
 	return false, wait
 }
 

@@ -18,7 +18,7 @@ func TestBurstThenRefusalThenRecovery(t *testing.T) {
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	lm := New(c.now)
 	l := Limit{PerMinute: 60, Burst: 3}
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		ok, _ := lm.Allow("k", l)
 		require.True(t, ok, "call %d within burst", i)
 	}
@@ -38,7 +38,7 @@ func TestBurstThenRefusalThenRecovery(t *testing.T) {
 	require.False(t, ok)
 
 	c.advance(time.Hour)
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		ok, _ := lm.Allow("k", l)
 		require.True(t, ok, "refill is capped at the burst")
 	}
@@ -56,7 +56,7 @@ func TestKeysAreIndependentAndUnlimited(t *testing.T) {
 	require.False(t, ok)
 	ok, _ = lm.Allow("b", l)
 	require.True(t, ok, "another key has its own bucket")
-	for i := 0; i < 1000; i++ {
+	for range 1000 {
 		ok, _ := lm.Allow("a", Limit{})
 		require.True(t, ok, "unlimited never refuses")
 	}
@@ -65,14 +65,14 @@ func TestKeysAreIndependentAndUnlimited(t *testing.T) {
 func TestLimitChangeResizesWithoutRefilling(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
 	lm := New(c.now)
-	for i := 0; i < 10; i++ {
+	for range 10 {
 		ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 10})
 		require.True(t, ok)
 	}
 	ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
 	require.False(t, ok, "an emptied bucket stays empty after a reload")
 	c.advance(10 * time.Second)
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
 		require.True(t, ok)
 	}
@@ -96,7 +96,7 @@ func TestSweepBoundsMemory(t *testing.T) {
 	lm := New(c.now)
 	lm.sweepAt = 100
 	l := Limit{PerMinute: 60, Burst: 5}
-	for i := 0; i < 100; i++ {
+	for i := range 100 {
 		lm.Allow(fmt.Sprint(i), l)
 	}
 	c.advance(time.Minute)
@@ -107,7 +107,7 @@ func TestSweepBoundsMemory(t *testing.T) {
 func BenchmarkAllow(b *testing.B) {
 	lm := New(nil)
 	l := Limit{PerMinute: 1e9, Burst: 1 << 30}
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		lm.Allow("caller:x|tool", l)
 	}
 }

@@ -42,7 +42,7 @@ func check(path string, migs []migrations.Migration) (Info, error) {
 	info := Info{Path: path, LatestSchema: len(migs)}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return info, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return info, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return info, fmt.Errorf("%w: %s is not a regular file", ErrInvalid, path)
@@ -85,7 +85,7 @@ func inspect(path string, info *Info, migs []migrations.Migration) (err error) {
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
 	if err != nil {
-		return fmt.Errorf("%w: bbolt cannot open it: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: bbolt cannot open it: %w", ErrInvalid, err)
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {
@@ -129,12 +129,12 @@ func verifyAudit(path string, migs []migrations.Migration) (rep audit.Report, er
 	}()
 	db, err := store.Open(path, store.Options{ReadOnly: true, Migrations: migs})
 	if err != nil {
-		return rep, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return rep, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	defer db.Close()
 	rep, err = audit.Verify(db)
 	if err != nil {
-		return rep, fmt.Errorf("%w: reading the audit log: %v", ErrInvalid, err)
+		return rep, fmt.Errorf("%w: reading the audit log: %w", ErrInvalid, err)
 	}
 	return rep, nil
 }

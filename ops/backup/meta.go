@@ -60,7 +60,7 @@ func readMeta(r io.ReaderAt, off int64) (boltMeta, bool) {
 func preflight(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

@@ -134,11 +134,11 @@ func TestRestoreRefusesBadFilesAndChangesNothing(t *testing.T) {
 
 func bytesReplace(b []byte, old, new string) []byte {
 	s := string(b)
-	i := strings.Index(s, old)
-	if i < 0 {
+	before, after, ok := strings.Cut(s, old)
+	if !ok {
 		return b
 	}
-	return []byte(s[:i] + new + s[i+len(old):])
+	return []byte(before + new + after)
 }
 
 func TestRestoreRefusesWhileDaemonHoldsTheDatabase(t *testing.T) {
@@ -213,7 +213,7 @@ func TestRestoreFromStdin(t *testing.T) {
 	cfg := testenv.Config(t)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
-	go func() { w.Write(raw); w.Close() }()
+	go func() { _, _ = w.Write(raw); _ = w.Close() }()
 	res, err := backup.Restore("-", r, backup.RestoreOptions{DBPath: cfg.DBPath})
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Audit.Count)

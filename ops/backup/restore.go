@@ -207,7 +207,7 @@ func copyInto(dst *os.File, src string, r io.Reader) error {
 	if src != "-" {
 		f, err := os.Open(src)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		defer f.Close()
 		fi, err := f.Stat()

@@ -178,15 +178,13 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	var wg sync.WaitGroup
 	var calls atomic.Int64
 	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				env := callTool(t, srv.URL, fmt.Sprintf("busy-%d-%d", w, i), "vaultclaw_session_configure", map[string]any{"token": "vc_tok_busy_token"})
 				assert.Equal(t, true, env["ok"])
 				calls.Add(1)
 			}
-		}()
+		})
 	}
 	for calls.Load() < 20 {
 		time.Sleep(5 * time.Millisecond)

@@ -50,7 +50,7 @@ func (w *walker) read(id uint64) ([]byte, error) {
 	}
 	hdr := make([]byte, 16)
 	if _, err := w.f.ReadAt(hdr, int64(id*w.ps)); err != nil {
-		return nil, fmt.Errorf("%w: page %d unreadable: %v", ErrInvalid, id, err)
+		return nil, fmt.Errorf("%w: page %d unreadable: %w", ErrInvalid, id, err)
 	}
 	le := binary.NativeEndian
 	if got := le.Uint64(hdr); got != id {
@@ -62,7 +62,7 @@ func (w *walker) read(id uint64) ([]byte, error) {
 	}
 	buf := make([]byte, (overflow+1)*w.ps)
 	if _, err := w.f.ReadAt(buf, int64(id*w.ps)); err != nil {
-		return nil, fmt.Errorf("%w: page %d unreadable: %v", ErrInvalid, id, err)
+		return nil, fmt.Errorf("%w: page %d unreadable: %w", ErrInvalid, id, err)
 	}
 	return buf, nil
 }

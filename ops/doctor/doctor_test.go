@@ -25,9 +25,9 @@ func TestHTTPProbeOverUnixSocketSendsTokenAndTimeout(t *testing.T) {
 	var gotAuth, gotPath string
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
-		w.Write([]byte(`{"connectors":[]}`))
+		_, _ = w.Write([]byte(`{"connectors":[]}`))
 	})}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 
 	for _, s := range []session.Session{

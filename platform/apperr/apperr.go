@@ -161,8 +161,7 @@ func As(err error) *Error {
 	if err == nil {
 		return nil
 	}
-	var ae *Error
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*Error](err); ok {
 		if ae.Details == nil {
 			ae.Details = map[string]any{}
 		}

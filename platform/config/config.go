@@ -204,7 +204,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.RemoteTimeoutMS = n
 	}
-	for _, name := range strings.Split(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
+	for name := range strings.SplitSeq(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
 		}
@@ -236,7 +236,7 @@ func (c Config) IndexDir() string { return c.DBPath + ".index" }
 // SplitList splits a comma-separated list, dropping blanks.
 func SplitList(s string) []string {
 	var out []string
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		if part = strings.TrimSpace(part); part != "" {
 			out = append(out, part)
 		}

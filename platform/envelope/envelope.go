@@ -4,6 +4,7 @@ package envelope
 
 import (
 	"encoding/json"
+	"maps"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
@@ -39,9 +40,7 @@ type Meta struct {
 // MarshalJSON flattens Extra next to the three fixed keys; fixed keys win.
 func (m Meta) MarshalJSON() ([]byte, error) {
 	out := make(map[string]any, 3+len(m.Extra))
-	for k, v := range m.Extra {
-		out[k] = v
-	}
+	maps.Copy(out, m.Extra)
 	out["request_id"] = m.RequestID
 	out["vault_http_status"] = m.VaultHTTPStatus
 	out["vault_code"] = m.VaultCode

@@ -27,11 +27,11 @@ func TestHTTPAssignsAndEchoesIDs(t *testing.T) {
 	h := HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seenCtx, seenHeader = From(r.Context()), r.Header.Get(Header)
 		if r.URL.Path == "/boom" {
-			w.WriteHeader(500)
+			w.WriteHeader(http.StatusInternalServerError)
 		}
 	}), logger)
 
-	req := httptest.NewRequest("GET", "/x", nil)
+	req := httptest.NewRequest(http.MethodGet, "/x", nil)
 	req.Header.Set(Header, "client-id-1")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -39,7 +39,7 @@ func TestHTTPAssignsAndEchoesIDs(t *testing.T) {
 	assert.Equal(t, "client-id-1", seenCtx)
 	assert.Equal(t, "client-id-1", seenHeader)
 
-	req = httptest.NewRequest("GET", "/boom", nil)
+	req = httptest.NewRequest(http.MethodGet, "/boom", nil)
 	req.Header.Set(Header, "bad id with spaces")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -103,11 +103,9 @@ func TestConcurrentHTTPClients(t *testing.T) {
 	var wg sync.WaitGroup
 	for c := range clients {
 		logs[c] = &clientLog{bundles: map[key]string{}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			runClient(deadline, c, sessions[c], corpus, rand.New(rand.NewPCG(seed, uint64(c)+1)), logs[c], fail, &calls)
-		}()
+		})
 	}
 	wg.Wait()
 	close(failures)
@@ -148,8 +146,8 @@ func TestConcurrentHTTPClients(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, code)
 		st, _ := env.Data.(map[string]any)
-		switch {
-		case l.session == "" || l.session == "cleared":
+		switch l.session {
+		case "", "cleared":
 			assert.Equal(t, false, st["configured"], "client %d session after %q: %v", c, l.session, st)
 		default:
 			assert.Equal(t, true, st["configured"], "client %d session: %v", c, st)
@@ -197,13 +195,13 @@ func runClient(deadline time.Time, c int, cs *mcp.ClientSession, corpus loadgen.
 			if !ok {
 				return
 			}
-			switch {
-			case code == "":
+			switch code {
+			case "":
 				if l.bundles[k] == "" {
 					fail("client %d deleted %v which its log says is absent", c, k)
 				}
 				l.bundles[k] = ""
-			case code == "MCP_CATALOG_NOT_FOUND":
+			case "MCP_CATALOG_NOT_FOUND":
 				if l.bundles[k] != "" {
 					fail("client %d: %v not found though its log has it", c, k)
 				}

@@ -134,9 +134,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 		var unexpected []string
 		var umu sync.Mutex
 		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				wr := rand.New(rand.NewPCG(seed, uint64(round*16+w+2)))
 				for ctx.Err() == nil {
 					var bundle map[string]any
@@ -195,7 +193,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 						return
 					}
 				}
-			}()
+			})
 		}
 		time.Sleep(time.Duration(50+r.IntN(750)) * time.Millisecond)
 		srv.Kill()

@@ -108,9 +108,7 @@ func TestVaultFaults(t *testing.T) {
 				var wg sync.WaitGroup
 				var sideErr error
 				var side time.Duration
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					time.Sleep(100 * time.Millisecond)
 					other := connect()
 					defer other.Close()
@@ -118,9 +116,9 @@ func TestVaultFaults(t *testing.T) {
 					_, code, err := loadgen.Call(ctx, other, loadgen.ToolStatus, map[string]any{})
 					side = time.Since(t0)
 					if err != nil || code != "" {
-						sideErr = fmt.Errorf("status during fault: %s %v", code, err)
+						sideErr = fmt.Errorf("status during fault: %s %w", code, err)
 					}
-				}()
+				})
 				cctx, cancel := context.WithTimeout(ctx, limit+5*time.Second)
 				defer cancel()
 				t0 := time.Now()
@@ -163,8 +161,6 @@ func TestVaultFaults(t *testing.T) {
 
 func args(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	return out
 }

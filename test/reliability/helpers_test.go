@@ -38,7 +38,7 @@ func binary(t testing.TB) string {
 		args := []string{"build", "-o", binPath}
 		out, err := exec.Command("go", append(args, "../../cmd/accords-mcp")...).CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	require.NoError(t, buildErr)

@@ -91,7 +91,7 @@ func setup(t *testing.T) *target {
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
+		_ = ss.Wait()
 		a.Close()
 	})
 	tg.cs = cs
@@ -108,11 +108,6 @@ type envelope struct {
 func (e envelope) code() string {
 	s, _ := e.Error["code"].(string)
 	return s
-}
-
-func (e envelope) dataMap() map[string]any {
-	m, _ := e.Data.(map[string]any)
-	return m
 }
 
 // call invokes a tool; when this build does not register it (other teams'

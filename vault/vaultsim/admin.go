@@ -187,8 +187,7 @@ func (s *Sim) adminDecide(decide func(pendingID string) error) func(a *adminCall
 	return func(a *adminCall) {
 		id := a.r.PathValue("id")
 		err := decide(id)
-		var nw *ErrNotWaiting
-		if errors.As(err, &nw) {
+		if nw, ok := errors.AsType[*ErrNotWaiting](err); ok {
 			status := 409
 			if nw.State == "" {
 				status = 404

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -138,9 +139,7 @@ func defaultConnectors() map[string]*connectorDef {
 	draft := withDeprecated(obj(gmailMessage(), "to"))
 	msgID := func(extra map[string]any) schema {
 		p := map[string]any{"user_id": str(), "message_id": nonEmpty()}
-		for k, v := range extra {
-			p[k] = v
-		}
+		maps.Copy(p, extra)
 		return obj(p, "message_id")
 	}
 	labelsChange := map[string]any{"add_label_ids": strArray(), "remove_label_ids": strArray()}

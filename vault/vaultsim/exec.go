@@ -192,9 +192,7 @@ func (s *Sim) runHTTP(ctx context.Context, p map[string]any) (map[string]any, *a
 	if aerr != nil {
 		return nil, aerr
 	}
-	for k, v := range attached {
-		headers[k] = v
-	}
+	maps.Copy(headers, attached)
 	method := getStr(p, "method")
 	if method == "" {
 		method = http.MethodGet
@@ -423,9 +421,7 @@ func (s *Sim) runIdentity(verb string, p map[string]any) (map[string]any, *apiEr
 			if s.kyc[subject] == nil {
 				s.kyc[subject] = map[string]any{}
 			}
-			for k, v := range values {
-				s.kyc[subject][k] = v
-			}
+			maps.Copy(s.kyc[subject], values)
 		}
 		return map[string]any{"status": "SUCCEEDED", "document_id": docID, "subject_ref": subject, "profile_kind": "KYC",
 			"provider": getStr(p, "provider"), "values": values, "missing_slots": nonNil(missing), "saved": saved}, nil

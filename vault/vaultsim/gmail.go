@@ -53,7 +53,6 @@ func newMailbox() *mailbox {
 		{From: "newsletter@example.org", Subject: "This week in Go", TextPlain: "Generics, iterators and more.", LabelIDs: []string{"INBOX", "UNREAD"}},
 	}
 	for i, m := range seed {
-		m := m
 		mb.seq++
 		m.ID = fmt.Sprintf("msg_%03d", mb.seq)
 		m.ThreadID = fmt.Sprintf("thr_%03d", mb.seq)
@@ -135,12 +134,7 @@ func matchAST(node map[string]any, m *MailMessage) bool {
 		case "from":
 			return has(m.From)
 		case "to":
-			for _, t := range m.To {
-				if has(t) {
-					return true
-				}
-			}
-			return false
+			return slices.ContainsFunc(m.To, has)
 		case "subject":
 			return has(m.Subject)
 		case "text":

@@ -322,7 +322,7 @@ func (s *Sim) handlePending(c *call) (int, any, *apiError) {
 	q := c.r.URL.Query()
 	states := map[string]bool{}
 	if raw := strings.TrimSpace(q.Get("states")); raw != "" {
-		for _, st := range strings.Split(raw, ",") {
+		for st := range strings.SplitSeq(raw, ",") {
 			st = strings.ToUpper(strings.TrimSpace(st))
 			if st == "" {
 				continue

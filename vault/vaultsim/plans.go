@@ -418,7 +418,7 @@ func (s *Sim) render(r *run, v any) (map[string]any, error) {
 				}
 				if err != nil {
 					if firstErr == nil {
-						firstErr = fmt.Errorf("template %s: %v", m, err)
+						firstErr = fmt.Errorf("template %s: %w", m, err)
 					}
 					return m
 				}
@@ -509,7 +509,7 @@ func pointerGet(doc any, ptr string) (any, error) {
 		return nil, fmt.Errorf("pointer %q must start with /", ptr)
 	}
 	cur := doc
-	for _, raw := range strings.Split(ptr[1:], "/") {
+	for raw := range strings.SplitSeq(ptr[1:], "/") {
 		seg := unescapePtr(raw)
 		switch t := cur.(type) {
 		case map[string]any:

@@ -482,7 +482,7 @@ func TestGenericHTTPWithSecretAttachment(t *testing.T) {
 func TestFaultsAndRequestLog(t *testing.T) {
 	e := start(t, vaultsim.Options{})
 	e.srv.InjectFault(vaultsim.Fault{Path: "/v0/connectors", Status: 503, Body: "upstream down", Times: 2})
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		_, err := e.c.ListConnectors(e.ctx, e.s)
 		ae := apperr.As(err)
 		assert.Equal(t, apperr.CodeNetwork, ae.Code)
@@ -551,7 +551,7 @@ func TestUnixSocketAndAdminEndpoint(t *testing.T) {
 		return dialUnix(ctx, srv.Socket)
 	}}}
 	post := func(token string) int {
-		req, _ := http.NewRequest("POST", "http://localhost/_sim/approvals/"+pid+"/approve", nil)
+		req, _ := http.NewRequest(http.MethodPost, "http://localhost/_sim/approvals/"+pid+"/approve", nil)
 		if token != "" {
 			req.Header.Set(vaultsim.AdminTokenHeader, token)
 		}

@@ -27,13 +27,13 @@ func fakeVault(t *testing.T) *httptest.Server {
 		case vault.PathValidate:
 			_, _ = io.WriteString(w, `{"validated":true}`)
 		case vault.PathExecuteJob:
-			w.WriteHeader(202)
+			w.WriteHeader(http.StatusAccepted)
 			_, _ = io.WriteString(w, `{"job":{"job_id":"job_1","status":"PENDING","error":{"code":"CONNECTOR_APPROVAL_DECISION_REQUIRED"},"pending_approval":{"challenge":{"challenge_id":"ach_1"}}}}`)
 		case vault.PathPlanExecute:
-			w.WriteHeader(202)
+			w.WriteHeader(http.StatusAccepted)
 			_, _ = io.WriteString(w, `{"run_id":"run_1","job":{"job_id":"job_2","status":"PENDING","pending_approval":{"pending_id":"apj_2","challenge":{"challenge_id":"ach_2"}}}}`)
 		default:
-			w.WriteHeader(503)
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))
 	t.Cleanup(srv.Close)

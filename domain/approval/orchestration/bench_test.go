@@ -17,7 +17,7 @@ func benchProfiles(n int) []Profile {
 
 func benchReqs() []Requirement {
 	reqs := []Requirement{vector1}
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		reqs = append(reqs, Requirement{Slot: "api_key", Mode: "read", Target: fmt.Sprintf("https://api%d.example.com", i), Required: true})
 	}
 	return reqs
@@ -44,11 +44,11 @@ func BenchmarkHash12(b *testing.B) {
 // plan_input bindings) against 50 stored profiles.
 func BenchmarkPreflightPlan(b *testing.B) {
 	var profiles []map[string]any
-	for i := 0; i < 50; i++ {
+	for i := range 50 {
 		profiles = append(profiles, profileJSON(fmt.Sprintf("p%02d", i), exactSlot))
 	}
 	steps := ""
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		if i > 0 {
 			steps += ","
 		}

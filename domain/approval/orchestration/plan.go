@@ -161,8 +161,8 @@ func precheckUnresolved(stepID string, unresolved []string) error {
 	seen := map[string]bool{}
 	paths := []string{}
 	for _, u := range unresolved {
-		if i := strings.Index(u, "plan_input:"); i >= 0 {
-			p := u[i+len("plan_input:"):]
+		if _, after, ok := strings.Cut(u, "plan_input:"); ok {
+			p := after
 			if !seen[p] {
 				seen[p] = true
 				paths = append(paths, p)

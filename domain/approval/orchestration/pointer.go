@@ -23,7 +23,7 @@ func ParsePointer(s string) (Pointer, error) {
 	parts := strings.Split(s[1:], "/")
 	out := make(Pointer, len(parts))
 	for i, p := range parts {
-		for j := 0; j < len(p); j++ {
+		for j := range len(p) {
 			if p[j] == '~' && (j+1 >= len(p) || (p[j+1] != '0' && p[j+1] != '1')) {
 				return nil, fmt.Errorf("JSON pointer %q has an invalid ~ escape", s)
 			}

@@ -3,6 +3,7 @@ package orchestration
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -46,10 +47,8 @@ func FuzzPointer(f *testing.F) {
 			}
 			return
 		}
-		for _, tok := range p {
-			if tok == "-" {
-				return
-			}
+		if slices.Contains(p, "-") {
+			return
 		}
 		got, ok := p.Lookup(out)
 		if !ok {

@@ -166,19 +166,19 @@ func quoted(p *string) string {
 func readCapped(path string, max int64) ([]byte, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read: %v", err)
+		return nil, fmt.Errorf("cannot read: %w", err)
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read: %v", err)
+		return nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if fi.Size() > max {
 		return nil, fmt.Errorf("file is %d bytes, over the %d-byte bundle limit", fi.Size(), max)
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(fh); err != nil {
-		return nil, fmt.Errorf("cannot read: %v", err)
+		return nil, fmt.Errorf("cannot read: %w", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -61,7 +61,7 @@ func (s Services) ImportSource(ctx context.Context, raw json.RawMessage, policy 
 	}
 	var ls legacySource
 	if err := json.Unmarshal(raw, &ls); err != nil {
-		return Refused, "", fmt.Errorf("source decode failed: %v", err)
+		return Refused, "", fmt.Errorf("source decode failed: %w", err)
 	}
 	in := remote.SourceInput{SourceID: ls.SourceID, IndexURL: ls.IndexURL, AuthMode: ls.AuthMode, AuthEnvVar: ls.AuthEnvVar}
 	if len(ls.Enabled) > 0 && string(ls.Enabled) != "null" {

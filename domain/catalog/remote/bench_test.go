@@ -9,7 +9,7 @@ import (
 // behind every listing that is not answered by a 304.
 func BenchmarkParseIndex(b *testing.B) {
 	var items []item
-	for i := 0; i < 5000; i++ {
+	for i := range 5000 {
 		items = append(items, item{"cookbook_id": fmt.Sprintf("cookbook.%d", i/5), "version": fmt.Sprintf("1.%d.0", i%5),
 			"title": "A cookbook title", "summary": "Some summary text for the cookbook index benchmark",
 			"tags": []string{"a", "b"}, "download_url": fmt.Sprintf("https://catalog.example.com/b/%d.json", i),

@@ -15,7 +15,7 @@ func TestConcurrentListAndInstall(t *testing.T) {
 	e := newEnv(t)
 	r := newRemote(t)
 	bundles := map[string][]byte{}
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		bundles[fmt.Sprintf("cb%d@1.0.0", i)] = bundleJSON(fmt.Sprintf("cb%d", i), "1.0.0")
 	}
 	publish(r, true, bundles)
@@ -23,7 +23,7 @@ func TestConcurrentListAndInstall(t *testing.T) {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		wg.Add(2)
 		go func(i int) {
 			defer wg.Done()
@@ -42,7 +42,7 @@ func TestConcurrentListAndInstall(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Len(t, e.cat.stored(t), 8)
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		lock, err := e.svc.Lock(fmt.Sprintf("cb%d", i), "1.0.0")
 		require.NoError(t, err)
 		require.NotNil(t, lock)

@@ -170,8 +170,7 @@ func tooLarge(r fetchRequest, declared int64) *apperr.Error {
 // transportCause is the error text without Go's "Get \"url\": " prefix,
 // which repeats details.url.
 func transportCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		if errors.Is(ue.Err, context.DeadlineExceeded) {
 			return "timeout"
 		}

@@ -47,7 +47,7 @@ func TestInstallPredecessorCookbooks(t *testing.T) {
 			"download_url": r.URL + "/google.workspace/" + v + ".json", "sha256": sha(raw)})
 	}
 	r.serveBytes("/index.json", indexJSON(items...), `"w1"`)
-	e.addSource(t, SourceInput{SourceID: "accords", IndexURL: r.URL + "/index.json", RequireSHA256: bptr(true)})
+	e.addSource(t, SourceInput{SourceID: "accords", IndexURL: r.URL + "/index.json", RequireSHA256: new(true)})
 
 	res, err := e.svc.Install(t.Context(), InstallRequest{SourceID: "accords", CookbookID: "google.workspace", Version: "~1.2.0"})
 	require.NoError(t, err)

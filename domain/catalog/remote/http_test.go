@@ -124,7 +124,7 @@ func TestRequireSHA256RefusesUnverified(t *testing.T) {
 	r := newRemote(t)
 	b := bundleJSON("cb", "1.0.0")
 	publish(r, false, map[string][]byte{"cb@1.0.0": b})
-	e.addSource(t, SourceInput{SourceID: "s", IndexURL: r.URL + "/index.json", RequireSHA256: bptr(true)})
+	e.addSource(t, SourceInput{SourceID: "s", IndexURL: r.URL + "/index.json", RequireSHA256: new(true)})
 
 	_, err := e.svc.Install(t.Context(), InstallRequest{SourceID: "s", CookbookID: "cb"})
 	ae := requireCode(t, err, apperr.CodeValidation)
@@ -389,7 +389,7 @@ func TestListFailuresWithoutFallback(t *testing.T) {
 
 	// Disabled source: refused before any request.
 	before := len(r.requests())
-	e.addSource(t, SourceInput{SourceID: "s", IndexURL: r.URL + "/index.json", Enabled: bptr(false)})
+	e.addSource(t, SourceInput{SourceID: "s", IndexURL: r.URL + "/index.json", Enabled: new(false)})
 	_, err = e.svc.List(t.Context(), "s", "")
 	ae = requireCode(t, err, apperr.CodeRemoteFetchFailed)
 	assert.Equal(t, "catalog source is disabled", ae.Message)

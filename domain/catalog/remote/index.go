@@ -130,8 +130,7 @@ func parseItem(pos int, raw json.RawMessage) (IndexItem, *BadItem) {
 		r.CookbookID, _ = ids.CookbookID.(string)
 		r.Version, _ = ids.Version.(string)
 		field := ""
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			field = te.Field
 		}
 		return IndexItem{}, bad(field, "item is not a valid index item: "+err.Error(), r)

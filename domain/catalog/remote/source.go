@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,10 +158,8 @@ func (o Options) checkTokenVar(name string) error {
 	if len(o.TokenEnvAllow) == 0 {
 		return nil
 	}
-	for _, a := range o.TokenEnvAllow {
-		if a == name {
-			return nil
-		}
+	if slices.Contains(o.TokenEnvAllow, name) {
+		return nil
 	}
 	return apperr.Validation("source.auth_env_var", "source.auth_env_var %s is not in ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", name).
 		With("allowed", o.TokenEnvAllow)

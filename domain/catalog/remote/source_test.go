@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func bptr(b bool) *bool { return &b }
-
 func TestSourceUpsertListDelete(t *testing.T) {
 	e := newEnv(t)
 	src, created, err := e.svc.UpsertSource(SourceInput{SourceID: "  team ", IndexURL: " https://cat.example/index.json ", AuthMode: "bearer_env", AuthEnvVar: "TEAM_TOKEN"})
@@ -23,7 +21,7 @@ func TestSourceUpsertListDelete(t *testing.T) {
 	assert.Equal(t, e.now, src.CreatedAt)
 
 	e.advance(60e9)
-	src2, created, err := e.svc.UpsertSource(SourceInput{SourceID: "team", IndexURL: "https://cat.example/index.json", Enabled: bptr(false), AuthMode: "NONE", AuthEnvVar: "IGNORED", RequireSHA256: bptr(true)})
+	src2, created, err := e.svc.UpsertSource(SourceInput{SourceID: "team", IndexURL: "https://cat.example/index.json", Enabled: new(false), AuthMode: "NONE", AuthEnvVar: "IGNORED", RequireSHA256: new(true)})
 	require.NoError(t, err)
 	assert.False(t, created)
 	assert.False(t, src2.Enabled)

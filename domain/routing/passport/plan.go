@@ -6,6 +6,7 @@
 package passport
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 )
@@ -89,7 +90,7 @@ func parseSubject(text string) string {
 // detectStyle maps the request wording to a body style.
 func detectStyle(text string) string {
 	t := " " + strings.Join(strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z')
+		return r < 'a' || r > 'z'
 	}), " ") + " "
 	switch {
 	case strings.Contains(t, " formal "):
@@ -144,9 +145,7 @@ func binding(path string, ref map[string]any) map[string]any {
 
 func identityBase(extra map[string]any) map[string]any {
 	m := map[string]any{"subject_ref": DocumentSubject, "profile_kind": "KYC", "slots": []any{}}
-	for k, v := range extra {
-		m[k] = v
-	}
+	maps.Copy(m, extra)
 	return m
 }
 

@@ -53,8 +53,6 @@ func newEnv(t *testing.T, opts vaultsim.Options) *env {
 	}}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 const ask = "send an email to skl83@cornell.edu with a copy of my passport and the passport fields in the body"
 
 func code(t *testing.T, err error) string {
@@ -82,7 +80,7 @@ func TestRecipientRequired(t *testing.T) {
 
 func TestExecuteFalseReadyToSend(t *testing.T) {
 	e := newEnv(t, vaultsim.Options{})
-	res, err := e.svc.Run(context.Background(), "s", Input{RequestText: ask + " in a formal tone", Execute: ptr(false),
+	res, err := e.svc.Run(context.Background(), "s", Input{RequestText: ask + " in a formal tone", Execute: new(false),
 		ManualFields: map[string]any{"given_name": "  Ada ", "family_name": 7}})
 	require.NoError(t, err)
 	d := res.Data
