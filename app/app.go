@@ -165,16 +165,15 @@ func (a *App) init() error {
 		return err
 	}
 	reg, err := tools.All(tools.Deps{
-		Sessions:   a.Sessions,
-		Vault:      a.Vault,
-		ModuleHash: a.ModuleHash,
-		Catalog:    a.Catalog,
-		Remote:     a.Remote,
-		Execution:  a.Execution,
-		Handles:    a.Handles,
-		Router:     a.Router,
-		Passport:   a.Passport,
-		Audit:      a.Audit,
+		Sessions:  a.Sessions,
+		Vault:     a.Vault,
+		Catalog:   a.Catalog,
+		Remote:    a.Remote,
+		Execution: a.Execution,
+		Handles:   a.Handles,
+		Router:    a.Router,
+		Passport:  a.Passport,
+		Audit:     a.Audit,
 	})
 	if err != nil {
 		a.Audit.Close()
