@@ -195,7 +195,7 @@ func (a *App) init() error {
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
 		// Outside the gateway, so calls it refuses are counted too.
-		Outer: []mcp.Middleware{a.Metrics.Middleware(metrics.MiddlewareOptions{Known: known, Logger: a.Logger})},
+		Outer: []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,

@@ -11,7 +11,6 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
-	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,6 +42,7 @@ const MaxToolNameInReceipt = 128
 func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	began := time.Now()
 	p := caller.From(ctx)
+	ctx, out := tools.TrackOutcome(ctx)
 	var name string
 	var args json.RawMessage
 	if req.Params != nil {
@@ -65,19 +65,19 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		// Unknown names stay protocol errors, but they share one bucket
 		// per caller so they cannot flood the log.
 		if refused := g.limit(p, g.callerFor(g.policy.Load(), p), unknownToolKey); refused != nil {
-			res = tools.Render(envelope.Failure(refused))
+			res = tools.Fail(ctx, refused)
 		} else {
 			res, err = next(ctx, method, req)
 		}
 	} else {
 		rec.CapabilityUsed = t.Capability
 		if refused := g.admit(g.policy.Load(), p, t); refused != nil {
-			res = tools.Render(envelope.Failure(refused))
+			res = tools.Fail(ctx, refused)
 		} else {
 			res, err = next(ctx, method, req)
 		}
 	}
-	rec.Outcome, rec.ResultHash = g.outcome(res, err)
+	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
 	if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
 		if ctr.Meta == nil {
@@ -157,9 +157,10 @@ func limitKey(p caller.Principal, c *policy.Caller, tool string) string {
 	}
 }
 
-// outcome is "ok", the envelope's error code, or protocol_error; the result
-// digest covers the structured content the client received.
-func (g *Gateway) outcome(res mcp.Result, err error) (string, string) {
+// outcome is "ok", the envelope's error code, or protocol_error, read from
+// the call's typed outcome; the result digest covers the structured content
+// the client received.
+func (g *Gateway) outcome(res mcp.Result, err error, o *tools.Outcome) (string, string) {
 	if err != nil {
 		return audit.OutcomeProtocolError, g.opts.Hasher.Sum([]byte(err.Error()))
 	}
@@ -167,6 +168,18 @@ func (g *Gateway) outcome(res mcp.Result, err error) (string, string) {
 	if !ok || ctr == nil {
 		return audit.OutcomeProtocolError, g.opts.Hasher.Sum(nil)
 	}
+	if o.Recorded {
+		digest := g.opts.Hasher.Sum(o.Envelope)
+		switch {
+		case o.OK:
+			return audit.OutcomeOK, digest
+		case o.Code != "":
+			return truncate(o.Code, 64), digest
+		}
+		return "tool_error", digest
+	}
+	// A result no tool adapter rendered (another handler): digest what the
+	// client receives; its outcome is all IsError says.
 	var body []byte
 	switch sc := ctr.StructuredContent.(type) {
 	case json.RawMessage:
@@ -176,19 +189,10 @@ func (g *Gateway) outcome(res mcp.Result, err error) (string, string) {
 	default:
 		body, _ = json.Marshal(ctr)
 	}
-	digest := g.opts.Hasher.Sum(body)
 	if !ctr.IsError {
-		return audit.OutcomeOK, digest
+		return audit.OutcomeOK, g.opts.Hasher.Sum(body)
 	}
-	var probe struct {
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &probe) == nil && probe.Error != nil && probe.Error.Code != "" {
-		return truncate(probe.Error.Code, 64), digest
-	}
-	return "tool_error", digest
+	return "tool_error", g.opts.Hasher.Sum(body)
 }
 
 func newCallID() string {

@@ -37,7 +37,8 @@ func (t Tool) MCPTool() *mcp.Tool {
 }
 
 // MCPHandler adapts t to the SDK: it validates and decodes arguments, runs
-// the handler, recovers panics, and maps the result to the envelope.
+// the handler, recovers panics, maps the result to the envelope and
+// records the call's Outcome.
 func (t Tool) MCPHandler(logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env, appr := t.invoke(ctx, req, logger)
@@ -114,15 +115,15 @@ func Render(env envelope.Envelope) *mcp.CallToolResult {
 	return render(context.Background(), env, nil)
 }
 
-// Fail renders the failure envelope of err, for calls refused before their
-// tool runs.
+// Fail renders the failure envelope of err and records the outcome in ctx,
+// for calls refused before their tool runs (the gateway).
 func Fail(ctx context.Context, err error) *mcp.CallToolResult {
 	return render(ctx, envelope.Failure(err), approval.ApprovalOf(err))
 }
 
 // render is the one place an envelope becomes a CallToolResult. An
 // approval handoff adds a human-readable summary as a second text item.
-func render(_ context.Context, env envelope.Envelope, appr *approval.Approval) *mcp.CallToolResult {
+func render(ctx context.Context, env envelope.Envelope, appr *approval.Approval) *mcp.CallToolResult {
 	raw, err := json.Marshal(env)
 	if err != nil {
 		env, appr = envelope.Failure(apperr.Internal("encode result", err)), nil
@@ -136,6 +137,7 @@ func render(_ context.Context, env envelope.Envelope, appr *approval.Approval) *
 	if appr != nil && env.Error != nil && env.Error.Code == apperr.CodeApprovalRequired {
 		res.Content = append(res.Content, &mcp.TextContent{Text: approvalText(appr)})
 	}
+	record(ctx, &env, appr, raw)
 	return res
 }
 

@@ -4,7 +4,7 @@
 // inventory.go lists them all. Arguments are decoded once into the tool's
 // argument struct; handlers are thin and call domain packages that know
 // nothing of MCP. Results and errors become the envelope in exactly one
-// place (adapter.go).
+// place (adapter.go), which also reports the call's typed Outcome.
 package tools
 
 import (
