@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -350,7 +352,7 @@ func (v validator) principal(where, id string, caps []string, readOnly bool, ten
 				break
 			}
 			if len(v.caps) > 0 && !v.caps[cp] {
-				return nil, fmt.Errorf("%s.capabilities: unknown capability %q (known: %s)", where, cp, strings.Join(sortedKeys(v.caps), ", "))
+				return nil, fmt.Errorf("%s.capabilities: unknown capability %q (known: %s)", where, cp, strings.Join(slices.Sorted(maps.Keys(v.caps)), ", "))
 			}
 			c.caps[cp] = true
 		}
@@ -411,13 +413,4 @@ func parseDigest(s string) ([sha256.Size]byte, error) {
 	}
 	copy(d[:], b)
 	return d, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -65,7 +65,8 @@ const (
 	CodeManualFieldsRequired      = "MCP_MANUAL_FIELDS_REQUIRED"
 )
 
-// categoryByCode is the default category of MCP-side codes (spec §3.4);
+// categoryByCode is the default category of MCP-side codes, as clients of
+// the predecessor expect them;
 // anything not listed is "validation".
 var categoryByCode = map[string]string{
 	CodeInternal:                 CatInternal,

@@ -8,7 +8,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Envelope is the tool result contract (spec §8.1). All four keys are always
+// Envelope is the tool result contract clients of the predecessor rely on:
+// the same JSON as structuredContent and as text. All four keys are always
 // present.
 type Envelope struct {
 	OK    bool       `json:"ok"`
