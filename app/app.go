@@ -165,16 +165,15 @@ func (a *App) init() error {
 		return err
 	}
 	reg, err := tools.All(tools.Deps{
-		Sessions:   a.Sessions,
-		Vault:      a.Vault,
-		ModuleHash: a.ModuleHash,
-		Catalog:    a.Catalog,
-		Remote:     a.Remote,
-		Execution:  a.Execution,
-		Handles:    a.Handles,
-		Router:     a.Router,
-		Passport:   a.Passport,
-		Audit:      a.Audit,
+		Sessions:  a.Sessions,
+		Vault:     a.Vault,
+		Catalog:   a.Catalog,
+		Remote:    a.Remote,
+		Execution: a.Execution,
+		Handles:   a.Handles,
+		Router:    a.Router,
+		Passport:  a.Passport,
+		Audit:     a.Audit,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -196,7 +195,7 @@ func (a *App) init() error {
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
 		// Outside the gateway, so calls it refuses are counted too.
-		Outer: []mcp.Middleware{a.Metrics.Middleware(metrics.MiddlewareOptions{Known: known, Logger: a.Logger})},
+		Outer: []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,

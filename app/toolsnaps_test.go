@@ -7,23 +7,35 @@ import (
 	"testing"
 
 	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/accordsai/accords-mcp/tools"
 	"github.com/stretchr/testify/require"
 )
 
 const snapDir = "../testdata/toolsnaps"
 
 // TestToolSnapshots pins every tool's name, description, annotations and
-// schemas. After an intended change run: UPDATE_TOOLSNAPS=1 go test ./app
+// schemas as clients see them, plus its toolset and capability (security
+// controls: a tool moved to another toolset or capability fails here).
+// After an intended change run: UPDATE_TOOLSNAPS=1 go test ./app
 // A missing snapshot is written locally but fails in CI.
 func TestToolSnapshots(t *testing.T) {
 	a := testenv.Open(t, testenv.Config(t))
+	var registered, defined []string
+	for _, tool := range a.Registry.Tools() {
+		registered = append(registered, tool.Name)
+	}
+	for _, tool := range tools.Definitions() {
+		defined = append(defined, tool.Name)
+	}
+	require.Equal(t, defined, registered, "the app binds every defined tool")
+
 	update := os.Getenv("UPDATE_TOOLSNAPS") != ""
 	inCI := os.Getenv("CI") != ""
 	seen := map[string]bool{}
-	for _, tool := range a.Registry.Tools() {
+	for _, tool := range tools.Definitions() {
 		name := tool.Name + ".json"
 		seen[name] = true
-		got := canonical(t, tool.MCPTool())
+		got := snapshot(t, tool)
 		path := filepath.Join(snapDir, name)
 		want, err := os.ReadFile(path)
 		if update || (os.IsNotExist(err) && !inCI) {
@@ -50,11 +62,17 @@ func TestToolSnapshots(t *testing.T) {
 	}
 }
 
-func canonical(t *testing.T, v any) []byte {
-	raw, err := json.Marshal(v)
+// snapshot is the tool's wire description with its toolset and capability
+// added, in canonical form.
+func snapshot(t *testing.T, tool tools.Tool) []byte {
+	raw, err := json.Marshal(tool.MCPTool())
 	require.NoError(t, err)
-	var generic any
+	var generic map[string]any
 	require.NoError(t, json.Unmarshal(raw, &generic))
+	require.NotContains(t, generic, "toolset")
+	require.NotContains(t, generic, "capability")
+	generic["toolset"] = tool.Toolset
+	generic["capability"] = tool.Capability
 	out, err := json.MarshalIndent(generic, "", "  ") // maps marshal with sorted keys
 	require.NoError(t, err)
 	return append(out, '\n')

@@ -1,32 +1,30 @@
 // Package gateway is the MCP glue of the policy layer: it resolves the
 // caller of each request, filters what the caller may see, refuses calls
 // outside its capabilities or rate limits, and writes one audit receipt for
-// every tools/call. Domain logic lives in audit, policy and ratelimit; this
-// package only adapts them to go-sdk middleware and HTTP.
+// every tools/call. Domain logic lives in audit, caller, policy and
+// ratelimit; this package only adapts them to go-sdk middleware and HTTP.
+//
+// Files: gateway.go (options, policy loading and reload), visibility.go
+// (what a caller may see and call), middleware.go (admission and receipts),
+// servers.go (the per-caller server cache and principal resolution),
+// http.go (bearer authentication).
 package gateway
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
-	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/gateway/ratelimit"
-	"github.com/accordsai/accords-mcp/platform/apperr"
-	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,7 +142,7 @@ func New(o Options) (*Gateway, error) {
 		tsSet[t.Toolset] = true
 		g.known.Tools = append(g.known.Tools, t.Name)
 	}
-	g.known.Capabilities = keys(capSet)
+	g.known.Capabilities = slices.Sorted(maps.Keys(capSet))
 	wantSets := map[string]bool{}
 	for _, ts := range o.Toolsets {
 		ts = strings.TrimSpace(ts)
@@ -152,7 +150,7 @@ func New(o Options) (*Gateway, error) {
 			continue
 		}
 		if ts != "all" && !tsSet[ts] {
-			return nil, fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(keys(tsSet), ", "))
+			return nil, fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(tsSet)), ", "))
 		}
 		wantSets[ts] = true
 	}
@@ -174,15 +172,6 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.policy.Store(p)
 	return g, nil
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Policy is the policy in force.
@@ -234,309 +223,4 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// Visible is the registry after read-only and toolsets.
-func (g *Gateway) Visible() *tools.Registry { return g.visible }
-
-// callerFor maps a principal to its policy entry; nil means the principal
-// no longer exists in the policy (for example removed by a reload).
-func (g *Gateway) callerFor(pol *policy.Policy, p caller.Principal) *policy.Caller {
-	switch {
-	case p.Transport == caller.TransportStdio:
-		return pol.Stdio
-	case !p.Authenticated:
-		if pol.HasCallers() {
-			return nil
-		}
-		return pol.Anonymous
-	}
-	c, ok := pol.Lookup(p.ID)
-	if !ok || c.ID == policy.LocalID || c.ID == policy.AnonymousID {
-		return nil
-	}
-	return c
-}
-
-// refusal explains why c may not call t, or returns nil.
-func (g *Gateway) refusal(c *policy.Caller, t tools.Tool) *apperr.Error {
-	deny := func(reason, format string, args ...any) *apperr.Error {
-		return apperr.New(apperr.CodePermissionDenied, format, args...).
-			With("tool", t.Name).With("capability", t.Capability).With("reason", reason)
-	}
-	if _, ok := g.visible.Lookup(t.Name); !ok {
-		if g.opts.ReadOnly && t.Writes() {
-			return deny("read_only", "tool %s changes state and the server runs in read-only mode", t.Name)
-		}
-		return deny("toolset_disabled", "tool %s belongs to toolset %s, which this server does not enable", t.Name, t.Toolset)
-	}
-	if c == nil {
-		return deny("unknown_caller", "caller is not permitted by the current policy")
-	}
-	if c.ReadOnly && t.Writes() {
-		return deny("caller_read_only", "tool %s changes state and caller %s is read-only", t.Name, c.ID)
-	}
-	if !c.Allows(t.Capability) {
-		return deny("missing_capability", "caller %s lacks capability %s required by %s", c.ID, t.Capability, t.Name)
-	}
-	return nil
-}
-
-// Middleware is the receiving middleware: capability, then rate limit, then
-// the call, then the receipt. It sees every tool, including tools other
-// teams add later: nothing per tool is needed to have them audited.
-func (g *Gateway) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "tools/call":
-			if ctr, ok := req.(*mcp.CallToolRequest); ok {
-				return g.call(ctx, method, ctr, next)
-			}
-		case "tools/list":
-			res, err := next(ctx, method, req)
-			if err != nil {
-				return res, err
-			}
-			return g.filterList(ctx, res), nil
-		}
-		return next(ctx, method, req)
-	}
-}
-
-func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
-	lr, ok := res.(*mcp.ListToolsResult)
-	if !ok || lr == nil {
-		return res
-	}
-	c := g.callerFor(g.policy.Load(), caller.From(ctx))
-	kept := make([]*mcp.Tool, 0, len(lr.Tools))
-	for _, mt := range lr.Tools {
-		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusal(c, t) == nil {
-			kept = append(kept, mt)
-		}
-	}
-	out := *lr
-	out.Tools = kept
-	return &out
-}
-
-// MaxToolNameInReceipt bounds attacker-chosen names of unknown tools.
-const MaxToolNameInReceipt = 128
-
-func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
-	began := time.Now()
-	p := caller.From(ctx)
-	var name string
-	var args json.RawMessage
-	if req.Params != nil {
-		name, args = req.Params.Name, req.Params.Arguments
-	}
-	rec := audit.Receipt{
-		CallID:     newCallID(),
-		Timestamp:  g.opts.Now().UTC().Format(time.RFC3339Nano),
-		Caller:     p.ID,
-		Transport:  p.Transport,
-		Scope:      p.Scope,
-		Tool:       truncate(name, MaxToolNameInReceipt),
-		ParamsHash: g.opts.Hasher.SumArgs(args),
-	}
-	var res mcp.Result
-	var err error
-	t, known := g.reg.Lookup(name)
-	writes := known && t.Writes()
-	if !known {
-		// Unknown names stay protocol errors, but they share one bucket
-		// per caller so they cannot flood the log.
-		if refused := g.limit(p, g.callerFor(g.policy.Load(), p), unknownToolKey); refused != nil {
-			res = tools.Render(envelope.Failure(refused))
-		} else {
-			res, err = next(ctx, method, req)
-		}
-	} else {
-		rec.CapabilityUsed = t.Capability
-		if refused := g.admit(g.policy.Load(), p, t); refused != nil {
-			res = tools.Render(envelope.Failure(refused))
-		} else {
-			res, err = next(ctx, method, req)
-		}
-	}
-	rec.Outcome, rec.ResultHash = g.outcome(res, err)
-	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
-	if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
-		if ctr.Meta == nil {
-			ctr.Meta = mcp.Meta{}
-		}
-		ctr.Meta["accords/call_id"] = rec.CallID
-	}
-	// Write tools wait for the commit so their result is never returned
-	// before their receipt is durable; read tools do not wait.
-	var aerr error
-	if writes {
-		aerr = g.opts.Audit.AppendSync(rec)
-	} else {
-		aerr = g.opts.Audit.Append(rec)
-	}
-	if aerr != nil {
-		g.logger.Error("audit receipt not written", "tool", rec.Tool, "call_id", rec.CallID, "error", aerr.Error())
-	}
-	return res, err
-}
-
-// admit runs the checks in order: capability (and read-only/toolsets), audit
-// health, rate limit.
-func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
-	c := g.callerFor(pol, p)
-	if e := g.refusal(c, t); e != nil {
-		return e
-	}
-	if mode := g.opts.OnAuditFailure; mode != OnAuditFailureContinue {
-		if ok, why := g.opts.Audit.Healthy(); !ok && (t.Writes() || mode == OnAuditFailureRefuseAll) {
-			e := apperr.New(apperr.CodeInternal, "audit receipts cannot be written, so %s is refused until the audit log recovers", t.Name)
-			e.Retryable = true
-			return e.With("reason", "audit_unavailable").With("operation", "audit append").With("cause", why)
-		}
-	}
-	return g.limit(p, c, t.Name)
-}
-
-// unknownToolKey is the rate-limit bucket of calls naming no known tool.
-const unknownToolKey = "\x00unknown-tool"
-
-func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *apperr.Error {
-	if c == nil {
-		return nil
-	}
-	l := c.LimitFor(tool)
-	if l.Unlimited() {
-		return nil
-	}
-	ok, wait := g.limiter.Allow(limitKey(p, c, tool), l)
-	if ok {
-		return nil
-	}
-	ms := wait.Milliseconds()
-	if wait%time.Millisecond != 0 {
-		ms++
-	}
-	name := tool
-	if tool == unknownToolKey {
-		name = "unknown tools"
-	}
-	e := apperr.New(apperr.CodeRateLimited, "rate limit for %s exceeded (%g calls per minute, burst %d); retry in %d ms", name, l.PerMinute, l.Burst, ms)
-	e.Retryable = true
-	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
-}
-
-// limitKey buckets authenticated callers by caller id and anonymous HTTP by
-// tenant; never by MCP session id, which stateless HTTP leaves empty.
-func limitKey(p caller.Principal, c *policy.Caller, tool string) string {
-	switch {
-	case p.Transport == caller.TransportStdio:
-		return "stdio|" + tool
-	case p.Authenticated:
-		return "caller:" + c.ID + "|" + tool
-	default:
-		return "tenant:" + p.Scope + "|" + tool
-	}
-}
-
-// outcome is "ok", the envelope's error code, or protocol_error; the result
-// digest covers the structured content the client received.
-func (g *Gateway) outcome(res mcp.Result, err error) (string, string) {
-	if err != nil {
-		return audit.OutcomeProtocolError, g.opts.Hasher.Sum([]byte(err.Error()))
-	}
-	ctr, ok := res.(*mcp.CallToolResult)
-	if !ok || ctr == nil {
-		return audit.OutcomeProtocolError, g.opts.Hasher.Sum(nil)
-	}
-	var body []byte
-	switch sc := ctr.StructuredContent.(type) {
-	case json.RawMessage:
-		body = sc
-	case []byte:
-		body = sc
-	default:
-		body, _ = json.Marshal(ctr)
-	}
-	digest := g.opts.Hasher.Sum(body)
-	if !ctr.IsError {
-		return audit.OutcomeOK, digest
-	}
-	var probe struct {
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &probe) == nil && probe.Error != nil && probe.Error.Code != "" {
-		return truncate(probe.Error.Code, 64), digest
-	}
-	return "tool_error", digest
-}
-
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
-// Principal resolves the caller of one MCP request: stdio is the local
-// caller; HTTP carries the caller authenticated by Wrap (its tenant fixed by
-// the policy) or is anonymous, scoped by its tenant header.
-func (g *Gateway) Principal(_ context.Context, extra *mcp.RequestExtra) caller.Principal {
-	pol := g.policy.Load()
-	if extra == nil || extra.Header == nil {
-		p := caller.Local()
-		if pol.Stdio.Tenant != "" {
-			p.Scope = pol.Stdio.Tenant
-		}
-		return p
-	}
-	if ti := extra.TokenInfo; ti != nil && ti.Extra != nil {
-		if tenant, ok := ti.Extra[tokenInfoTenant].(string); ok && ti.UserID != "" {
-			return caller.Principal{ID: ti.UserID, Scope: tenant, Transport: caller.TransportHTTP, Authenticated: true}
-		}
-	}
-	return anonymousPrincipal(pol, extra.Header)
-}
-
-func anonymousPrincipal(pol *policy.Policy, h http.Header) caller.Principal {
-	scope := pol.Anonymous.Tenant
-	if scope == "" {
-		scope = transport.TenantFromHeader(h)
-	}
-	if scope == "" {
-		scope = caller.DefaultScope
-	}
-	return caller.Principal{ID: policy.AnonymousID, Scope: scope, Transport: caller.TransportHTTP}
-}
-
-// StdioServer is the server for the stdio transport: read-only and toolsets
-// applied; capabilities are applied per call and per tools/list, so a policy
-// reload takes effect without restarting the session.
-func (g *Gateway) StdioServer() *mcp.Server {
-	return g.builder.Build(g.visible)
-}
-
-// serverFor returns the cached server exposing exactly what c may call.
-// Servers are shared by callers with equal rights, built once, never per
-// request.
-func (g *Gateway) serverFor(c *policy.Caller) *mcp.Server {
-	key := "\x00none"
-	if c != nil {
-		key = c.ViewKey()
-	}
-	if s, ok := g.servers.Load(key); ok {
-		return s.(*mcp.Server)
-	}
-	reg := g.visible.Filter(func(t tools.Tool) bool { return g.refusal(c, t) == nil })
-	s, _ := g.servers.LoadOrStore(key, g.builder.Build(reg))
-	return s.(*mcp.Server)
 }

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/routing/passport"
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/envelope"
@@ -18,6 +21,7 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
+	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -70,7 +74,16 @@ func newHarness(t testing.TB, s setup) *harness {
 	sessions := session.New(h.db, keys, session.Defaults{})
 	h.log, err = audit.Open(h.db, audit.Options{Now: h.clock.Now})
 	require.NoError(t, err)
-	reg, err := tools.All(tools.Deps{Sessions: sessions, Audit: h.log})
+	// Every toolset but the catalog ones (they need the bleve index and
+	// add nothing here): session, vault, approvals and audit, bound to real
+	// services. Vault is never reached, so no Vaultclaw runs.
+	client := vault.New(vault.Options{})
+	mh := vault.NewModuleHash(client, nil)
+	exec := &execution.Service{Vault: client, ModuleHash: mh, Handles: approval.NewStore(h.db, 0)}
+	reg, err := tools.Select(tools.Deps{
+		Sessions: sessions, Vault: client, Execution: exec, Handles: exec.Handles, Audit: h.log,
+		Passport: &passport.Service{Sessions: sessions, Vault: client, ModuleHash: mh, Exec: exec},
+	}, tools.InToolsets(tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetAudit))
 	require.NoError(t, err)
 	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
 	require.NoError(t, err)
@@ -93,6 +106,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		h.log.Close()
+		client.Close()
 		h.db.Close()
 	})
 	return h

@@ -9,7 +9,6 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
-	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -56,7 +55,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 		}
 		pol := g.policy.Load()
 		if !pol.HasCallers() {
-			p := anonymousPrincipal(pol, r.Header)
+			p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header}, fixedTenants(pol))
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 			return
 		}
@@ -72,13 +71,13 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 			envelope.WriteHTTP(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "the bearer token is not known to this server"))
 			return
 		}
-		if h := transport.TenantFromHeader(r.Header); h != "" && h != c.Tenant {
+		if h := caller.TenantFromHeader(r.Header); h != "" && h != c.Tenant {
 			e := apperr.New(apperr.CodePermissionDenied, "caller %s is bound to its own tenant; the tenant header names another tenant", c.ID).
 				With("reason", "tenant_mismatch").With("header_tenant", h)
 			envelope.WriteHTTP(w, http.StatusForbidden, e)
 			return
 		}
-		p := caller.Principal{ID: c.ID, Scope: c.Tenant, Transport: caller.TransportHTTP, Authenticated: true}
+		p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header, VerifiedID: c.ID, VerifiedTenant: c.Tenant}, fixedTenants(pol))
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
 		ctx = context.WithValue(ctx, callerKey{}, c)
 		inner.ServeHTTP(w, r.WithContext(ctx))
@@ -99,7 +98,19 @@ func (g *Gateway) GetServer(r *http.Request) *mcp.Server {
 	pol := g.policy.Load()
 	p, ok := r.Context().Value(principalKey{}).(caller.Principal)
 	if !ok {
-		p = anonymousPrincipal(pol, r.Header)
+		p = caller.Resolve(caller.Request{HTTP: true, Header: r.Header}, fixedTenants(pol))
 	}
 	return g.serverFor(g.callerFor(pol, p))
+}
+
+// verified reads the caller Wrap put into the token info, if any.
+func verified(ti *auth.TokenInfo) (id, tenant string) {
+	if ti == nil || ti.Extra == nil {
+		return "", ""
+	}
+	tenant, ok := ti.Extra[tokenInfoTenant].(string)
+	if !ok || ti.UserID == "" {
+		return "", ""
+	}
+	return ti.UserID, tenant
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
@@ -35,24 +36,32 @@ func (t Tool) MCPTool() *mcp.Tool {
 	}
 }
 
-// MCPHandler adapts t to the SDK: it validates arguments, runs the handler,
-// recovers panics, and maps the outcome to the envelope.
+// MCPHandler adapts t to the SDK: it validates and decodes arguments, runs
+// the handler, recovers panics, maps the result to the envelope and
+// records the call's Outcome.
 func (t Tool) MCPHandler(logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		env := t.Invoke(ctx, req, logger)
-		return Render(env), nil
+		env, appr := t.invoke(ctx, req, logger)
+		return render(ctx, env, appr), nil
 	}
 }
 
-// Invoke runs the tool and returns its envelope (used by the adapter and by
-// in-process callers such as the passport workflow and benchmarks).
-func (t Tool) Invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog.Logger) (env envelope.Envelope) {
+// Invoke runs the tool and returns its envelope (for in-process callers
+// such as tests and benchmarks).
+func (t Tool) Invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog.Logger) envelope.Envelope {
+	env, _ := t.invoke(ctx, req, logger)
+	return env
+}
+
+// invoke returns the envelope and, for an approval handoff, its typed
+// approval.
+func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog.Logger) (env envelope.Envelope, appr *approval.Approval) {
 	defer func() {
 		if r := recover(); r != nil {
 			if logger != nil {
 				logger.Error("tool panicked", "tool", t.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			}
-			env = envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure")))
+			env, appr = envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure"))), nil
 		}
 	}()
 	var args map[string]any
@@ -60,24 +69,31 @@ func (t Tool) Invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		raw := req.Params.Arguments
 		if s := strings.TrimSpace(string(raw)); s != "null" {
 			if err := json.Unmarshal(raw, &args); err != nil {
-				return envelope.Failure(apperr.Validation("arguments", "arguments must be a JSON object"))
+				return envelope.Failure(apperr.Validation("arguments", "arguments must be a JSON object")), nil
 			}
 		}
 	}
-	args, err := validateArgs(t.InputSchema, args)
+	args, err := validateArgs(t.check, args)
 	if err != nil {
-		return envelope.Failure(err)
+		return envelope.Failure(err), nil
 	}
-	call := &Call{Principal: caller.From(ctx), Args: args, Progress: progressFunc(req)}
-	res, err := t.Handle(ctx, call)
+	d := t.deps
+	if d == nil {
+		if t.Needs != 0 {
+			return envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("tool is not bound to its services (%s)", t.Needs))), nil
+		}
+		d = &Deps{}
+	}
+	call := &Call{Principal: caller.From(ctx), args: args, Progress: progressFunc(req)}
+	res, err := t.handle(ctx, d, call)
 	if err != nil {
 		ae := apperr.As(err)
 		if ae.Code == apperr.CodeInternal && logger != nil {
 			logger.Error("tool failed", "tool", t.Name, "error", ae.Details["cause"])
 		}
-		return envelope.Failure(ae)
+		return envelope.Failure(ae), approval.ApprovalOf(err)
 	}
-	return envelope.Success(res.Data, res.Meta)
+	return envelope.Success(res.Data, res.Meta), nil
 }
 
 func progressFunc(req *mcp.CallToolRequest) func(ctx context.Context, progress, total float64, message string) {
@@ -93,13 +109,24 @@ func progressFunc(req *mcp.CallToolRequest) func(ctx context.Context, progress, 
 	}
 }
 
-// Render turns an envelope into a CallToolResult: the envelope as structured
-// content and as JSON text, isError when not ok, plus the human-readable
-// approval summary for approval handoffs.
+// Render turns an envelope into a CallToolResult: the envelope serialised
+// once, as structured content and as JSON text, isError when not ok.
 func Render(env envelope.Envelope) *mcp.CallToolResult {
+	return render(context.Background(), env, nil)
+}
+
+// Fail renders the failure envelope of err and records the outcome in ctx,
+// for calls refused before their tool runs (the gateway).
+func Fail(ctx context.Context, err error) *mcp.CallToolResult {
+	return render(ctx, envelope.Failure(err), approval.ApprovalOf(err))
+}
+
+// render is the one place an envelope becomes a CallToolResult. An
+// approval handoff adds a human-readable summary as a second text item.
+func render(ctx context.Context, env envelope.Envelope, appr *approval.Approval) *mcp.CallToolResult {
 	raw, err := json.Marshal(env)
 	if err != nil {
-		env = envelope.Failure(apperr.Internal("encode result", err))
+		env, appr = envelope.Failure(apperr.Internal("encode result", err)), nil
 		raw, _ = json.Marshal(env)
 	}
 	res := &mcp.CallToolResult{
@@ -107,42 +134,25 @@ func Render(env envelope.Envelope) *mcp.CallToolResult {
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
 		IsError:           !env.OK,
 	}
-	if text := approvalText(env); text != "" {
-		res.Content = append(res.Content, &mcp.TextContent{Text: text})
+	if appr != nil && env.Error != nil && env.Error.Code == apperr.CodeApprovalRequired {
+		res.Content = append(res.Content, &mcp.TextContent{Text: approvalText(appr)})
 	}
+	record(ctx, &env, appr, raw)
 	return res
 }
 
-// approvalText is the second text item of an approval handoff (spec §8.1).
-func approvalText(env envelope.Envelope) string {
-	if env.Error == nil || env.Error.Code != apperr.CodeApprovalRequired {
-		return ""
+// approvalText tells a person what to do about a handoff.
+func approvalText(a *approval.Approval) string {
+	lines := []string{"Approval required before execution can continue.", "Kind: " + a.Kind}
+	if a.ChallengeID != "" {
+		lines = append(lines, "Challenge ID: "+a.ChallengeID)
 	}
-	approval, ok := env.Error.Details["approval"].(map[string]any)
-	if !ok {
-		// Domain code may store a struct; view it through its JSON form.
-		raw, err := json.Marshal(env.Error.Details["approval"])
-		if err != nil || json.Unmarshal(raw, &approval) != nil || approval == nil {
-			return ""
-		}
+	if a.PendingID != "" {
+		lines = append(lines, "Pending ID: "+a.PendingID)
 	}
-	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-	lines := []string{"Approval required before execution can continue.", "Kind: " + str(approval, "kind")}
-	if id := str(approval, "challenge_id"); id != "" {
-		lines = append(lines, "Challenge ID: "+id)
-	}
-	if id := str(approval, "pending_id"); id != "" {
-		lines = append(lines, "Pending ID: "+id)
-	}
-	url := str(approval, "remote_attestation_url")
-	if url == "" {
-		if pa, ok := approval["pending_approval"].(map[string]any); ok {
-			url = str(pa, "remote_attestation_url")
-		}
-	}
-	if url != "" {
+	if url := a.AttestationURL(); url != "" {
 		lines = append(lines, fmt.Sprintf("Attestation URL: [%s](%s)", url, url))
 	}
-	lines = append(lines, "Next action: call `vaultclaw_approval_wait` with the provided handle.")
+	lines = append(lines, "Next action: call `"+approval.WaitTool+"` with the provided handle.")
 	return strings.Join(lines, "\n")
 }

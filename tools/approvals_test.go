@@ -153,7 +153,7 @@ func TestExecuteJobValidationFailureC3(t *testing.T) {
 }
 
 func TestExecuteJobHTTPErrorWithPendingDetailsIsAHandoff(t *testing.T) {
-	// D3: a >= 400 approval answer carrying pending details still yields a handle.
+	// A >= 400 approval answer carrying pending details still yields a handle.
 	s := newScript().on("POST "+pathValidate, 200, `{}`).
 		on("POST "+pathExecJob, 409, `{"error":{"code":"CONNECTOR_APPROVAL_GRANT_REQUIRED","message":"grant required","details":{"pending_approval":{"pending_id":"apj_s","job_id":"job_s","challenge":{"challenge_id":"ach_s"}}}}}`)
 	e := newEnv(t, s)

@@ -21,6 +21,8 @@ const (
 	auditMaxLimit     = 500
 )
 
+// Toolset audit: the scope's own receipts.
+
 type auditListIn struct {
 	Tool    string `json:"tool,omitempty" jsonschema:"only receipts of this tool name"`
 	Outcome string `json:"outcome,omitempty" jsonschema:"only this outcome: ok or an error code such as MCP_PERMISSION_DENIED"`
@@ -28,41 +30,37 @@ type auditListIn struct {
 	Limit   int    `json:"limit,omitempty" jsonschema:"maximum receipts, newest first; default 50, at most 500"`
 }
 
-func auditTools(lister AuditLister, now func() time.Time) []Tool {
-	if lister == nil {
-		return nil
+var auditReceiptsList = Define(Tool{
+	Name:  "vaultclaw_audit_receipts_list",
+	Title: "List audit receipts",
+	Description: "List this scope's audit receipts of tool calls, newest first: call id, time, caller, tool, capability, " +
+		"outcome, duration and keyed hashes of parameters and result (never the values). Filter by tool, outcome and time.",
+	Toolset:    ToolsetAudit,
+	Capability: CapAuditView,
+	Hints:      ReadLocal,
+	Needs:      NeedAudit,
+}, func(s *jsonschema.Schema) {
+	Range(s, "limit", 1, auditMaxLimit)
+	Default(s, "limit", auditDefaultLimit)
+}, listAuditReceipts)
+
+func listAuditReceipts(ctx context.Context, d *Deps, c *Call, in auditListIn) (Result, error) {
+	f := audit.Filter{Scope: c.Scope(), Tool: strings.TrimSpace(in.Tool), Outcome: strings.TrimSpace(in.Outcome), Limit: in.Limit}
+	if f.Limit <= 0 {
+		f.Limit = auditDefaultLimit
 	}
-	return []Tool{
-		Typed(Tool{
-			Name:  "vaultclaw_audit_receipts_list",
-			Title: "List audit receipts",
-			Description: "List this scope's audit receipts of tool calls, newest first: call id, time, caller, tool, capability, " +
-				"outcome, duration and keyed hashes of parameters and result (never the values). Filter by tool, outcome and time.",
-			Toolset:    ToolsetAudit,
-			Capability: CapAuditView,
-			Hints:      ReadLocal,
-		}, func(s *jsonschema.Schema) {
-			Range(s, "limit", 1, auditMaxLimit)
-			Default(s, "limit", auditDefaultLimit)
-		}, func(ctx context.Context, c *Call, in auditListIn) (Result, error) {
-			f := audit.Filter{Scope: c.Scope(), Tool: strings.TrimSpace(in.Tool), Outcome: strings.TrimSpace(in.Outcome), Limit: in.Limit}
-			if f.Limit <= 0 {
-				f.Limit = auditDefaultLimit
-			}
-			if s := strings.TrimSpace(in.Since); s != "" {
-				since, err := parseSince(s, now())
-				if err != nil {
-					return Result{}, err
-				}
-				f.Since = since
-			}
-			rs, err := lister.List(f)
-			if err != nil {
-				return Result{}, apperr.Internal("list audit receipts", err)
-			}
-			return OK(map[string]any{"scope": c.Scope(), "count": len(rs), "receipts": rs})
-		}),
+	if s := strings.TrimSpace(in.Since); s != "" {
+		since, err := parseSince(s, time.Now())
+		if err != nil {
+			return Result{}, err
+		}
+		f.Since = since
 	}
+	rs, err := d.Audit.List(f)
+	if err != nil {
+		return Result{}, apperr.Internal("list audit receipts", err)
+	}
+	return OK(map[string]any{"scope": c.Scope(), "count": len(rs), "receipts": rs})
 }
 
 func parseSince(s string, now time.Time) (time.Time, error) {

@@ -22,7 +22,7 @@ func catalogRegistry(t *testing.T) *Registry {
 	svc, err := catalog.Open(context.Background(), db, filepath.Join(dir, "a.db.index"), catalog.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { svc.Close(); db.Close() })
-	reg, err := All(Deps{Catalog: svc})
+	reg, err := Select(Deps{Catalog: svc}, InToolsets(ToolsetCatalog))
 	require.NoError(t, err)
 	return reg
 }

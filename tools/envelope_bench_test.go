@@ -27,8 +27,8 @@ func BenchmarkEnvelopePath(b *testing.B) {
 		hits[i] = map[string]any{"cookbook_id": "google.workspace", "version": "1.3.0", "entry_id": "gmail_recipe_messages_list_inbox_v1",
 			"entry_type": "recipe.verb.v1", "title": "List inbox messages", "connector_id": "google", "verb": "google.gmail.messages.list", "score": 1.5}
 	}
-	tool := Typed(Tool{Name: "bench_tool", Toolset: ToolsetCatalog, Capability: CapCatalogView, Hints: ReadLocal},
-		nil, func(ctx context.Context, c *Call, in benchIn) (Result, error) {
+	tool := Define(Tool{Name: "bench_tool", Toolset: ToolsetCatalog, Capability: CapCatalogView, Hints: ReadLocal},
+		nil, func(ctx context.Context, _ *Deps, c *Call, in benchIn) (Result, error) {
 			if in.Query == "fail" {
 				return Result{}, apperr.New(apperr.CodeCatalogNotFound, "cookbook not found").With("cookbook_id", "x")
 			}

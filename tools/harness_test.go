@@ -33,9 +33,9 @@ type scriptedReply struct {
 	body   string
 }
 
-// scriptVault is a scripted fake Vaultclaw for the exact exchanges of spec
-// §9.2: replies per "METHOD path" (a queue whose last entry repeats), 404 for
-// anything unscripted, and a log of every request.
+// scriptVault is a scripted fake Vaultclaw for exact request/reply
+// exchanges: replies per "METHOD path" (a queue whose last entry repeats),
+// 404 for anything unscripted, and a log of every request.
 type scriptVault struct {
 	mu     sync.Mutex
 	routes map[string][]scriptedReply

@@ -1,33 +1,31 @@
 package tools
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 )
 
-// Registry is the ordered, immutable set of tools a server exposes.
+// Registry is the ordered, immutable set of bound tools a server exposes.
 type Registry struct {
 	tools  []Tool
 	byName map[string]int
 }
 
-// NewRegistry builds a registry sorted by name; duplicate names or tools
-// without a handler, schema, toolset or capability are programming errors.
-func NewRegistry(groups ...[]Tool) (*Registry, error) {
-	r := &Registry{byName: map[string]int{}}
-	for _, g := range groups {
-		for _, t := range g {
-			if t.Name == "" || t.Handle == nil || t.InputSchema == nil || t.Toolset == "" || t.Capability == "" || t.Description == "" {
-				return nil, fmt.Errorf("tool %q is incomplete (name, description, schema, handler, toolset and capability are required)", t.Name)
-			}
-			if _, dup := r.byName[t.Name]; dup {
-				return nil, fmt.Errorf("tool %q registered twice", t.Name)
-			}
-			r.byName[t.Name] = len(r.tools)
-			r.tools = append(r.tools, t)
+// newRegistry sorts tools by name; duplicate names or incomplete
+// definitions are programming errors.
+func newRegistry(tools []Tool) (*Registry, error) {
+	r := &Registry{tools: slices.Clone(tools), byName: make(map[string]int, len(tools))}
+	for _, t := range r.tools {
+		if err := checkDefinition(t); err != nil {
+			return nil, err
 		}
+		if _, dup := r.byName[t.Name]; dup {
+			return nil, fmt.Errorf("tool %q registered twice", t.Name)
+		}
+		r.byName[t.Name] = 0
 	}
-	sort.Slice(r.tools, func(i, j int) bool { return r.tools[i].Name < r.tools[j].Name })
+	slices.SortFunc(r.tools, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
 	for i, t := range r.tools {
 		r.byName[t.Name] = i
 	}

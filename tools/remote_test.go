@@ -39,7 +39,7 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 		cat.Close()
 		db.Close()
 	})
-	f.reg, err = NewRegistry(remoteTools(f.svc))
+	f.reg, err = Select(Deps{Remote: f.svc}, InToolsets(ToolsetRemote))
 	require.NoError(t, err)
 	return f
 }

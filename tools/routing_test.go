@@ -27,9 +27,10 @@ func routeTool(t *testing.T, s routing.Searcher) Tool {
 	t.Helper()
 	reg, err := routing.Default()
 	require.NoError(t, err)
-	tools := routingTools(routing.New(reg, s))
-	require.Len(t, tools, 1)
-	return tools[0]
+	r, err := Select(Deps{Router: routing.New(reg, s)}, InToolsets(ToolsetRouting))
+	require.NoError(t, err)
+	require.Len(t, r.Tools(), 1)
+	return r.Tools()[0]
 }
 
 func invokeJSON(t *testing.T, tool Tool, args string) map[string]any {

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The §9.2 scenarios that a stateful Vault can reproduce, against vaultsim
-// (the exact scripted exchanges live in approvals_test.go and plans_test.go).
+// The approval and orchestration scenarios that a stateful Vault can
+// reproduce, against vaultsim (the exact scripted exchanges live in
+// approvals_test.go and vault_jobs_test.go).
 
 func simEnvWith(t *testing.T, opts vaultsim.Options, token string, scopes ...string) (*vaultsim.Sim, *testEnv) {
 	t.Helper()
@@ -110,7 +111,7 @@ func TestSimPendingLookupFailuresKeepTheHandleA3A4(t *testing.T) {
 	assert.Equal(t, sim.PendingApprovals()[0].JobID, at(r.details(), "approval", "job_id"))
 	assert.Equal(t, 403, sim.RequestsTo("GET", "/v0/connectors/approvals/pending")[0].Status)
 
-	// A4 (D3): the pending list fails outright; the caller still gets the handle.
+	// A4: the pending list fails outright; the caller still gets the handle.
 	sim, e = simEnvWith(t, vaultsim.Options{}, "")
 	sim.InjectFault(vaultsim.Fault{Method: "GET", Path: "/v0/connectors/approvals/pending", Status: 404})
 	r = e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("a@example.com")})
@@ -151,8 +152,8 @@ func TestSimWaitTimeoutW5AndExpiryW6(t *testing.T) {
 	require.Equal(t, "MCP_WAIT_TIMEOUT", w.code(), w.Raw)
 	assert.Equal(t, "PENDING", at(w.details(), "latest", "job", "status"))
 
-	// Nobody decides: the approval expires, and the wait ends (D3) instead of
-	// polling until its own timeout.
+	// Nobody decides: the approval expires, and the wait ends (EXPIRED is
+	// terminal) instead of polling until its own timeout.
 	start := time.Now()
 	w = e.call("vaultclaw_approval_wait", map[string]any{"handle": handle, "timeout_ms": 20000, "poll_interval_ms": 250})
 	require.True(t, w.Env.OK, w.Raw)

@@ -1,7 +1,10 @@
-// Package tools is the MCP-facing layer: one registry declares every tool
-// with its schema, annotations, toolset and capability; handlers are thin
-// and call domain packages that know nothing of MCP. Results and errors are
-// mapped to the envelope in exactly one place (adapter.go).
+// Package tools is the MCP-facing layer. Every tool is a static definition
+// (name, description, input schema, annotations, toolset, capability, the
+// services it needs) with a named handler, in the file of its toolset;
+// inventory.go lists them all. Arguments are decoded once into the tool's
+// argument struct; handlers are thin and call domain packages that know
+// nothing of MCP. Results and errors become the envelope in exactly one
+// place (adapter.go), which also reports the call's typed Outcome.
 package tools
 
 import (
@@ -10,7 +13,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -31,7 +33,9 @@ var (
 	ReadRemote = Hints{ReadOnly: true, Idempotent: true, OpenWorld: true}
 )
 
-// Toolsets group tools for --toolsets filtering.
+// Toolsets group tools for --toolsets filtering. A tool's toolset is a
+// security control (operators enable toolsets), so moving a tool between
+// toolsets is a visible change: the tool snapshots record it.
 const (
 	ToolsetSession   = "session"
 	ToolsetVault     = "vault"
@@ -54,7 +58,9 @@ const (
 	CapAuditView     = "audit_view"
 )
 
-// Tool is one registered tool.
+// Tool is one tool. Definitions are package-level values built by Define;
+// they need no services, so they can be listed (Definitions) for snapshots
+// and docs. A Registry holds copies bound to the services of Deps.
 type Tool struct {
 	Name        string
 	Title       string
@@ -62,28 +68,29 @@ type Tool struct {
 	Toolset     string
 	Capability  string
 	Hints       Hints
-	// InputSchema is inferred by Typed; raw tools set it themselves.
+	// Needs are the services the handler reads from Deps.
+	Needs Needs
+	// InputSchema is inferred by Define from the argument type.
 	InputSchema *jsonschema.Schema
-	// Handle runs the tool with validated arguments.
-	Handle func(ctx context.Context, c *Call) (Result, error)
+
+	// check validates the arguments against InputSchema.
+	check *checker
+	// handle decodes the call's arguments and runs the handler.
+	handle func(ctx context.Context, d *Deps, c *Call) (Result, error)
+	// handler is the named handler function (its source file is checked
+	// against the toolset by a test).
+	handler uintptr
+	// deps are the services the handler sees; nil until bound.
+	deps *Deps
 }
 
 // Writes reports whether the tool changes state anywhere (the read-only
 // mode removes such tools).
 func (t Tool) Writes() bool { return !t.Hints.ReadOnly }
 
-// Call is the per-invocation context handed to handlers.
-type Call struct {
-	Principal caller.Principal
-	// Args holds the arguments after validation and defaults.
-	Args map[string]any
-	// Progress reports progress when the client sent a progress token; it is
-	// a no-op otherwise.
-	Progress func(ctx context.Context, progress, total float64, message string)
-}
-
-// Scope is the tenant scope of the call.
-func (c *Call) Scope() string { return c.Principal.Scope }
+// Handler runs one tool with its decoded arguments. d holds exactly the
+// services the tool's Needs name.
+type Handler[In any] func(ctx context.Context, d *Deps, c *Call, in In) (Result, error)
 
 // Result is a successful tool outcome.
 type Result struct {
@@ -94,11 +101,11 @@ type Result struct {
 // OK wraps data with default meta.
 func OK(data any) (Result, error) { return Result{Data: data}, nil }
 
-// Typed builds a tool whose arguments decode into In. The input schema is
+// Define builds a tool whose arguments decode into In. The input schema is
 // inferred from In (json tags; fields without omitempty are required;
-// jsonschema tags are descriptions); adjust lets a tool add enums, bounds and
-// defaults.
-func Typed[In any](t Tool, adjust func(s *jsonschema.Schema), h func(ctx context.Context, c *Call, in In) (Result, error)) Tool {
+// jsonschema tags are descriptions); adjust lets a tool add enums, bounds
+// and defaults, which the decoder then applies (nested objects included).
+func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) Tool {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: infer schema: %v", t.Name, err))
@@ -108,17 +115,16 @@ func Typed[In any](t Tool, adjust func(s *jsonschema.Schema), h func(ctx context
 		adjust(s)
 	}
 	t.InputSchema = s
-	t.Handle = func(ctx context.Context, c *Call) (Result, error) {
+	t.check = compileSchema(s)
+	dec := newDecoder[In](t.Name, s)
+	t.handle = func(ctx context.Context, d *Deps, c *Call) (Result, error) {
 		var in In
-		raw, err := json.Marshal(c.Args)
-		if err != nil {
+		if err := dec.decode(c.args, &in); err != nil {
 			return Result{}, err
 		}
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return Result{}, decodeError(err)
-		}
-		return h(ctx, c, in)
+		return h(ctx, d, c, in)
 	}
+	t.handler = reflect.ValueOf(h).Pointer()
 	return t
 }
 

@@ -2,38 +2,75 @@ package tools
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// validateArgs checks args against s, applies top-level defaults, truncates
-// numbers given for integer fields, and returns the first problem as an
-// MCP_VALIDATION_ERROR naming the field. It supports the subset of JSON
-// Schema the registry uses: type(s), required, properties, items, enum,
-// minimum/maximum.
-func validateArgs(s *jsonschema.Schema, args map[string]any) (map[string]any, error) {
+// checker validates arguments against one tool's input schema. It supports
+// the subset of JSON Schema the tools use: type(s), required, properties,
+// items, enum, minimum/maximum. It is compiled once per tool (sorted
+// names, allowed-value lists), so a call allocates only for what it
+// reports.
+type checker struct {
+	types []string
+	// truncate: an integer (not number) field, whose numbers are truncated
+	// as the predecessor did.
+	truncate bool
+	enum     []any
+	allowed  []string
+	min, max *float64
+	// required and props are sorted by name, so the first problem reported
+	// is deterministic.
+	required []string
+	props    []propChecker
+	items    *checker
+}
+
+type propChecker struct {
+	name     string
+	nullable bool
+	check    *checker
+}
+
+func compileSchema(s *jsonschema.Schema) *checker {
+	if s == nil {
+		return nil
+	}
+	c := &checker{types: s.Types, enum: s.Enum, min: s.Minimum, max: s.Maximum, items: compileSchema(s.Items)}
+	if s.Type != "" {
+		c.types = []string{s.Type}
+	}
+	c.truncate = slices.Contains(c.types, "integer") && !slices.Contains(c.types, "number")
+	for _, e := range s.Enum {
+		c.allowed = append(c.allowed, fmt.Sprint(e))
+	}
+	c.required = slices.Sorted(slices.Values(s.Required))
+	for _, n := range slices.Sorted(maps.Keys(s.Properties)) {
+		p := s.Properties[n]
+		c.props = append(c.props, propChecker{name: n, check: compileSchema(p),
+			nullable: slices.Contains(p.Types, "null") || p.Type == "null"})
+	}
+	return c
+}
+
+// validateArgs checks args, truncates numbers given for integer fields, and
+// returns the first problem as an MCP_VALIDATION_ERROR naming the field.
+// Defaults are not written into args (the decoder applies them), so args
+// keeps exactly the keys the client sent.
+func validateArgs(c *checker, args map[string]any) (map[string]any, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	for name, p := range s.Properties {
-		if _, present := args[name]; !present && len(p.Default) > 0 {
-			var v any
-			if err := json.Unmarshal(p.Default, &v); err == nil {
-				args[name] = v
-			}
-		}
-	}
-	v, err := checkValue(s, args, "")
-	if err != nil {
+	if _, err := c.check(args, ""); err != nil {
 		return nil, err
 	}
-	return v.(map[string]any), nil
+	return args, nil
 }
 
 func jsonType(v any) string {
@@ -82,84 +119,59 @@ func child(path, name string) string {
 	return path + "." + name
 }
 
-func checkValue(s *jsonschema.Schema, v any, path string) (any, error) {
-	if s == nil {
+func (c *checker) check(v any, path string) (any, error) {
+	if c == nil {
 		return v, nil
 	}
-	types := s.Types
-	if s.Type != "" {
-		types = []string{s.Type}
-	}
 	got := jsonType(v)
-	if len(types) > 0 && !typeAllowed(types, got) {
-		want := strings.Join(types, " or ")
+	if len(c.types) > 0 && !typeAllowed(c.types, got) {
+		want := strings.Join(c.types, " or ")
 		return nil, apperr.Validation(fieldName(path), "%s must be %s, got %s", fieldName(path), article(want), got).
 			With("expected", want).With("actual", got)
 	}
-	// Integer fields accept any JSON number and truncate it (spec §8.2).
-	if f, ok := v.(float64); ok && contains(types, "integer") && !contains(types, "number") {
+	if f, ok := v.(float64); ok && c.truncate {
 		v = math.Trunc(f)
 	}
-	if len(s.Enum) > 0 {
-		found := false
-		for _, e := range s.Enum {
-			if e == v {
-				found = true
-				break
-			}
-		}
-		if !found {
-			allowed := make([]string, 0, len(s.Enum))
-			for _, e := range s.Enum {
-				allowed = append(allowed, fmt.Sprint(e))
-			}
-			return nil, apperr.Validation(fieldName(path), "%s must be one of %s, got %v", fieldName(path), strings.Join(allowed, ", "), v).
-				With("allowed", allowed)
-		}
+	if len(c.enum) > 0 && !slices.Contains(c.enum, v) {
+		return nil, apperr.Validation(fieldName(path), "%s must be one of %s, got %v", fieldName(path), strings.Join(c.allowed, ", "), v).
+			With("allowed", slices.Clone(c.allowed))
 	}
 	if f, ok := v.(float64); ok {
-		if s.Minimum != nil && f < *s.Minimum {
-			return nil, apperr.Validation(fieldName(path), "%s must be at least %v", fieldName(path), *s.Minimum)
+		if c.min != nil && f < *c.min {
+			return nil, apperr.Validation(fieldName(path), "%s must be at least %v", fieldName(path), *c.min)
 		}
-		if s.Maximum != nil && f > *s.Maximum {
-			return nil, apperr.Validation(fieldName(path), "%s must be at most %v", fieldName(path), *s.Maximum)
+		if c.max != nil && f > *c.max {
+			return nil, apperr.Validation(fieldName(path), "%s must be at most %v", fieldName(path), *c.max)
 		}
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		req := append([]string(nil), s.Required...)
-		sort.Strings(req)
-		for _, r := range req {
+		for _, r := range c.required {
 			if val, ok := x[r]; !ok || val == nil {
 				return nil, apperr.Validation(child(path, r), "%s is required", child(path, r))
 			}
 		}
-		names := make([]string, 0, len(s.Properties))
-		for n := range s.Properties {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			val, ok := x[n]
+		for _, p := range c.props {
+			val, ok := x[p.name]
 			if !ok {
 				continue
 			}
-			// An explicit null for an optional field means "absent".
-			if val == nil && !contains(s.Properties[n].Types, "null") && s.Properties[n].Type != "null" {
-				delete(x, n)
+			// An explicit null for an optional field is not checked: the
+			// decoder reads it as absent (nested) or zero (top level).
+			if val == nil && !p.nullable {
 				continue
 			}
-			nv, err := checkValue(s.Properties[n], val, child(path, n))
+			nv, err := p.check.check(val, child(path, p.name))
 			if err != nil {
 				return nil, err
 			}
-			x[n] = nv
+			x[p.name] = nv
 		}
 		return x, nil
 	case []any:
-		if s.Items != nil {
+		if c.items != nil {
 			for i, item := range x {
-				nv, err := checkValue(s.Items, item, fmt.Sprintf("%s[%d]", fieldName(path), i))
+				nv, err := c.items.check(item, fmt.Sprintf("%s[%d]", fieldName(path), i))
 				if err != nil {
 					return nil, err
 				}
@@ -171,33 +183,10 @@ func checkValue(s *jsonschema.Schema, v any, path string) (any, error) {
 	return v, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func article(t string) string {
 	switch {
 	case strings.HasPrefix(t, "a"), strings.HasPrefix(t, "i"), strings.HasPrefix(t, "o"):
 		return "an " + t
 	}
 	return "a " + t
-}
-
-// decodeError turns a JSON decoding failure of validated arguments into a
-// validation error naming the field when the decoder says which.
-func decodeError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		f := te.Field
-		if f == "" {
-			f = "arguments"
-		}
-		return apperr.Validation(f, "%s must be %s", f, te.Type.String()).WithCause(err)
-	}
-	return apperr.Validation("arguments", "arguments could not be decoded: %v", err).WithCause(err)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -28,13 +29,13 @@ type sampleNested struct {
 }
 
 func sampleTool(t *testing.T, got *sampleIn) Tool {
-	return Typed(Tool{Name: "sample", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
+	return Define(Tool{Name: "sample", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
 		Enum(s, "kind", "AUTO", "PLAN")
 		Default(s, "kind", "AUTO")
 		Default(s, "limit", 50)
 		Range(s, "limit", 1, 100)
 		AnyOf(s, "tags", "string", "array")
-	}, func(ctx context.Context, c *Call, in sampleIn) (Result, error) {
+	}, func(ctx context.Context, _ *Deps, c *Call, in sampleIn) (Result, error) {
 		*got = in
 		return OK(map[string]any{"name": in.Name})
 	})
@@ -120,8 +121,8 @@ func TestInferredSchemasHaveNoBooleanSchemas(t *testing.T) {
 }
 
 func TestPanicBecomesInternalEnvelope(t *testing.T) {
-	tool := Typed(Tool{Name: "boom", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, nil,
-		func(ctx context.Context, c *Call, _ Empty) (Result, error) { panic("secret-ish detail") })
+	tool := Define(Tool{Name: "boom", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, nil,
+		func(ctx context.Context, _ *Deps, c *Call, _ Empty) (Result, error) { panic("secret-ish detail") })
 	env := tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "boom"}}, nil)
 	require.False(t, env.OK)
 	require.Equal(t, apperr.CodeInternal, env.Error.Code)
@@ -130,15 +131,61 @@ func TestPanicBecomesInternalEnvelope(t *testing.T) {
 }
 
 func TestRenderApprovalText(t *testing.T) {
-	e := apperr.New(apperr.CodeApprovalRequired, "approval required")
-	e.Details["approval"] = map[string]any{
-		"kind": "JOB", "challenge_id": "ch_1", "pending_id": "",
-		"pending_approval": map[string]any{"remote_attestation_url": "https://att.example/x"},
-	}
-	res := Render(envelope.Failure(e))
+	h, ok := approval.DetectJob(approval.Reply{Status: 202, Body: map[string]any{"job": map[string]any{
+		"job_id": "job_1", "status": "PENDING", "error": map[string]any{"code": "CONNECTOR_APPROVAL_DECISION_REQUIRED"},
+		"pending_approval": map[string]any{"challenge": map[string]any{"challenge_id": "ch_1"}},
+	}}})
+	require.True(t, ok)
+	// The attestation link only inside pending_approval is found too.
+	h.PendingApproval["remote_attestation_url"] = "https://att.example/x"
+	res := Fail(context.Background(), h.Err())
 	require.True(t, res.IsError)
 	require.Len(t, res.Content, 2)
 	require.Equal(t, "Approval required before execution can continue.\nKind: JOB\nChallenge ID: ch_1\n"+
 		"Attestation URL: [https://att.example/x](https://att.example/x)\n"+
 		"Next action: call `vaultclaw_approval_wait` with the provided handle.", res.Content[1].(*mcp.TextContent).Text)
+	// A plain error with the approval code but no handoff has no summary.
+	require.Len(t, Render(envelope.Failure(apperr.New(apperr.CodeApprovalRequired, "approval required"))).Content, 1)
+}
+
+// The decoder keeps the predecessor's reading of an explicit null: zero for
+// a top-level argument (no default), absent inside a nested object.
+func TestNullsAndGivenKeys(t *testing.T) {
+	type nested struct {
+		Flag bool `json:"flag,omitempty"`
+	}
+	type in struct {
+		Limit  int      `json:"limit,omitempty"`
+		Nested nested   `json:"nested,omitempty"`
+		Any    *any     `json:"any,omitempty"`
+		Maybe  *bool    `json:"maybe,omitempty"`
+		Names  []string `json:"names,omitempty"`
+	}
+	var got in
+	var keys []string
+	tool := Define(Tool{Name: "nulls", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
+		Default(s, "limit", 50)
+		Default(Prop(s, "nested"), "flag", true)
+		AnyOf(s, "any", "null", "object")
+	}, func(ctx context.Context, _ *Deps, c *Call, v in) (Result, error) {
+		got, keys = v, c.ArgumentNames()
+		return OK(nil)
+	})
+	ok, _, msg := invokeSample(t, tool, `{"limit":null,"nested":{"flag":null},"any":null,"unknown":1}`)
+	require.True(t, ok, msg)
+	require.Equal(t, 0, got.Limit)
+	require.True(t, got.Nested.Flag)
+	require.NotNil(t, got.Any, "an explicit null for an any argument is kept as given")
+	require.Nil(t, *got.Any)
+	require.Nil(t, got.Maybe)
+	require.Nil(t, got.Names)
+	require.Equal(t, []string{"any", "limit", "nested", "unknown"}, keys)
+
+	ok, _, msg = invokeSample(t, tool, `{"names":[]}`)
+	require.True(t, ok, msg)
+	require.Equal(t, 50, got.Limit)
+	require.True(t, got.Nested.Flag, "an absent object gets its nested defaults")
+	require.Nil(t, got.Any)
+	require.NotNil(t, got.Names)
+	require.Empty(t, got.Names)
 }

@@ -169,7 +169,7 @@ func TestNoSessionNoVaultCall(t *testing.T) {
 	assert.Empty(t, h.sim.Requests())
 }
 
-// §8.2: argument validation precedes the session check.
+// Argument validation precedes the session check.
 func TestArgumentValidationBeforeSession(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil)
 	cases := []struct {
@@ -270,7 +270,7 @@ func TestTransportFailures(t *testing.T) {
 		e := h.call("vaultclaw_connectors_list", nil)
 		assert.Less(t, time.Since(start), 2*time.Second)
 		require.False(t, e.OK)
-		// D2: a deliberate difference from the predecessor (MCP_INTERNAL).
+		// A deliberate difference from the predecessor, which said MCP_INTERNAL.
 		assert.Equal(t, apperr.CodeNetwork, e.Error.Code)
 		assert.Equal(t, apperr.CatNetwork, e.Error.Category)
 		assert.True(t, e.Error.Retryable)
@@ -389,7 +389,7 @@ func TestHTTPBridgeTenants(t *testing.T) {
 	assert.Contains(t, string(raw), apperr.CodeTenantHeaderRequired)
 }
 
-// N1 (every code of §3.2), N2, N3.
+// N1 (every Vault error code the normaliser maps), N2, N3.
 func TestNormalizationThroughTools(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 
@@ -510,7 +510,7 @@ func TestExecuteGmailInjectsModuleHash(t *testing.T) {
 	require.Len(t, sent, 1)
 	assert.Equal(t, []string{"bob@example.com"}, sent[0].To)
 
-	// D5: the hash is cached in bbolt; a policy rotation is detected by
+	// The hash is cached in bbolt; a policy rotation is detected by
 	// Vault's rejection, refetched once, and the call goes through.
 	h.sim.ClearRequests()
 	h.sim.SetPolicyHash("google", "ph_rotated")
@@ -609,7 +609,7 @@ func TestLegacySecretFieldsNeedModuleHash(t *testing.T) {
 	assert.Equal(t, mh["module_hash"], data(e)["request"].(map[string]any)["module_hash"])
 }
 
-// C9, with D3: the synchronous approval also carries a handle.
+// C9: the synchronous approval also carries a handle.
 func TestSyncExecuteApproval(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
@@ -637,7 +637,8 @@ func TestSyncExecuteApproval(t *testing.T) {
 	require.Len(t, h.sim.SentMessages(), 1)
 }
 
-// D1, D2, D3
+// Document tools: envelope, validation naming the field, and a missing
+// document as Vault reports it.
 func TestDocumentTools(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_document_types_suggest", m("query", " passport "))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/version"
@@ -61,7 +62,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if o.RequireTenantHeader && TenantFromHeader(r.Header) == "" {
+		if o.RequireTenantHeader && caller.TenantFromHeader(r.Header) == "" {
 			writeTenantRequired(w)
 			return
 		}
@@ -109,7 +110,7 @@ func acceptsEventStream(values []string) bool {
 
 func writeTenantRequired(w http.ResponseWriter) {
 	e := apperr.New(apperr.CodeTenantHeaderRequired, "tenant header is required for HTTP requests when strict tenant header mode is enabled")
-	e.Details["required_headers"] = TenantHeaders
+	e.Details["required_headers"] = caller.TenantHeaders
 	e.Details["strict_env_var"] = "ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"
 	envelope.WriteHTTP(w, http.StatusBadRequest, e)
 }

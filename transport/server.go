@@ -1,12 +1,10 @@
-// Package server assembles MCP servers from the tool registry and serves
+// Package transport assembles MCP servers from the tool registry and serves
 // them over stdio and the HTTP bridge.
 package transport
 
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"strings"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/version"
@@ -14,33 +12,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TenantHeaders are read in this order; the first non-blank one wins.
-var TenantHeaders = []string{"X-Accords-Tenant-Id", "X-OpenClaw-Tenant-Id", "X-Tenant-Id"}
-
-// TenantFromHeader returns the tenant named by the request headers, or "".
-func TenantFromHeader(h http.Header) string {
-	for _, name := range TenantHeaders {
-		if v := strings.TrimSpace(h.Get(name)); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // PrincipalFunc resolves the caller of one MCP request. extra is nil on stdio.
 type PrincipalFunc func(ctx context.Context, extra *mcp.RequestExtra) caller.Principal
 
 // DefaultPrincipal treats stdio as the local caller and an HTTP request as
-// an anonymous caller scoped by its tenant header.
+// an anonymous caller scoped by its tenant header (no policy).
 func DefaultPrincipal(_ context.Context, extra *mcp.RequestExtra) caller.Principal {
-	if extra == nil || extra.Header == nil {
-		return caller.Local()
+	r := caller.Request{}
+	if extra != nil && extra.Header != nil {
+		r.HTTP, r.Header = true, extra.Header
 	}
-	scope := TenantFromHeader(extra.Header)
-	if scope == "" {
-		scope = caller.DefaultScope
-	}
-	return caller.Principal{ID: "anonymous", Scope: scope, Transport: caller.TransportHTTP}
+	return caller.Resolve(r, caller.Fixed{})
 }
 
 // Builder makes MCP servers exposing a registry.

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -12,6 +13,16 @@ import (
 )
 
 const jobPend = `{"job":{"job_id":"job_1","status":"PENDING","error":{"code":"CONNECTOR_APPROVAL_DECISION_REQUIRED"},"pending_approval":{"challenge":{"challenge_id":"ach_1"}},"pending_expires_at_unix_ms":1700000000000}}`
+
+// jsonMap is v as a client decodes it.
+func jsonMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m
+}
 
 func requireCode(t *testing.T, err error, code string) *apperr.Error {
 	t.Helper()
@@ -28,23 +39,25 @@ func TestDetectJobAndResolveA1(t *testing.T) {
 	ResolveIDs(context.Background(), api, h)
 	require.Len(t, api.queries, 1)
 	assert.Equal(t, "challenge_id=ach_1&limit=200&states=WAITING%2CREADY%2CRUNNING%2CSUCCEEDED%2CDENIED%2CFAILED%2CEXPIRED", api.queries[0].Encode())
-	e := h.Err()
+	re := h.Err()
+	e := re.Err
 	assert.Equal(t, apperr.CodeApprovalRequired, e.Code)
 	assert.Equal(t, apperr.CatApproval, e.Category)
 	assert.False(t, e.Retryable)
 	assert.Equal(t, "", e.VaultCode)
 	assert.Equal(t, ApprovalMessage, e.Message)
-	a := e.Details["approval"].(map[string]any)
-	assert.Equal(t, "PENDING_APPROVAL", a["status"])
-	assert.Equal(t, "JOB", a["kind"])
-	assert.Equal(t, "job_1", a["job_id"])
-	assert.Equal(t, "ach_1", a["challenge_id"])
-	assert.Equal(t, "apj_1", a["pending_id"])
-	assert.Equal(t, true, a["pending_id_resolved"])
-	assert.Equal(t, int64(1700000000000), a["pending_expires_at_unix_ms"])
-	assert.Equal(t, "PENDING", a["decision_outcome"])
-	assert.Equal(t, map[string]any{"tool": "vaultclaw_approval_wait", "arguments": map[string]any{"handle": map[string]any{"kind": "JOB", "job_id": "job_1", "run_id": "", "challenge_id": "ach_1", "pending_id": "apj_1"}}}, a["next_action"])
-	assert.NotContains(t, a, "remote_attestation_url")
+	a := e.Details["approval"].(*Approval)
+	assert.Same(t, re.Approval, a, "the envelope and the renderer see one approval value")
+	assert.Equal(t, "PENDING_APPROVAL", a.Status)
+	assert.Equal(t, "JOB", a.Kind)
+	assert.Equal(t, "job_1", a.JobID)
+	assert.Equal(t, "ach_1", a.ChallengeID)
+	assert.Equal(t, "apj_1", a.PendingID)
+	assert.Equal(t, true, a.PendingIDResolved)
+	assert.Equal(t, int64(1700000000000), a.PendingExpiresAtUnixMS)
+	assert.Equal(t, "PENDING", a.DecisionOutcome)
+	assert.Equal(t, map[string]any{"tool": "vaultclaw_approval_wait", "arguments": map[string]any{"handle": map[string]any{"kind": "JOB", "job_id": "job_1", "run_id": "", "challenge_id": "ach_1", "pending_id": "apj_1"}}}, jsonMap(t, a.NextAction))
+	assert.NotContains(t, jsonMap(t, a), "remote_attestation_url")
 	assert.Equal(t, 202, e.Details["vault_http_status"])
 	assert.Equal(t, "req_x", e.Details["request_id"])
 	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", e.Details["vault"].(map[string]any)["vault_code"])
@@ -66,10 +79,10 @@ func TestResolveAnyFailureLeavesUnresolvedA3A4(t *testing.T) {
 	} {
 		h, _ := DetectJob(Reply{Status: 202, Body: decode(jobPend)})
 		ResolveIDs(context.Background(), &fakeAPI{pending: []scripted{{err: err}}}, h)
-		a := h.Err().Details["approval"].(map[string]any)
-		assert.Equal(t, "", a["pending_id"])
-		assert.Equal(t, false, a["pending_id_resolved"])
-		assert.Equal(t, "job_1", a["job_id"])
+		a := h.Err().Approval
+		assert.Equal(t, "", a.PendingID)
+		assert.Equal(t, false, a.PendingIDResolved)
+		assert.Equal(t, "job_1", a.JobID)
 	}
 	// Unscripted (404) is the same.
 	h, _ := DetectJob(Reply{Status: 202, Body: decode(jobPend)})
@@ -84,11 +97,11 @@ func TestDetectJobDirectPendingA5(t *testing.T) {
 	api := &fakeAPI{}
 	ResolveIDs(context.Background(), api, h)
 	assert.Empty(t, api.queries, "no E10 call when Vault supplied the pending id")
-	a := h.Err().Details["approval"].(map[string]any)
-	assert.Equal(t, true, a["pending_id_resolved"])
-	assert.Equal(t, "https://a.example/x", a["remote_attestation_url"])
-	assert.Equal(t, "[https://a.example/x](https://a.example/x)", a["remote_attestation_link_markdown"])
-	assert.NotNil(t, a["pending_approval"])
+	a := h.Err().Approval
+	assert.Equal(t, true, a.PendingIDResolved)
+	assert.Equal(t, "https://a.example/x", a.RemoteAttestationURL)
+	assert.Equal(t, "[https://a.example/x](https://a.example/x)", a.RemoteAttestationLinkMarkdown)
+	assert.NotNil(t, a.PendingApproval)
 }
 
 func TestDetectJobNotAHandoff(t *testing.T) {
@@ -114,14 +127,15 @@ func TestDetectPlanShapes(t *testing.T) {
 	h, ok := DetectPlan(Reply{Status: 202, Body: decode(`{"run":{"run_id":"run_9","job_id":"job_9","state":"PENDING_APPROVAL","challenge_id":"ach_run"},"job":{"job_id":"job_9","status":"PENDING","pending_expires_at_unix_ms":42}}`)})
 	require.True(t, ok)
 	ResolveIDs(context.Background(), &fakeAPI{pending: []scripted{{err: &apperr.Error{Code: apperr.CodeAuthForbidden}}}}, h)
-	a := h.Err().Details["approval"].(map[string]any)
-	assert.Equal(t, "PLAN_RUN", a["kind"])
-	assert.Equal(t, "run_9", a["run_id"])
-	assert.Equal(t, "job_9", a["job_id"])
-	assert.Equal(t, "ach_run", a["challenge_id"])
-	assert.Equal(t, "", a["pending_id"])
-	assert.Nil(t, a["pending_approval"])
-	assert.Equal(t, int64(42), a["pending_expires_at_unix_ms"])
+	a := h.Err().Approval
+	assert.Equal(t, "PLAN_RUN", a.Kind)
+	assert.Equal(t, "run_9", a.RunID)
+	assert.Equal(t, "job_9", a.JobID)
+	assert.Equal(t, "ach_run", a.ChallengeID)
+	assert.Equal(t, "", a.PendingID)
+	assert.Nil(t, a.PendingApproval)
+	assert.Nil(t, jsonMap(t, a)["pending_approval"])
+	assert.Equal(t, int64(42), a.PendingExpiresAtUnixMS)
 
 	// P3: shape B.
 	body := `{"run_id":"run_plan_approval_1","job_id":"job_plan_approval_1","job":{"job_id":"job_plan_approval_1","status":"PENDING","error":{"code":"PLAN_APPROVAL_REQUIRED","message":"approval required"},"pending_approval":{"pending_id":"apj_plan_approval_1","challenge":{"challenge_id":"ach_plan_approval_1"}}},"pending_approval":{"pending_id":"apj_plan_approval_1","challenge":{"challenge_id":"ach_plan_approval_1"}}}`
@@ -161,7 +175,7 @@ func TestFromErrorSynchronousExecute(t *testing.T) {
 	api := &fakeAPI{pending: []scripted{{body: `{"items":[{"pending_id":"apj_other","job_id":"job_o","created_seq":9},{"pending_id":"apj_s","job_id":"job_s","created_seq":1}]}`}}}
 	ResolveIDs(context.Background(), api, h)
 	assert.Equal(t, Handle{Kind: "JOB", JobID: "job_s", ChallengeID: "ach_s", PendingID: "apj_s"}, h.Handle)
-	e := h.Err()
+	e := h.Err().Err
 	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", e.VaultCode)
 	assert.Equal(t, 409, e.Details["vault_http_status"])
 	assert.NotNil(t, e.Details["vault_error"].(map[string]any)["details"].(map[string]any)["pending_approval"], "reference fallback path kept")
@@ -225,32 +239,38 @@ func TestOutcomes(t *testing.T) {
 	assert.Equal(t, body, RunView(body))
 }
 
-func TestParseHandle(t *testing.T) {
-	_, err := ParseHandle(map[string]any{"kind": "JOB"})
+func TestNormalizeHandle(t *testing.T) {
+	_, err := NormalizeHandle(Handle{Kind: "JOB"})
 	assert.Equal(t, "handle.job_id is required for JOB wait", requireCode(t, err, apperr.CodeValidation).Message)
-	_, err = ParseHandle(map[string]any{"kind": "PLAN_RUN"})
+	_, err = NormalizeHandle(Handle{Kind: "PLAN_RUN"})
 	assert.Equal(t, "handle.run_id is required for PLAN_RUN wait", requireCode(t, err, apperr.CodeValidation).Message)
-	_, err = ParseHandle(map[string]any{"kind": "X"})
+	_, err = NormalizeHandle(Handle{Kind: "X"})
 	assert.Equal(t, "handle.kind must be JOB or PLAN_RUN", requireCode(t, err, apperr.CodeValidation).Message)
-	_, err = ParseHandle("x")
+	// A missing or non-object handle, or a non-string id, is refused by
+	// the tool's schema before this runs (tools: TestTypedArgumentErrors).
+	_, err = NormalizeHandle(Handle{})
 	requireCode(t, err, apperr.CodeValidation)
-	h, err := ParseHandle(map[string]any{"kind": " job ", "job_id": " j ", "pending_id": 3})
+	h, err := NormalizeHandle(Handle{Kind: " job ", JobID: " j "})
 	require.NoError(t, err)
 	assert.Equal(t, Handle{Kind: "JOB", JobID: "j"}, h)
 }
 
 func TestParseStatesAndList(t *testing.T) {
-	_, err := ParseStates("waiting,bogus", "states", AllPendingStates)
+	// The CSV string and the string array both arrive as a list (the
+	// tools boundary splits the CSV form); non-strings and other types are
+	// refused by the schema (tools: TestTypedArgumentErrors).
+	_, err := ParseStates([]string{"waiting", "bogus"}, "states", AllPendingStates)
 	assert.Equal(t, "states contains invalid value: BOGUS", requireCode(t, err, apperr.CodeValidation).Message) // V2
-	_, err = ParseStates([]any{"WAITING", 1}, "states", AllPendingStates)
-	assert.Equal(t, "states array must contain strings", requireCode(t, err, apperr.CodeValidation).Message)
-	_, err = ParseStates(3.0, "states", AllPendingStates)
-	assert.Equal(t, "states must be CSV string or string array", requireCode(t, err, apperr.CodeValidation).Message)
-	_, err = ParseStates(" , ", "states", AllPendingStates)
+	_, err = ParseStates([]string{}, "states", AllPendingStates)
 	assert.Equal(t, "states cannot be empty", requireCode(t, err, apperr.CodeValidation).Message)
-	s, err := ParseStates([]any{"ready", " waiting", "READY"}, "states", AllPendingStates)
+	_, err = ParseStates([]string{" ", ""}, "states", AllPendingStates)
+	assert.Equal(t, "states cannot be empty", requireCode(t, err, apperr.CodeValidation).Message)
+	s, err := ParseStates([]string{"ready", " waiting", "READY"}, "states", AllPendingStates)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"READY", "WAITING"}, s)
+	s, err = ParseStates(nil, "states", AllPendingStates)
+	require.NoError(t, err)
+	assert.Equal(t, AllPendingStates, s, "not given: every state")
 
 	// V1
 	api := &fakeAPI{pending: []scripted{{body: `{"items":[{"pending_id":"apj_1","state":"WAITING","pending_approval":{"remote_attestation_url":"https://alerts.accords.ai/a/req_1?t=abc"}},{"pending_id":"apj_2","state":"DENIED","created_seq":5}]}`}}}
@@ -420,4 +440,45 @@ func TestWaitHungPollIsCutOffAtTheDeadline(t *testing.T) {
 	assert.Less(t, elapsed, time.Second+PollGrace+1500*time.Millisecond, "a hung Vault cannot stretch the wait past deadline + grace")
 	assert.Equal(t, "PENDING", res.State, "the last known state is kept")
 	assert.NotNil(t, ae.Details["latest"].(map[string]any)["job"])
+}
+
+// mapDetails is details.approval as it was built before Approval was a
+// type: a map, which JSON encodes with sorted keys.
+func mapDetails(h *Handoff) map[string]any {
+	var pa any
+	if h.PendingApproval != nil {
+		pa = h.PendingApproval
+	}
+	d := map[string]any{
+		"status": "PENDING_APPROVAL", "kind": h.Kind, "job_id": h.JobID, "run_id": h.RunID, "challenge_id": h.ChallengeID,
+		"pending_id": h.PendingID, "pending_id_resolved": h.PendingID != "", "pending_expires_at_unix_ms": h.ExpiresAtUnixMS,
+		"pending_approval": pa, "decision_outcome": OutcomePending,
+		"next_action": map[string]any{"tool": "vaultclaw_approval_wait", "arguments": map[string]any{"handle": h.Handle.Full()}},
+	}
+	if h.RemoteAttestationURL != "" {
+		d["remote_attestation_url"] = h.RemoteAttestationURL
+		d["remote_attestation_link_markdown"] = "[" + h.RemoteAttestationURL + "](" + h.RemoteAttestationURL + ")"
+	}
+	return d
+}
+
+// The typed approval encodes byte for byte as the map clients always got.
+func TestApprovalJSONIsTheMapEncoding(t *testing.T) {
+	for _, body := range []string{
+		jobPend,
+		`{"job":{"job_id":"job_1","status":"pending","pending_approval":{"pending_id":"apj_d","challenge":{"challenge_id":"ach_1"},"remote_attestation_url":"https://a.example/x?a=1&b=<2>"}}}`,
+	} {
+		h, ok := DetectJob(Reply{Status: 202, Body: decode(body)})
+		require.True(t, ok)
+		want, err := json.Marshal(mapDetails(h))
+		require.NoError(t, err)
+		got, err := json.Marshal(h.Approval())
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+	h, ok := DetectPlan(Reply{Status: 202, Body: decode(`{"run":{"run_id":"run_9","job_id":"job_9","state":"PENDING_APPROVAL","challenge_id":"ach_run"},"job":{"job_id":"job_9","status":"PENDING","pending_expires_at_unix_ms":42}}`)})
+	require.True(t, ok)
+	want, _ := json.Marshal(mapDetails(h))
+	got, _ := json.Marshal(h.Approval())
+	assert.Equal(t, string(want), string(got))
 }

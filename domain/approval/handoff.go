@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"sort"
 	"strconv"
@@ -63,13 +64,11 @@ func (h Handle) Key() string {
 	return KindJob + ":" + h.JobID
 }
 
-// ParseHandle reads and validates a handle argument.
-func ParseHandle(v any) (Handle, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return Handle{}, apperr.Validation("handle", "handle is required")
-	}
-	h := Handle{Kind: upper(m["kind"]), JobID: str(m["job_id"]), RunID: str(m["run_id"]), ChallengeID: str(m["challenge_id"]), PendingID: str(m["pending_id"])}
+// NormalizeHandle trims the handle of a wait request, upper-cases its kind
+// and checks that the id its kind waits on is present.
+func NormalizeHandle(in Handle) (Handle, error) {
+	h := Handle{Kind: strings.ToUpper(strings.TrimSpace(in.Kind)), JobID: strings.TrimSpace(in.JobID), RunID: strings.TrimSpace(in.RunID),
+		ChallengeID: strings.TrimSpace(in.ChallengeID), PendingID: strings.TrimSpace(in.PendingID)}
 	switch h.Kind {
 	case KindJob:
 		if h.JobID == "" {
@@ -324,39 +323,112 @@ func SortRows(rows []map[string]any) {
 // ApprovalMessage is the message of the structured handoff error.
 const ApprovalMessage = "approval decision required before execution can continue"
 
-// Details is details.approval of the MCP_APPROVAL_REQUIRED envelope.
-func (h *Handoff) Details() map[string]any {
-	var pa any
-	if h.PendingApproval != nil {
-		pa = h.PendingApproval
-	}
-	d := map[string]any{
-		"status":                     "PENDING_APPROVAL",
-		"kind":                       h.Kind,
-		"job_id":                     h.JobID,
-		"run_id":                     h.RunID,
-		"challenge_id":               h.ChallengeID,
-		"pending_id":                 h.PendingID,
-		"pending_id_resolved":        h.PendingID != "",
-		"pending_expires_at_unix_ms": h.ExpiresAtUnixMS,
-		"pending_approval":           pa,
-		"decision_outcome":           OutcomePending,
-		"next_action": map[string]any{
-			"tool":      "vaultclaw_approval_wait",
-			"arguments": map[string]any{"handle": h.Full()},
-		},
+// Approval is details.approval of MCP_APPROVAL_REQUIRED: what a
+// client needs to tell the user and to wait on the decision. Fields are in
+// the order of their JSON names, so the encoding is the one of the sorted
+// map clients have always received.
+type Approval struct {
+	ChallengeID            string         `json:"challenge_id"`
+	DecisionOutcome        string         `json:"decision_outcome"`
+	JobID                  string         `json:"job_id"`
+	Kind                   string         `json:"kind"`
+	NextAction             NextAction     `json:"next_action"`
+	PendingApproval        map[string]any `json:"pending_approval"`
+	PendingExpiresAtUnixMS int64          `json:"pending_expires_at_unix_ms"`
+	PendingID              string         `json:"pending_id"`
+	PendingIDResolved      bool           `json:"pending_id_resolved"`
+	// The attestation link is present only when Vault sent one.
+	RemoteAttestationLinkMarkdown string `json:"remote_attestation_link_markdown,omitempty"`
+	RemoteAttestationURL          string `json:"remote_attestation_url,omitempty"`
+	RunID                         string `json:"run_id"`
+	Status                        string `json:"status"`
+}
+
+// NextAction is the wait call that resumes a handoff.
+type NextAction struct {
+	Arguments WaitArguments `json:"arguments"`
+	Tool      string        `json:"tool"`
+}
+
+// WaitArguments are the arguments of the resuming wait call.
+type WaitArguments struct {
+	Handle FullHandle `json:"handle"`
+}
+
+// FullHandle is a Handle with all five keys, empty strings included, in the
+// order of their JSON names (the form Full returns as a map).
+type FullHandle struct {
+	ChallengeID string `json:"challenge_id"`
+	JobID       string `json:"job_id"`
+	Kind        string `json:"kind"`
+	PendingID   string `json:"pending_id"`
+	RunID       string `json:"run_id"`
+}
+
+// WaitTool is the tool that waits on a handle.
+const WaitTool = "vaultclaw_approval_wait"
+
+// Approval is the handoff as clients see it in details.approval.
+func (h *Handoff) Approval() *Approval {
+	a := &Approval{
+		Status:                 "PENDING_APPROVAL",
+		Kind:                   h.Kind,
+		JobID:                  h.JobID,
+		RunID:                  h.RunID,
+		ChallengeID:            h.ChallengeID,
+		PendingID:              h.PendingID,
+		PendingIDResolved:      h.PendingID != "",
+		PendingExpiresAtUnixMS: h.ExpiresAtUnixMS,
+		PendingApproval:        h.PendingApproval,
+		DecisionOutcome:        OutcomePending,
+		NextAction: NextAction{Tool: WaitTool, Arguments: WaitArguments{Handle: FullHandle{
+			Kind: h.Kind, JobID: h.JobID, RunID: h.RunID, ChallengeID: h.ChallengeID, PendingID: h.PendingID}}},
 	}
 	if h.RemoteAttestationURL != "" {
-		d["remote_attestation_url"] = h.RemoteAttestationURL
-		d["remote_attestation_link_markdown"] = "[" + h.RemoteAttestationURL + "](" + h.RemoteAttestationURL + ")"
+		a.RemoteAttestationURL = h.RemoteAttestationURL
+		a.RemoteAttestationLinkMarkdown = "[" + h.RemoteAttestationURL + "](" + h.RemoteAttestationURL + ")"
 	}
-	return d
+	return a
+}
+
+// AttestationURL is where the user approves: the handoff's own link, else
+// the one inside pending_approval.
+func (a *Approval) AttestationURL() string {
+	if a.RemoteAttestationURL != "" {
+		return a.RemoteAttestationURL
+	}
+	s, _ := a.PendingApproval["remote_attestation_url"].(string)
+	return s
+}
+
+// RequiredError is the MCP_APPROVAL_REQUIRED error of a handoff. It unwraps
+// to the *apperr.Error the envelope shows (details.approval is Approval), so
+// the tools layer maps it like any other error and still reads the approval
+// as a typed value (ApprovalOf).
+type RequiredError struct {
+	Approval *Approval
+	Err      *apperr.Error
+}
+
+func (e *RequiredError) Error() string { return e.Err.Error() }
+
+func (e *RequiredError) Unwrap() error { return e.Err }
+
+// ApprovalOf returns the approval an MCP_APPROVAL_REQUIRED error carries, or
+// nil.
+func ApprovalOf(err error) *Approval {
+	var re *RequiredError
+	if errors.As(err, &re) {
+		return re.Approval
+	}
+	return nil
 }
 
 // Err is the MCP_APPROVAL_REQUIRED error carrying the handoff.
-func (h *Handoff) Err() *apperr.Error {
+func (h *Handoff) Err() *RequiredError {
+	a := h.Approval()
 	e := apperr.New(apperr.CodeApprovalRequired, ApprovalMessage)
-	e.Details["approval"] = h.Details()
+	e.Details["approval"] = a
 	e.Details["request_id"] = h.RequestID
 	e.Details["vault_http_status"] = h.HTTPStatus
 	e.Details["vault"] = map[string]any{
@@ -371,5 +443,5 @@ func (h *Handoff) Err() *apperr.Error {
 		e.Details["vault_error"] = h.cause.Details["vault_error"]
 		e.Cause = h.cause
 	}
-	return e
+	return &RequiredError{Approval: a, Err: e}
 }

@@ -4,45 +4,29 @@ import (
 	"context"
 	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// ParseStates reads the states argument: a CSV string or a string array.
-// Values are trimmed and upper-cased, blanks skipped, duplicates dropped;
-// the result must be a non-empty subset of allowed.
-func ParseStates(v any, field string, allowed []string) ([]string, error) {
-	var raw []string
-	switch x := v.(type) {
-	case nil:
+// ParseStates checks the states filter of a list: values are trimmed and
+// upper-cased, blanks skipped, duplicates dropped, and the result must be a
+// non-empty subset of allowed. nil (the argument was not given) selects
+// every allowed state.
+func ParseStates(values []string, field string, allowed []string) ([]string, error) {
+	if values == nil {
 		return append([]string(nil), allowed...), nil
-	case string:
-		raw = strings.Split(x, ",")
-	case []any:
-		for _, it := range x {
-			s, ok := it.(string)
-			if !ok {
-				return nil, apperr.Validation(field, "%s array must contain strings", field)
-			}
-			raw = append(raw, s)
-		}
-	default:
-		return nil, apperr.Validation(field, "%s must be CSV string or string array", field)
-	}
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, s := range raw {
+	for _, s := range values {
 		s = strings.ToUpper(strings.TrimSpace(s))
 		if s == "" || seen[s] {
 			continue
 		}
-		if !ok[s] {
+		if !slices.Contains(allowed, s) {
 			return nil, apperr.Validation(field, "%s contains invalid value: %s", field, s).With("allowed", allowed)
 		}
 		seen[s] = true

@@ -1,9 +1,15 @@
-// Package caller identifies who is calling a tool: a principal (the local
-// stdio user or an authenticated HTTP caller) and the tenant scope whose data
-// the call may touch. It travels in the request context.
+// Package caller decides who is calling a tool: a principal (the local
+// stdio user, an authenticated HTTP caller or an anonymous HTTP caller) and
+// the tenant scope whose data the call may touch. Every rule about callers
+// and tenants is in this file; the MCP and HTTP layers only hand it what a
+// request says (Resolve). The principal travels in the request context.
 package caller
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"strings"
+)
 
 // Transports.
 const (
@@ -13,6 +19,15 @@ const (
 
 // DefaultScope is the tenant of stdio and of HTTP calls without a tenant header.
 const DefaultScope = "default"
+
+// Caller ids of the principals without a token.
+const (
+	LocalID     = "local"
+	AnonymousID = "anonymous"
+)
+
+// TenantHeaders are read in this order; the first non-blank one wins.
+var TenantHeaders = []string{"X-Accords-Tenant-Id", "X-OpenClaw-Tenant-Id", "X-Tenant-Id"}
 
 // Principal is the resolved identity of one tool call.
 type Principal struct {
@@ -25,6 +40,67 @@ type Principal struct {
 	Transport string
 	// Authenticated is true when a bearer token was verified.
 	Authenticated bool
+}
+
+// Request is what one request says about its caller.
+type Request struct {
+	// HTTP is false on stdio.
+	HTTP bool
+	// Header carries the tenant headers of an HTTP request.
+	Header http.Header
+	// VerifiedID and VerifiedTenant name the caller whose bearer token the
+	// HTTP layer verified (VerifiedID is empty otherwise); the tenant is
+	// the one the policy binds it to.
+	VerifiedID     string
+	VerifiedTenant string
+}
+
+// Fixed are the tenants a policy pins for the callers without a token (""
+// leaves the default rule).
+type Fixed struct {
+	Stdio     string
+	Anonymous string
+}
+
+// Resolve decides who is calling. Stdio is the local caller, in the tenant
+// the policy fixes for it or the default one. A verified HTTP caller is
+// itself, in its bound tenant (tenant headers cannot move it). Any other
+// HTTP caller is anonymous, in the tenant the policy fixes, else the one
+// its tenant header names, else the default one.
+func Resolve(r Request, fixed Fixed) Principal {
+	switch {
+	case !r.HTTP:
+		p := Local()
+		if fixed.Stdio != "" {
+			p.Scope = fixed.Stdio
+		}
+		return p
+	case r.VerifiedID != "":
+		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true}
+	}
+	scope := fixed.Anonymous
+	if scope == "" {
+		scope = TenantFromHeader(r.Header)
+	}
+	if scope == "" {
+		scope = DefaultScope
+	}
+	return Principal{ID: AnonymousID, Scope: scope, Transport: TransportHTTP}
+}
+
+// TenantFromHeader returns the tenant named by the request headers, or "".
+func TenantFromHeader(h http.Header) string {
+	for _, name := range TenantHeaders {
+		if v := strings.TrimSpace(h.Get(name)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Local is the principal of the stdio transport.
+func Local() Principal {
+	return Principal{ID: LocalID, Scope: DefaultScope, Transport: TransportStdio}
 }
 
 type ctxKey struct{}
@@ -40,9 +116,4 @@ func From(ctx context.Context) Principal {
 		return p
 	}
 	return Local()
-}
-
-// Local is the principal of the stdio transport.
-func Local() Principal {
-	return Principal{ID: "local", Scope: DefaultScope, Transport: TransportStdio}
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Envelope is the result of every tool, a contract clients depend on
-// (docs/contract.md). All four keys are always present.
+// Envelope is the result of every tool, the same JSON as structuredContent
+// and as text: a contract clients depend on (docs/contract.md). All four
+// keys are always present.
 type Envelope struct {
 	OK    bool       `json:"ok"`
 	Data  any        `json:"data"`

@@ -2,14 +2,11 @@ package metrics
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -91,40 +88,12 @@ func TestObserveVaultRequest(t *testing.T) {
 	assert.Equal(t, float64(1), s.VaultErrors.Value("POST /v0/connectors/execute", "network"))
 }
 
-func TestOutcome(t *testing.T) {
-	o, c := Outcome(&mcp.CallToolResult{}, nil)
-	assert.Equal(t, OutcomeOK, o)
-	assert.Empty(t, c)
-	o, c = Outcome(&mcp.CallToolResult{IsError: true, StructuredContent: []byte(`{"ok":false,"error":{"code":"MCP_VALIDATION_ERROR"}}`)}, nil)
-	assert.Equal(t, OutcomeError, o)
-	assert.Equal(t, "MCP_VALIDATION_ERROR", c)
-	o, c = Outcome(&mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"error": map[string]any{"code": "MCP_RATE_LIMITED"}}}, nil)
-	assert.Equal(t, "MCP_RATE_LIMITED", c)
-	assert.Equal(t, OutcomeError, o)
-	o, _ = Outcome(nil, errors.New("unknown tool"))
-	assert.Equal(t, OutcomeProtocolError, o)
-}
-
-func TestMiddlewareCountsAndLogs(t *testing.T) {
+func TestObserveToolCall(t *testing.T) {
 	s := New()
-	var logs bytes.Buffer
-	mw := s.Middleware(MiddlewareOptions{Known: func(n string) bool { return n == "known" }, Logger: newJSONLogger(&logs)})
-	h := mw(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p.Name == "known" {
-			return &mcp.CallToolResult{}, nil
-		}
-		return nil, errors.New("unknown tool")
-	})
-	_, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "known"}})
-	require.NoError(t, err)
-	_, err = h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "made-up-" + strings.Repeat("x", 50)}})
-	require.Error(t, err)
-	_, err = h(context.Background(), "tools/list", &mcp.ListToolsRequest{})
-	require.Error(t, err) // passed through untouched
+	s.ObserveToolCall("known", OutcomeOK, "", 10*time.Millisecond)
+	s.ObserveToolCall("known", OutcomeError, "MCP_VALIDATION_ERROR", time.Millisecond)
 	assert.Equal(t, float64(1), s.ToolCalls.Value("known", OutcomeOK))
-	assert.Equal(t, float64(1), s.ToolCalls.Value(UnknownTool, OutcomeProtocolError), "unknown names never become labels")
-	assert.Equal(t, uint64(1), s.ToolDuration.Count("known"))
-	assert.Contains(t, logs.String(), `"msg":"tool call"`)
-	assert.Contains(t, logs.String(), `"request_id":"`)
-	assert.Equal(t, 2, strings.Count(logs.String(), "\n"), "one line per tools/call")
+	assert.Equal(t, float64(1), s.ToolCalls.Value("known", OutcomeError))
+	assert.Equal(t, float64(1), s.ToolErrors.Value("known", "MCP_VALIDATION_ERROR"))
+	assert.Equal(t, uint64(2), s.ToolDuration.Count("known"))
 }

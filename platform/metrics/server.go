@@ -1,18 +1,12 @@
 package metrics
 
 import (
-	"context"
-	"encoding/json"
-	"log/slog"
 	"os"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
-	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/platform/version"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Series names (documented in docs/operations.md).
@@ -136,92 +130,14 @@ func VaultEndpoint(method, path string) string {
 	return m + " /" + strings.Join(segs, "/")
 }
 
-// MiddlewareOptions configure Middleware.
-type MiddlewareOptions struct {
-	// Known reports whether a tool name is exposed (nil: every name is).
-	Known func(name string) bool
-	// Logger receives one line per tool call (nil: no log).
-	Logger *slog.Logger
-}
-
-// Middleware is a go-sdk receiving middleware that times every tools/call,
-// counts it by tool and outcome, and logs it with its request id. It reads
-// only the rendered result, so it is independent of the gateway middleware.
-func (s *Server) Middleware(o MiddlewareOptions) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "tools/call" {
-				return next(ctx, method, req)
-			}
-			id := reqlog.From(ctx)
-			if id == "" {
-				if ex := req.GetExtra(); ex != nil && ex.Header != nil && reqlog.Valid(ex.Header.Get(reqlog.Header)) {
-					id = ex.Header.Get(reqlog.Header)
-				} else {
-					id = reqlog.NewID()
-				}
-				ctx = reqlog.With(ctx, id)
-			}
-			tool := UnknownTool
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
-				if o.Known == nil || o.Known(p.Name) {
-					tool = p.Name
-				}
-			}
-			start := time.Now()
-			res, err := next(ctx, method, req)
-			d := time.Since(start)
-			outcome, code := Outcome(res, err)
-			s.ToolCalls.Inc(tool, outcome)
-			if code != "" {
-				s.ToolErrors.Inc(tool, code)
-			}
-			s.ToolDuration.Observe(d.Seconds(), tool)
-			if o.Logger != nil {
-				p := caller.From(ctx)
-				attrs := []any{"request_id", id, "tool", tool, "outcome", outcome, "duration_ms", float64(d.Microseconds()) / 1000,
-					"caller", p.ID, "scope", p.Scope, "transport", p.Transport}
-				if code != "" {
-					attrs = append(attrs, "code", code)
-				}
-				o.Logger.InfoContext(ctx, "tool call", attrs...)
-			}
-			return res, err
-		}
+// ObserveToolCall counts one tools/call by tool and outcome (OutcomeOK,
+// OutcomeError with the envelope's error code, or OutcomeProtocolError) and
+// records its latency. The MCP middleware that calls it lives with the
+// transport, so this package stays plain Go.
+func (s *Server) ObserveToolCall(tool, outcome, code string, d time.Duration) {
+	s.ToolCalls.Inc(tool, outcome)
+	if code != "" {
+		s.ToolErrors.Inc(tool, code)
 	}
-}
-
-// Outcome classifies a tools/call result: ok, error (an error envelope,
-// with its code) or protocol_error (the SDK refused the call).
-func Outcome(res mcp.Result, err error) (outcome, code string) {
-	if err != nil {
-		return OutcomeProtocolError, ""
-	}
-	r, ok := res.(*mcp.CallToolResult)
-	if !ok || r == nil {
-		return OutcomeProtocolError, ""
-	}
-	if !r.IsError {
-		return OutcomeOK, ""
-	}
-	var env struct {
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	switch sc := r.StructuredContent.(type) {
-	case json.RawMessage:
-		_ = json.Unmarshal(sc, &env)
-	case []byte:
-		_ = json.Unmarshal(sc, &env)
-	case nil:
-	default:
-		if raw, err := json.Marshal(sc); err == nil {
-			_ = json.Unmarshal(raw, &env)
-		}
-	}
-	if env.Error != nil && env.Error.Code != "" {
-		return OutcomeError, env.Error.Code
-	}
-	return OutcomeError, "UNKNOWN"
+	s.ToolDuration.Observe(d.Seconds(), tool)
 }

@@ -100,7 +100,7 @@ func (s *Service) handoff(ctx context.Context, scope string, sess session.Sessio
 	e := h.Err()
 	if s.Handles != nil && (h.JobID != "" || h.RunID != "") {
 		if _, err := s.Handles.Save(scope, h, source); err != nil {
-			e.With("handle_stored", false)
+			e.Err.With("handle_stored", false)
 		}
 	}
 	return e
@@ -108,12 +108,90 @@ func (s *Service) handoff(ctx context.Context, scope string, sess session.Sessio
 
 // HandoffFromError turns a >= 400 approval error that carries pending
 // details into a stored handoff (D3); other errors are returned unchanged.
-// The synchronous execute tool uses it.
+// Synchronous execute and the passport workflow use it.
 func (s *Service) HandoffFromError(ctx context.Context, scope string, sess session.Session, err error, source string) error {
 	if h, ok := approval.FromError(err); ok {
 		return s.handoff(ctx, scope, sess, h, source)
 	}
 	return err
+}
+
+// Validate runs vaultclaw_connector_validate: module-hash preflight (which
+// derives and injects module_hash for bounded verbs) around one validate
+// call. Data is {validation, request, module_hash}; request is the
+// rewritten copy, never the caller's object.
+func (s *Service) Validate(ctx context.Context, sess session.Session, request map[string]any) (Outcome, error) {
+	req := cloneJSON(request)
+	var resp *vault.Response
+	mh, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
+		var err error
+		resp, err = s.Vault.Validate(ctx, sess, req)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{
+		Data:       map[string]any{"validation": resp.Object(), "request": req, "module_hash": mh},
+		RequestID:  resp.RequestID,
+		HTTPStatus: resp.Status,
+	}, nil
+}
+
+// Execute runs vaultclaw_connector_execute synchronously: module-hash
+// preflight, validate (any validation failure stops), execute. Data is
+// Vault's execute body. A pending-approval error becomes a stored handoff
+// (MCP_APPROVAL_REQUIRED with a handle) as for execute-job.
+func (s *Service) Execute(ctx context.Context, scope string, sess session.Session, request map[string]any) (Outcome, error) {
+	req := cloneJSON(request)
+	var resp *vault.Response
+	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
+		if _, err := s.Vault.Validate(ctx, sess, req); err != nil {
+			return err
+		}
+		var err error
+		resp, err = s.Vault.Execute(ctx, sess, req)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, "vaultclaw_connector_execute")
+	}
+	return Outcome{Data: resp.Object(), RequestID: resp.RequestID, HTTPStatus: resp.Status}, nil
+}
+
+// ResolveProfile runs vaultclaw_unbounded_profile_resolve: the best profile
+// for explicit requirements, auto-created when none matches and autoCreate
+// is set.
+func (s *Service) ResolveProfile(ctx context.Context, sess session.Session, reqs []orchestration.Requirement, autoCreate bool) (map[string]any, error) {
+	res, err := orchestration.NewResolver(s.ProfileAPI(sess)).Resolve(ctx, reqs, autoCreate)
+	if err != nil {
+		return nil, err
+	}
+	return res.Data(), nil
+}
+
+// cloneJSON deep-copies a decoded JSON object so preflight rewrites never
+// touch the caller's arguments.
+func cloneJSON(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneJSON(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // copyObject deep-copies a JSON object so callers' arguments are never

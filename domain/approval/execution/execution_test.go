@@ -85,5 +85,6 @@ func TestPlanExecuteSourceAndStoreFailure(t *testing.T) {
 	ae := apperr.As(err)
 	require.Equal(t, apperr.CodeApprovalRequired, ae.Code)
 	assert.Equal(t, false, ae.Details["handle_stored"])
-	assert.Equal(t, "run_1", ae.Details["approval"].(map[string]any)["run_id"])
+	assert.Equal(t, "run_1", ae.Details["approval"].(*approval.Approval).RunID)
+	assert.Equal(t, "run_1", approval.ApprovalOf(err).RunID)
 }

@@ -74,18 +74,20 @@ func TestDeriveRequirementsEmptyAndMalformed(t *testing.T) {
 	assert.Equal(t, "request.request.secret_attachments[1]", ae.Details["field"])
 }
 
-func TestParseRequirements(t *testing.T) {
-	_, err := ParseRequirements([]any{}, "requirements")
+func TestNormalizeRequirements(t *testing.T) {
+	_, err := NormalizeRequirements([]Requirement{}, "requirements")
 	assert.Equal(t, "requirements must be a non-empty array", requireCode(t, err, apperr.CodeValidation).Message)
-	_, err = ParseRequirements("x", "requirements")
+	_, err = NormalizeRequirements(nil, "requirements")
 	requireCode(t, err, apperr.CodeValidation)
-	_, err = ParseRequirements([]any{"x"}, "requirements")
-	ae := requireCode(t, err, apperr.CodeValidation)
-	assert.Equal(t, "requirements[0] must be object", ae.Message)
-	reqs, err := ParseRequirements([]any{map[string]any{"slot": "a"}, map[string]any{"slot": "b", "mode": "read", "target": "x"}}, "requirements")
+	// A non-array or a non-object entry is refused by the tool's schema
+	// before this runs (tools: TestTypedArgumentErrors).
+	reqs, err := NormalizeRequirements([]Requirement{{Slot: "a"}, {Slot: " b ", Mode: "read", Target: "x",
+		ExpectedSecretTypes: []string{" t2", "t1", "", "t2"}}}, "requirements")
 	require.NoError(t, err)
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "b", reqs[0].Slot)
+	assert.Equal(t, []string{"t1", "t2"}, reqs[0].ExpectedSecretTypes)
+	assert.True(t, reqs[0].Required, "every requirement is required")
 }
 
 func requireCode(t *testing.T, err error, code string) *apperr.Error {
@@ -279,14 +281,8 @@ func TestPrepareJobRequest(t *testing.T) {
 	assert.Empty(t, f4.upserts)
 }
 
-func TestOptionsFrom(t *testing.T) {
-	o, err := OptionsFrom(nil, "orchestration")
-	require.NoError(t, err)
-	assert.Equal(t, DefaultOptions(), o)
-	o, err = OptionsFrom(map[string]any{"auto_create_profiles": false}, "orchestration")
-	require.NoError(t, err)
-	assert.Equal(t, Options{UnboundedProfiles: true}, o)
-	_, err = OptionsFrom(map[string]any{"unbounded_profiles": "no"}, "orchestration")
-	ae := requireCode(t, err, apperr.CodeValidation)
-	assert.Equal(t, "orchestration.unbounded_profiles", ae.Details["field"])
+func TestDefaultOptions(t *testing.T) {
+	// The orchestration argument's defaults and type checks are the tool
+	// schema's (tools: TestOrchestrationArgumentDefaults).
+	assert.Equal(t, Options{UnboundedProfiles: true, AutoCreate: true}, DefaultOptions())
 }

@@ -50,10 +50,22 @@ func str(v any) string {
 // order). It returns nil for an empty result.
 func cleanList(v any) []string {
 	arr, _ := v.([]any)
+	strs := make([]string, 0, len(arr))
+	for _, x := range arr {
+		if s, ok := x.(string); ok {
+			strs = append(strs, s)
+		}
+	}
+	return cleanStrings(strs)
+}
+
+// cleanStrings trims, drops blanks, dedupes and sorts (byte order). It
+// returns nil for an empty result.
+func cleanStrings(in []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, x := range arr {
-		s := str(x)
+	for _, x := range in {
+		s := strings.TrimSpace(x)
 		if s == "" || seen[s] {
 			continue
 		}
@@ -65,16 +77,25 @@ func cleanList(v any) []string {
 }
 
 func parseRequirement(m map[string]any) Requirement {
-	return Requirement{
+	return normalizeRequirement(Requirement{
 		Slot:                str(m["slot"]),
 		Intent:              str(m["intent"]),
 		ExpectedSecretTypes: cleanList(m["expected_secret_types"]),
 		Mode:                str(m["mode"]),
 		Target:              str(m["target"]),
-		// A caller's required:false is discarded: every requirement is
-		// required, as in the predecessor, and the hash (so auto-created
-		// profile ids) depends on it.
-		Required: true,
+	})
+}
+
+// normalizeRequirement trims r. A caller's required:false is discarded:
+// every requirement is required, and the auto-create hash depends on it.
+func normalizeRequirement(r Requirement) Requirement {
+	return Requirement{
+		Slot:                strings.TrimSpace(r.Slot),
+		Intent:              strings.TrimSpace(r.Intent),
+		ExpectedSecretTypes: cleanStrings(r.ExpectedSecretTypes),
+		Mode:                strings.TrimSpace(r.Mode),
+		Target:              strings.TrimSpace(r.Target),
+		Required:            true,
 	}
 }
 
@@ -129,22 +150,17 @@ func DeriveRequirements(payload map[string]any, field string) ([]Requirement, er
 	return out, nil
 }
 
-// ParseRequirements parses the explicit requirements argument of
-// vaultclaw_unbounded_profile_resolve. The array must be non-empty and hold
-// objects; entries missing slot, mode or target are dropped silently (the
-// caller reports "no unbounded requirements found" when none remain).
-func ParseRequirements(v any, field string) ([]Requirement, error) {
-	arr, ok := v.([]any)
-	if !ok || len(arr) == 0 {
+// NormalizeRequirements cleans the explicit requirements of
+// vaultclaw_unbounded_profile_resolve. The list must not be empty; entries
+// missing slot, mode or target are dropped silently (the caller reports "no
+// unbounded requirements found" when none remain).
+func NormalizeRequirements(in []Requirement, field string) ([]Requirement, error) {
+	if len(in) == 0 {
 		return nil, apperr.Validation(field, "%s must be a non-empty array", field)
 	}
-	out := make([]Requirement, 0, len(arr))
-	for i, item := range arr {
-		m, ok := item.(map[string]any)
-		if !ok {
-			return nil, apperr.Validation(fmt.Sprintf("%s[%d]", field, i), "%s[%d] must be object", field, i)
-		}
-		r := parseRequirement(m)
+	out := make([]Requirement, 0, len(in))
+	for _, r := range in {
+		r = normalizeRequirement(r)
 		if r.Slot == "" || r.Mode == "" || r.Target == "" {
 			continue
 		}

@@ -150,32 +150,6 @@ type Options struct {
 // DefaultOptions are the documented defaults (both true).
 func DefaultOptions() Options { return Options{UnboundedProfiles: true, AutoCreate: true} }
 
-// OptionsFrom reads the orchestration argument. Flags must be JSON booleans;
-// any other type is a validation error naming the field (D2: never a silent
-// default).
-func OptionsFrom(v any, field string) (Options, error) {
-	o := DefaultOptions()
-	if v == nil {
-		return o, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return o, apperr.Validation(field, "%s must be an object", field)
-	}
-	for name, dst := range map[string]*bool{"unbounded_profiles": &o.UnboundedProfiles, "auto_create_profiles": &o.AutoCreate} {
-		raw, present := m[name]
-		if !present || raw == nil {
-			continue
-		}
-		b, ok := raw.(bool)
-		if !ok {
-			return o, apperr.Validation(field+"."+name, "%s.%s must be a boolean", field, name)
-		}
-		*dst = b
-	}
-	return o, nil
-}
-
 // PrepareJobRequest runs execute-job orchestration on request (an execute
 // request object, mutated in place: profile_id is written into
 // request.request) and returns the orchestration keys of the preflight.

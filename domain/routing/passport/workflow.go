@@ -377,16 +377,16 @@ func (s *Service) resolveFields(ctx context.Context, scope string, sess session.
 
 func sendFailure(err error, summary any, req request) error {
 	if apperr.Is(err, apperr.CodeApprovalRequired) {
+		// err keeps its typed approval for the renderer; its details are
+		// the envelope's.
 		ae := apperr.As(err)
 		ae.With("pre_send_summary", summary)
-		if a, ok := ae.Details["approval"].(map[string]any); ok {
-			if runID, _ := a["run_id"].(string); runID != "" {
-				resume := req.resumeArgs()
-				resume["run_id"] = runID
-				ae.With("resume_arguments", resume)
-			}
+		if a := approval.ApprovalOf(err); a != nil && a.RunID != "" {
+			resume := req.resumeArgs()
+			resume["run_id"] = a.RunID
+			ae.With("resume_arguments", resume)
 		}
-		return ae
+		return err
 	}
 	ae := apperr.As(err)
 	e := apperr.New(apperr.CodeGmailDraftSendFailed, "I couldn't create and send the Gmail draft. Please retry.").WithCause(err)

@@ -217,10 +217,12 @@ func TestHappyPathToSentAfterApproval(t *testing.T) {
 	_, err := e.svc.Run(ctx, "scope-a", Input{RequestText: ask})
 	require.Equal(t, apperr.CodeApprovalRequired, code(t, err))
 	ae := apperr.As(err)
-	appr := ae.Details["approval"].(map[string]any)
-	assert.Equal(t, approval.KindPlanRun, appr["kind"])
-	assert.NotEmpty(t, appr["job_id"])
-	runID := appr["run_id"].(string)
+	appr := approval.ApprovalOf(err)
+	require.NotNil(t, appr)
+	assert.Same(t, appr, ae.Details["approval"])
+	assert.Equal(t, approval.KindPlanRun, appr.Kind)
+	assert.NotEmpty(t, appr.JobID)
+	runID := appr.RunID
 	require.NotEmpty(t, runID)
 	summary := ae.Details["pre_send_summary"].(map[string]any)
 	assert.Equal(t, "skl83@cornell.edu", summary["recipient"])
@@ -272,7 +274,7 @@ func TestHappyPathToSentAfterApproval(t *testing.T) {
 func TestResumeWhilePendingReturnsHandoff(t *testing.T) {
 	e := newEnv(t, vaultsim.Options{})
 	_, err := e.svc.Run(context.Background(), "s", Input{RequestText: ask})
-	runID := apperr.As(err).Details["approval"].(map[string]any)["run_id"].(string)
+	runID := approval.ApprovalOf(err).RunID
 	_, err = e.svc.Run(context.Background(), "s", Input{RequestText: ask, RunID: runID})
 	assert.Equal(t, apperr.CodeApprovalRequired, code(t, err))
 }

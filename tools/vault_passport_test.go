@@ -33,9 +33,10 @@ func TestPassportWorkflowTool(t *testing.T) {
 	mh := vault.NewModuleHash(client, vault.NewPolicyHashCache(db, 0))
 	svc := &passport.Service{Sessions: staticSession{srv.Session(5000)}, Vault: client, ModuleHash: mh,
 		Exec: &execution.Service{Vault: client, ModuleHash: mh, Handles: approval.NewStore(db, 0)}}
-	tools := passportTools(svc)
-	require.Len(t, tools, 1)
-	tool := tools[0]
+	reg, err := Select(Deps{Passport: svc}, Named(passport.ToolName))
+	require.NoError(t, err)
+	require.Len(t, reg.Tools(), 1)
+	tool := reg.Tools()[0]
 	assert.Equal(t, "vaultclaw_passport_email_workflow", tool.Name)
 	assert.False(t, tool.Hints.ReadOnly)
 

@@ -4,9 +4,10 @@ import (
 	"context"
 
 	"github.com/accordsai/accords-mcp/domain/routing/passport"
-	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
+
+// Toolset vault, continued: the passport e-mail workflow.
 
 type passportWorkflowIn struct {
 	RequestText        string         `json:"request_text,omitempty" jsonschema:"the natural-language request; recipient and subject are parsed from it when not given"`
@@ -21,34 +22,30 @@ type passportWorkflowIn struct {
 	RunID              string         `json:"run_id,omitempty" jsonschema:"resume a submitted run (after an approval) and report SENT once it succeeded"`
 }
 
-func passportTools(svc *passport.Service) []Tool {
-	if svc == nil {
-		return nil
+var passportEmailWorkflow = Define(Tool{
+	Name:  passport.ToolName,
+	Title: "E-mail a passport copy with its details",
+	Description: "Send one recipient a Gmail message with the passport attached and its fields (name, number, expiry, " +
+		"issuing country) in the body: resolves the passport document, reads or extracts the fields, then creates and " +
+		"sends a draft as one plan. Returns READY_TO_SEND (execute:false), SENT only when the run succeeded, RUNNING, " +
+		"or a recovery error (MCP_RECIPIENT_REQUIRED, MCP_DOCUMENT_UPLOAD_REQUIRED, MCP_PASSPORT_EXTRACTION_FAILED, " +
+		"MCP_PASSPORT_PROFILE_READ_FAILED, MCP_MANUAL_FIELDS_REQUIRED, MCP_APPROVAL_REQUIRED, MCP_GMAIL_DRAFT_SEND_FAILED).",
+	Toolset:    ToolsetVault,
+	Capability: CapVaultExecute,
+	Hints:      Hints{OpenWorld: true},
+	Needs:      NeedPassport,
+}, func(s *jsonschema.Schema) {
+	Default(s, "execute", true)
+}, runPassportWorkflow)
+
+func runPassportWorkflow(ctx context.Context, d *Deps, c *Call, in passportWorkflowIn) (Result, error) {
+	res, err := d.Passport.Run(ctx, c.Scope(), passport.Input{
+		RequestText: firstNonBlank(in.RequestText, in.Request, in.Text), RecipientEmail: in.RecipientEmail,
+		Subject: in.Subject, BodyStyle: in.BodyStyle, PassportDocumentID: in.PassportDocumentID,
+		ManualFields: in.ManualFields, Execute: in.Execute, RunID: in.RunID,
+	})
+	if err != nil {
+		return Result{}, err
 	}
-	return []Tool{
-		Typed(Tool{
-			Name:  passport.ToolName,
-			Title: "E-mail a passport copy with its details",
-			Description: "Send one recipient a Gmail message with the passport attached and its fields (name, number, expiry, " +
-				"issuing country) in the body: resolves the passport document, reads or extracts the fields, then creates and " +
-				"sends a draft as one plan. Returns READY_TO_SEND (execute:false), SENT only when the run succeeded, RUNNING, " +
-				"or a recovery error (MCP_RECIPIENT_REQUIRED, MCP_DOCUMENT_UPLOAD_REQUIRED, MCP_PASSPORT_EXTRACTION_FAILED, " +
-				"MCP_PASSPORT_PROFILE_READ_FAILED, MCP_MANUAL_FIELDS_REQUIRED, MCP_APPROVAL_REQUIRED, MCP_GMAIL_DRAFT_SEND_FAILED).",
-			Toolset:    ToolsetVault,
-			Capability: CapVaultExecute,
-			Hints:      Hints{OpenWorld: true},
-		}, func(s *jsonschema.Schema) {
-			Default(s, "execute", true)
-		}, func(ctx context.Context, c *Call, in passportWorkflowIn) (Result, error) {
-			res, err := svc.Run(ctx, c.Scope(), passport.Input{
-				RequestText: firstNonBlank(in.RequestText, in.Request, in.Text), RecipientEmail: in.RecipientEmail,
-				Subject: in.Subject, BodyStyle: in.BodyStyle, PassportDocumentID: in.PassportDocumentID,
-				ManualFields: in.ManualFields, Execute: in.Execute, RunID: in.RunID,
-			})
-			if err != nil {
-				return Result{}, err
-			}
-			return Result{Data: res.Data, Meta: envelope.Meta{RequestID: res.RequestID, VaultHTTPStatus: res.HTTPStatus}}, nil
-		}),
-	}
+	return Result{Data: res.Data, Meta: vaultMeta(res.RequestID, res.HTTPStatus)}, nil
 }

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a caller may see and call: the server-wide read-only and toolsets
+// settings, then the caller's policy entry.
+
+// Visible is the registry after read-only and toolsets.
+func (g *Gateway) Visible() *tools.Registry { return g.visible }
+
+// callerFor maps a principal to its policy entry; nil means the principal
+// no longer exists in the policy (for example removed by a reload).
+func (g *Gateway) callerFor(pol *policy.Policy, p caller.Principal) *policy.Caller {
+	switch {
+	case p.Transport == caller.TransportStdio:
+		return pol.Stdio
+	case !p.Authenticated:
+		if pol.HasCallers() {
+			return nil
+		}
+		return pol.Anonymous
+	}
+	c, ok := pol.Lookup(p.ID)
+	if !ok || c.ID == policy.LocalID || c.ID == policy.AnonymousID {
+		return nil
+	}
+	return c
+}
+
+// refusal explains why c may not call t, or returns nil.
+func (g *Gateway) refusal(c *policy.Caller, t tools.Tool) *apperr.Error {
+	deny := func(reason, format string, args ...any) *apperr.Error {
+		return apperr.New(apperr.CodePermissionDenied, format, args...).
+			With("tool", t.Name).With("capability", t.Capability).With("reason", reason)
+	}
+	if _, ok := g.visible.Lookup(t.Name); !ok {
+		if g.opts.ReadOnly && t.Writes() {
+			return deny("read_only", "tool %s changes state and the server runs in read-only mode", t.Name)
+		}
+		return deny("toolset_disabled", "tool %s belongs to toolset %s, which this server does not enable", t.Name, t.Toolset)
+	}
+	if c == nil {
+		return deny("unknown_caller", "caller is not permitted by the current policy")
+	}
+	if c.ReadOnly && t.Writes() {
+		return deny("caller_read_only", "tool %s changes state and caller %s is read-only", t.Name, c.ID)
+	}
+	if !c.Allows(t.Capability) {
+		return deny("missing_capability", "caller %s lacks capability %s required by %s", c.ID, t.Capability, t.Name)
+	}
+	return nil
+}
+
+func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
+	lr, ok := res.(*mcp.ListToolsResult)
+	if !ok || lr == nil {
+		return res
+	}
+	c := g.callerFor(g.policy.Load(), caller.From(ctx))
+	kept := make([]*mcp.Tool, 0, len(lr.Tools))
+	for _, mt := range lr.Tools {
+		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusal(c, t) == nil {
+			kept = append(kept, mt)
+		}
+	}
+	out := *lr
+	out.Tools = kept
+	return &out
+}
