@@ -63,7 +63,7 @@ func TestRemoteSourcesThroughTheApp(t *testing.T) {
 	})
 	cs, err := client.Connect(ctx, ct, nil)
 	require.NoError(t, err)
-	defer func() { cs.Close(); ss.Wait() }()
+	defer func() { cs.Close(); _ = ss.Wait() }()
 
 	call := func(name string, args map[string]any, token any) envelope.Envelope {
 		p := &mcp.CallToolParams{Name: name, Arguments: args}

@@ -49,7 +49,7 @@ func BenchmarkGatewayOverheadMedian(b *testing.B) {
 		}
 		return d
 	}
-	for i := 0; i < 50; i++ { // warm caches and the writer
+	for range 50 { // warm caches and the writer
 		once(bare)
 		once(gw)
 	}
@@ -57,7 +57,7 @@ func BenchmarkGatewayOverheadMedian(b *testing.B) {
 	gwD := make([]float64, 0, b.N)
 	diff := make([]float64, 0, b.N)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := range b.N {
 		var db, dg time.Duration
 		if i%2 == 0 {
 			db, dg = once(bare), once(gw)
@@ -100,7 +100,7 @@ func connect(b *testing.B, srv *mcp.Server) (*mcp.ClientSession, func()) {
 	}
 	return cs, func() {
 		cs.Close()
-		ss.Wait()
+		_ = ss.Wait()
 	}
 }
 
@@ -118,12 +118,12 @@ func benchServer(b *testing.B, srv *mcp.Server) {
 		}
 		defer func() {
 			cs.Close()
-			ss.Wait()
+			_ = ss.Wait()
 		}()
 		params := &mcp.CallToolParams{Name: "vaultclaw_session_status"}
 		b.ReportAllocs()
 		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
+		for range b.N {
 			res, err := cs.CallTool(ctx, params)
 			if err != nil || res.IsError {
 				b.Fatalf("call failed: %v %+v", err, res)
@@ -146,7 +146,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "vaultclaw_session_status", Arguments: []byte(`{}`)}}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		if _, err := mw(ctx, "tools/call", req); err != nil {
 			b.Fatal(err)
 		}

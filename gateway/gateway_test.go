@@ -180,7 +180,7 @@ burst = 2
 	assert.True(t, env.Error.Retryable)
 	assert.EqualValues(t, 1000, env.Error.Details["retry_after_ms"])
 	// Other tools of the stdio caller stay unlimited.
-	for i := 0; i < 30; i++ {
+	for range 30 {
 		require.True(t, call(t, cs, "vaultclaw_audit_receipts_list", map[string]any{"limit": 1}).OK)
 	}
 	h.clock.Advance(999 * time.Millisecond)
@@ -194,7 +194,7 @@ func TestHTTPDefaultRateLimitIsPerTenantNotPerSession(t *testing.T) {
 	h := newHarness(t, setup{})
 	srv := h.httpServer()
 	a := h.httpClient(srv, map[string]string{"X-Accords-Tenant-Id": "t1"})
-	for i := 0; i < policy.DefaultBurst; i++ {
+	for i := range policy.DefaultBurst {
 		require.True(t, call(t, a, "vaultclaw_session_status", nil).OK, "call %d", i)
 	}
 	env := call(t, a, "vaultclaw_session_status", nil)
@@ -430,7 +430,7 @@ func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
 	require.True(t, call(t, a, "vaultclaw_session_status", nil).OK, "acme-bot has its own bucket (default burst 20)")
 
 	// Unknown tool names share one bucket per caller.
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		_, err := b1.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope"})
 		require.Error(t, err)
 	}

@@ -127,7 +127,7 @@ func (h *harness) stdio() *mcp.ClientSession {
 	require.NoError(h.t, err)
 	h.t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
+		_ = ss.Wait()
 	})
 	return cs
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // MCPTool is the protocol description of t: schemas, title and all four
 // annotation hints set explicitly.
 func (t Tool) MCPTool() *mcp.Tool {
@@ -29,9 +27,9 @@ func (t Tool) MCPTool() *mcp.Tool {
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.Title,
 			ReadOnlyHint:    t.Hints.ReadOnly,
-			DestructiveHint: ptr(t.Hints.Destructive),
+			DestructiveHint: new(t.Hints.Destructive),
 			IdempotentHint:  t.Hints.Idempotent,
-			OpenWorldHint:   ptr(t.Hints.OpenWorld),
+			OpenWorldHint:   new(t.Hints.OpenWorld),
 		},
 	}
 }

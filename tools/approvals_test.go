@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -34,9 +35,7 @@ func plainRequest() map[string]any {
 func execJob(e *testEnv, extra ...map[string]any) result {
 	args := map[string]any{"request": plainRequest()}
 	for _, x := range extra {
-		for k, v := range x {
-			args[k] = v
-		}
+		maps.Copy(args, x)
 	}
 	return e.call("vaultclaw_connector_execute_job", args)
 }
@@ -179,9 +178,7 @@ func TestExecuteJobGmailModuleHash(t *testing.T) {
 
 func withoutKeys(m map[string]any, keys ...string) map[string]any {
 	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	for _, k := range keys {
 		delete(out, k)
 	}
@@ -359,7 +356,8 @@ func TestWaitCancelStopsPolling(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.callsTo("GET", "/v0/jobs/job_1")) >= 2 }, 5*time.Second, 10*time.Millisecond)
 	cancel()
 	select {
-	case <-done:
+	case err := <-done:
+		assert.Error(t, err, "the cancelled call ends with an error")
 	case <-time.After(5 * time.Second):
 		t.Fatal("cancelled call did not return")
 	}

@@ -56,7 +56,7 @@ func (l *StringList) setArg(v any, path string) error {
 	out := StringList{}
 	switch x := v.(type) {
 	case string:
-		for _, p := range strings.Split(x, ",") {
+		for p := range strings.SplitSeq(x, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				out = append(out, p)
 			}

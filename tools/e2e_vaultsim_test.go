@@ -264,8 +264,7 @@ func TestE2EOverHTTPAndStdio(t *testing.T) {
 				cIn, sOut := io.Pipe()
 				var wg sync.WaitGroup
 				sctx, stop := context.WithCancel(ctx)
-				wg.Add(1)
-				go func() { defer wg.Done(); _ = e.app.ServeStdio(sctx, sIn, sOut) }()
+				wg.Go(func() { ; _ = e.app.ServeStdio(sctx, sIn, sOut) })
 				t.Cleanup(func() { stop(); cOut.Close(); sOut.Close(); wg.Wait() })
 				var err error
 				cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: cIn, Writer: cOut}, nil)

@@ -174,7 +174,7 @@ func (e *testEnv) open() {
 		if !closed {
 			closed = true
 			cs.Close()
-			ss.Wait()
+			_ = ss.Wait()
 			a.Close()
 		}
 	})
@@ -182,7 +182,7 @@ func (e *testEnv) open() {
 		if !closed {
 			closed = true
 			cs.Close()
-			ss.Wait()
+			_ = ss.Wait()
 			require.NoError(t, a.Close())
 		}
 	}

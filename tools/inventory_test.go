@@ -58,7 +58,7 @@ func TestBoundToolsSeeOnlyWhatTheyNeed(t *testing.T) {
 	require.NoError(t, err)
 	tool, ok := reg.Lookup("vaultclaw_audit_receipts_list")
 	require.True(t, ok)
-	assert.Equal(t, Needs(NeedAudit), tool.deps.present())
+	assert.Equal(t, NeedAudit, tool.deps.present())
 	assert.Equal(t, "Deps.Sessions, Deps.Audit", (NeedSessions | NeedAudit).String())
 }
 

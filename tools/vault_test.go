@@ -341,7 +341,7 @@ func TestHTTPBridgeTenants(t *testing.T) {
 	defer bridge.Close()
 	post := func(tenant string, name string, args map[string]any) (int, map[string]any) {
 		body, _ := json.Marshal(m("jsonrpc", "2.0", "id", 1, "method", "tools/call", "params", m("name", name, "arguments", args)))
-		req, _ := http.NewRequest("POST", bridge.URL+"/v1/mcp", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, bridge.URL+"/v1/mcp", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
 		if tenant != "" {
@@ -379,7 +379,7 @@ func TestHTTPBridgeTenants(t *testing.T) {
 	defer strict.Close()
 	sb := httptest.NewServer(strict.HTTPHandler())
 	defer sb.Close()
-	req, _ := http.NewRequest("POST", sb.URL+"/v1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req, _ := http.NewRequest(http.MethodPost, sb.URL+"/v1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

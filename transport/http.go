@@ -98,7 +98,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 
 func acceptsEventStream(values []string) bool {
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") {
 			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
 			if err == nil && (mt == "text/event-stream" || mt == "*/*" || mt == "text/*") {
 				return true

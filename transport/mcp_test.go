@@ -23,7 +23,7 @@ func connect(t *testing.T, a *app.App) *mcp.ClientSession {
 	require.NoError(t, err)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	t.Cleanup(func() { cs.Close(); _ = ss.Wait() })
 	return cs
 }
 

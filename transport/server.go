@@ -5,6 +5,7 @@ package transport
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/version"
@@ -66,8 +67,8 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	mws := append(append([]mcp.Middleware{}, b.Outer...), b.Middleware...)
 	// Receiving middleware added last runs first, so the principal is
 	// resolved before anything else sees the request.
-	for i := len(mws) - 1; i >= 0; i-- {
-		s.AddReceivingMiddleware(mws[i])
+	for _, mw := range slices.Backward(mws) {
+		s.AddReceivingMiddleware(mw)
 	}
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	return s

@@ -453,7 +453,7 @@ func mapDetails(h *Handoff) map[string]any {
 		"status": "PENDING_APPROVAL", "kind": h.Kind, "job_id": h.JobID, "run_id": h.RunID, "challenge_id": h.ChallengeID,
 		"pending_id": h.PendingID, "pending_id_resolved": h.PendingID != "", "pending_expires_at_unix_ms": h.ExpiresAtUnixMS,
 		"pending_approval": pa, "decision_outcome": OutcomePending,
-		"next_action": map[string]any{"tool": "vaultclaw_approval_wait", "arguments": map[string]any{"handle": h.Handle.Full()}},
+		"next_action": map[string]any{"tool": "vaultclaw_approval_wait", "arguments": map[string]any{"handle": h.Full()}},
 	}
 	if h.RemoteAttestationURL != "" {
 		d["remote_attestation_url"] = h.RemoteAttestationURL

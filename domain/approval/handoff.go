@@ -417,8 +417,7 @@ func (e *RequiredError) Unwrap() error { return e.Err }
 // ApprovalOf returns the approval an MCP_APPROVAL_REQUIRED error carries, or
 // nil.
 func ApprovalOf(err error) *Approval {
-	var re *RequiredError
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*RequiredError](err); ok {
 		return re.Approval
 	}
 	return nil

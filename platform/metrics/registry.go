@@ -271,11 +271,11 @@ func (h *HistogramVec) write(w *bufio.Writer) {
 		var cum uint64
 		for i, b := range bounds {
 			cum += s.counts[i]
-			w.WriteString(h.n + "_bucket" + prefix + `le="` + b + `"} ` + strconv.FormatUint(cum, 10) + "\n")
+			_, _ = w.WriteString(h.n + "_bucket" + prefix + `le="` + b + `"} ` + strconv.FormatUint(cum, 10) + "\n")
 		}
-		w.WriteString(h.n + "_bucket" + prefix + `le="+Inf"} ` + strconv.FormatUint(s.count, 10) + "\n")
-		w.WriteString(h.n + "_sum" + labels + " " + formatFloat(s.sum) + "\n")
-		w.WriteString(h.n + "_count" + labels + " " + strconv.FormatUint(s.count, 10) + "\n")
+		_, _ = w.WriteString(h.n + "_bucket" + prefix + `le="+Inf"} ` + strconv.FormatUint(s.count, 10) + "\n")
+		_, _ = w.WriteString(h.n + "_sum" + labels + " " + formatFloat(s.sum) + "\n")
+		_, _ = w.WriteString(h.n + "_count" + labels + " " + strconv.FormatUint(s.count, 10) + "\n")
 	}
 }
 

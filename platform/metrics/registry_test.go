@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -53,12 +54,12 @@ func TestHandler(t *testing.T) {
 	r := NewRegistry()
 	r.NewCounterVec("c_total", "C.").Inc()
 	rec := httptest.NewRecorder()
-	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	assert.Equal(t, 200, rec.Code)
 	assert.Equal(t, ContentType, rec.Header().Get("Content-Type"))
 	assert.Contains(t, rec.Body.String(), "c_total 1\n")
 	rec = httptest.NewRecorder()
-	r.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/metrics", nil))
+	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/metrics", nil))
 	assert.Equal(t, 405, rec.Code)
 }
 
