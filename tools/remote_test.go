@@ -123,7 +123,7 @@ func TestRemoteToolsValidation(t *testing.T) {
 		{"vaultclaw_catalog_source_delete", map[string]any{}, "MCP_VALIDATION_ERROR", "source_id"},
 		{"vaultclaw_cookbooks_remote_list", map[string]any{}, "MCP_VALIDATION_ERROR", "source_id"},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s"}, "MCP_VALIDATION_ERROR", "cookbook_id"},
-		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "conflict_policy": "OVERWRITE"}, "MCP_VALIDATION_ERROR", "conflict_policy"},
+		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "conflict_policy": "REPLACE"}, "MCP_VALIDATION_ERROR", "conflict_policy"},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "version": 1.2}, "MCP_VALIDATION_ERROR", "version"},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "missing", "cookbook_id": "c"}, "MCP_CATALOG_SOURCE_NOT_FOUND", ""},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s", "cookbook_id": "c", "expected_sha256": "zz"}, "MCP_VALIDATION_ERROR", "expected_sha256"},
