@@ -1,0 +1,103 @@
+package config
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFromEnvEveryVariable pins how each variable is read when all are set.
+func TestFromEnvEveryVariable(t *testing.T) {
+	c, err := FromEnv(envOf(map[string]string{
+		"ACCORDS_MCP_DB":                         " /data/a.db ",
+		"ACCORDS_MCP_SECRET_KEY":                 "k",
+		"ACCORDS_MCP_HTTP_ADDR":                  "127.0.0.1:1",
+		"ACCORDS_MCP_HTTP_PATH":                  "rpc",
+		"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER": "1",
+		"ACCORDS_MCP_HTTP_MAX_BODY_BYTES":        "2048",
+		"ACCORDS_MCP_POLICY_FILE":                "/p.toml",
+		"ACCORDS_MCP_READ_ONLY":                  "TRUE",
+		"ACCORDS_MCP_TOOLSETS":                   "vault, ,catalog",
+		"ACCORDS_MCP_AUDIT_RETENTION":            "7d",
+		"ACCORDS_MCP_AUDIT_ON_FAILURE":           "continue",
+		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":     "10",
+		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":    "20",
+		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":          "30",
+		"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW":     " A, ,B ",
+		"ACCORDS_MCP_LOG_LEVEL":                  "debug",
+		"ACCORDS_MCP_POLICY_HASH_TTL":            "45",
+		"ACCORDS_MCP_HANDLE_RETENTION":           "72h",
+		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
+		"VC_AGENT_TOKEN":                         "tok",
+		"VC_TIMEOUT_MS":                          "1500",
+		"VAULT_UNIX_SOCKET":                      "/run/vault.sock",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, Config{
+		DBPath: "/data/a.db", SecretKey: "k",
+		HTTPAddr: "127.0.0.1:1", HTTPPath: "/rpc", RequireTenantHeader: true, MaxBodyBytes: 2048,
+		LogLevel:   "debug",
+		PolicyFile: "/p.toml", ReadOnly: true, Toolsets: []string{"vault", "catalog"}, AuditRetention: "7d", AuditOnFailure: "continue",
+		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
+		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
+		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
+	}, c)
+}
+
+// TestFromEnvDefaults pins the configuration of an empty environment.
+func TestFromEnvDefaults(t *testing.T) {
+	dir, err := os.UserConfigDir()
+	require.NoError(t, err)
+	c, err := FromEnv(envOf(map[string]string{"VC_UNIX_SOCKET": "/a.sock", "VAULT_UNIX_SOCKET": "/b.sock", "VC_TIMEOUT_MS": "-5",
+		"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER": "maybe"}))
+	require.NoError(t, err)
+	assert.Equal(t, Config{
+		DBPath: filepath.Join(dir, "accords-mcp", "accords.db"), HTTPPath: DefaultHTTPPath, MaxBodyBytes: DefaultMaxBodyBytes,
+		RemoteMaxIndexBytes: DefaultRemoteMaxIndexBytes, RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes, RemoteTimeoutMS: DefaultRemoteTimeoutMS,
+		VaultBaseURL: "http://localhost", VaultTimeoutMS: DefaultVaultTimeoutMS, VaultUnixSocket: "/a.sock",
+		PolicyHashTTL: DefaultPolicyHashTTL, VaultMaxResponseBytes: DefaultVaultMaxBytes, HandleRetention: DefaultHandleRetention,
+	}, c)
+
+	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock", "VC_TIMEOUT_MS": "soon"}))
+	require.NoError(t, err)
+	assert.Equal(t, "http://vault:1", c.VaultBaseURL, "an explicit base URL wins over the socket default")
+	assert.Equal(t, DefaultVaultTimeoutMS, c.VaultTimeoutMS)
+	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db"}))
+	require.NoError(t, err)
+	assert.Equal(t, DefaultBaseURL, c.VaultBaseURL)
+}
+
+// TestFromEnvErrors pins each refusal's message, which of several bad
+// variables is reported, and that the fields read before it are kept.
+func TestFromEnvErrors(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"ACCORDS_MCP_READ_ONLY": "sometimes", "ACCORDS_MCP_HTTP_MAX_BODY_BYTES": "0"}, `ACCORDS_MCP_READ_ONLY must be true or false, got "sometimes"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES": "0", "ACCORDS_MCP_POLICY_HASH_TTL": "soon"}, `ACCORDS_MCP_HTTP_MAX_BODY_BYTES must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES": "1k"}, `ACCORDS_MCP_HTTP_MAX_BODY_BYTES must be a positive integer, got "1k"`},
+		{map[string]string{"ACCORDS_MCP_POLICY_HASH_TTL": "soon", "ACCORDS_MCP_HANDLE_RETENTION": "0"}, `ACCORDS_MCP_POLICY_HASH_TTL must be a duration such as 10m or whole seconds, got "soon"`},
+		{map[string]string{"ACCORDS_MCP_POLICY_HASH_TTL": "-1"}, `ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got "-1"`},
+		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "0", "ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "0"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "0"`},
+		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "week"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "week"`},
+		{map[string]string{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "-3", "ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0"}, `ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got "-3"`},
+		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0", "ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "0"}, `ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "x", "ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES must be a positive integer, got "x"`},
+		{map[string]string{"ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got "0"`},
+	} {
+		env := map[string]string{"ACCORDS_MCP_DB": "/x.db", "ACCORDS_MCP_HTTP_PATH": "p", "ACCORDS_MCP_POLICY_FILE": "/p.toml"}
+		maps.Copy(env, c.env)
+		got, err := FromEnv(envOf(env))
+		require.Error(t, err, c.env)
+		assert.Equal(t, c.want, err.Error(), c.env)
+		assert.Equal(t, "/x.db", got.DBPath, "fields read before the failure are kept")
+		assert.Equal(t, "/p", got.HTTPPath)
+		assert.Equal(t, "/p.toml", got.PolicyFile)
+	}
+}
