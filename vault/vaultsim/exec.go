@@ -291,6 +291,29 @@ func (s *Sim) resolveAttachments(p map[string]any, target string, hasBody bool) 
 	if !ok || getStr(prof, "state") == "REVOKED" {
 		return nil, errf(404, "UNBOUNDED_PROFILE_NOT_FOUND", "unbounded profile %s not found", pid).with("profile_id", pid)
 	}
+	slots := profileSlots(prof)
+	for i, a := range atts {
+		att, _ := a.(map[string]any)
+		name := getStr(att, "slot")
+		slot, ok := slots[name]
+		if !ok {
+			return nil, errf(409, "UNBOUNDED_PROFILE_SLOT_UNRESOLVED", "profile %s has no slot %s", pid, name).with("slot", name).with("index", i)
+		}
+		if err := checkAttachment(i, pid, slot, att, target, hasBody); err != nil {
+			return nil, err
+		}
+		val, ok := s.boundSecretLocked(name)
+		if !ok {
+			return nil, errf(409, "SECRET_SLOT_UNRESOLVED", "slot %s has no bound secret; bind one with /v0/connectors/secrets/slots/bind", name).with("slot", name)
+		}
+		header, value := attachmentHeader(att, val)
+		out[header] = value
+	}
+	return out, nil
+}
+
+// profileSlots indexes a stored profile's slots by name.
+func profileSlots(prof map[string]any) map[string]map[string]any {
 	slots := map[string]map[string]any{}
 	if list, ok := getMap(prof, "profile")["slots"].([]any); ok {
 		for _, x := range list {
@@ -299,55 +322,73 @@ func (s *Sim) resolveAttachments(p map[string]any, target string, hasBody bool) 
 			}
 		}
 	}
-	for i, a := range atts {
-		att, _ := a.(map[string]any)
-		name, mode, tgt, intent := getStr(att, "slot"), getStr(att, "mode"), getStr(att, "target"), getStr(att, "intent")
-		slot, ok := slots[name]
-		if !ok {
-			return nil, errf(409, "UNBOUNDED_PROFILE_SLOT_UNRESOLVED", "profile %s has no slot %s", pid, name).with("slot", name).with("index", i)
-		}
-		violation := func(what string) *apiError {
-			return errf(403, "UNBOUNDED_PROFILE_SLOT_VIOLATION", "secret_attachments[%d] violates profile %s slot %s: %s", i, pid, name, what).with("slot", name).with("constraint", what)
-		}
-		if l := strList(slot["allowed_modes"]); len(l) > 0 && !slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, mode) }) {
-			return nil, violation("mode")
-		}
-		if l := strList(slot["allowed_targets"]); len(l) > 0 && !slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, tgt) }) {
-			return nil, violation("target")
-		}
-		if l := strList(slot["allowed_intents"]); intent != "" && len(l) > 0 && !slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, intent) }) {
-			return nil, violation("intent")
-		}
-		if !targetCovers(tgt, target) {
-			return nil, violation("url outside target")
-		}
-		if hasBody && mode == "read" {
-			return nil, errf(403, "ERR_GENERIC_HTTP_SECRET_ATTACHED_BODY_NOT_ALLOWED", "a read-mode secret cannot be attached to a request with a body").with("slot", name)
-		}
-		var secretID string
-		for _, b := range s.bindings {
-			if !b.Revoked && b.ConnectorID == "generic.http" && b.Verb == "generic.http.request.v1" && b.Slot == name {
-				secretID = b.SecretID
-			}
-		}
-		val, ok := s.secrets[secretID]
-		if secretID == "" || !ok {
-			return nil, errf(409, "SECRET_SLOT_UNRESOLVED", "slot %s has no bound secret; bind one with /v0/connectors/secrets/slots/bind", name).with("slot", name)
-		}
-		header := getStr(att, "header")
-		if header == "" {
-			header = "Authorization"
-		}
-		scheme := getStr(att, "scheme")
-		if scheme == "" && strings.EqualFold(header, "Authorization") {
-			scheme = "Bearer"
-		}
-		if scheme != "" {
-			val = scheme + " " + val
-		}
-		out[header] = val
+	return slots
+}
+
+// checkAttachment holds attachment i to its profile slot's constraints:
+// mode, target, intent, the request URL under the target, and no read-mode
+// secret on a request with a body.
+func checkAttachment(i int, pid string, slot, att map[string]any, target string, hasBody bool) *apiError {
+	name, mode, tgt, intent := getStr(att, "slot"), getStr(att, "mode"), getStr(att, "target"), getStr(att, "intent")
+	violation := func(what string) *apiError {
+		return errf(403, "UNBOUNDED_PROFILE_SLOT_VIOLATION", "secret_attachments[%d] violates profile %s slot %s: %s", i, pid, name, what).with("slot", name).with("constraint", what)
 	}
-	return out, nil
+	if !allows(slot["allowed_modes"], mode) {
+		return violation("mode")
+	}
+	if !allows(slot["allowed_targets"], tgt) {
+		return violation("target")
+	}
+	if intent != "" && !allows(slot["allowed_intents"], intent) {
+		return violation("intent")
+	}
+	if !targetCovers(tgt, target) {
+		return violation("url outside target")
+	}
+	if hasBody && mode == "read" {
+		return errf(403, "ERR_GENERIC_HTTP_SECRET_ATTACHED_BODY_NOT_ALLOWED", "a read-mode secret cannot be attached to a request with a body").with("slot", name)
+	}
+	return nil
+}
+
+// allows reports whether a slot's allow-list (none: anything) holds v,
+// ignoring case.
+func allows(list any, v string) bool {
+	l := strList(list)
+	return len(l) == 0 || slices.ContainsFunc(l, func(x string) bool { return strings.EqualFold(x, v) })
+}
+
+// boundSecretLocked returns the secret bound to a generic.http slot; the
+// last active binding wins. s.mu is held.
+func (s *Sim) boundSecretLocked(slot string) (string, bool) {
+	var secretID string
+	for _, b := range s.bindings {
+		if !b.Revoked && b.ConnectorID == "generic.http" && b.Verb == "generic.http.request.v1" && b.Slot == slot {
+			secretID = b.SecretID
+		}
+	}
+	val, ok := s.secrets[secretID]
+	if secretID == "" || !ok {
+		return "", false
+	}
+	return val, true
+}
+
+// attachmentHeader is the header an attachment sets: Authorization with
+// the Bearer scheme unless it names others.
+func attachmentHeader(att map[string]any, val string) (string, string) {
+	header := getStr(att, "header")
+	if header == "" {
+		header = "Authorization"
+	}
+	scheme := getStr(att, "scheme")
+	if scheme == "" && strings.EqualFold(header, "Authorization") {
+		scheme = "Bearer"
+	}
+	if scheme != "" {
+		val = scheme + " " + val
+	}
+	return header, val
 }
 
 // targetCovers reports whether url lies under target (same origin and

@@ -233,124 +233,171 @@ func (s *Sim) composeLocked(p map[string]any) (MailMessage, *apiError) {
 	return m, nil
 }
 
+// gmailVerb runs one google.gmail.* verb; s.mu is held.
+type gmailVerb func(s *Sim, verb string, p, ast map[string]any) (map[string]any, *apiError)
+
+// gmailVerbs are the canonical Gmail verbs the simulator runs.
+var gmailVerbs = map[string]gmailVerb{
+	"google.gmail.send.v1":              (*Sim).gmailSend,
+	"google.gmail.drafts.create":        (*Sim).gmailDraftCreate,
+	"google.gmail.drafts.send":          (*Sim).gmailDraftSend,
+	"google.gmail.messages.list":        (*Sim).gmailList,
+	"google.gmail.messages.get":         (*Sim).gmailGet,
+	"google.gmail.messages.get_content": (*Sim).gmailGetContent,
+	"google.gmail.messages.modify":      (*Sim).gmailModify,
+	"google.gmail.messages.trash":       (*Sim).gmailModify,
+	"google.gmail.messages.untrash":     (*Sim).gmailModify,
+	"google.gmail.labels.list":          (*Sim).gmailLabels,
+	"google.gmail.thread.get.v1":        (*Sim).gmailThread,
+	"google.gmail.thread.modify.v1":     (*Sim).gmailThread,
+}
+
 // runGmail handles google.gmail.* verbs; s.mu is held.
 func (s *Sim) runGmail(verb string, p map[string]any, ast map[string]any) (map[string]any, *apiError) {
-	mb := s.mailbox
-	getMsg := func() (*MailMessage, *apiError) {
-		id := getStr(p, "message_id")
-		m, ok := mb.messages[id]
-		if !ok {
-			return nil, errf(404, "NOT_FOUND", "message %s not found", id).with("message_id", id)
-		}
-		return m, nil
-	}
-	send := func(m MailMessage) map[string]any {
-		m.ID = mb.nextID("msg")
-		if m.ThreadID == "" {
-			m.ThreadID = mb.nextID("thr")
-		}
-		m.LabelIDs = []string{"SENT"}
-		m.Date = s.now().UTC()
-		mb.messages[m.ID] = &m
-		return map[string]any{"status": "SENT", "message_id": m.ID, "thread_id": m.ThreadID, "label_ids": m.LabelIDs, "to": m.To, "attachments": len(m.Attachments)}
-	}
-	switch verb {
-	case "google.gmail.send.v1":
-		m, err := s.composeLocked(p)
-		if err != nil {
-			return nil, err
-		}
-		return send(m), nil
-	case "google.gmail.drafts.create":
-		m, err := s.composeLocked(p)
-		if err != nil {
-			return nil, err
-		}
-		d := &MailDraft{ID: mb.nextID("draft"), Message: m}
-		d.Message.LabelIDs = []string{"DRAFT"}
-		mb.drafts[d.ID] = d
-		return map[string]any{"status": "CREATED", "draft_id": d.ID, "to": m.To, "subject": m.Subject, "attachments": len(m.Attachments)}, nil
-	case "google.gmail.drafts.send":
-		id := getStr(p, "draft_id")
-		d, ok := mb.drafts[id]
-		if !ok {
-			return nil, errf(404, "NOT_FOUND", "draft %s not found", id).with("draft_id", id)
-		}
-		delete(mb.drafts, id)
-		out := send(d.Message)
-		out["draft_id"] = id
-		return out, nil
-	case "google.gmail.messages.list":
-		limit := 25
-		if f, ok := p["page_limit"].(float64); ok && f > 0 {
-			limit = int(f)
-		}
-		includeTrash, _ := p["include_spam_trash"].(bool)
-		var items []any
-		for _, m := range mb.list("") {
-			if !includeTrash && (hasLabel(m, "TRASH") || hasLabel(m, "SPAM")) {
-				continue
-			}
-			if ast != nil && !matchAST(ast, m) {
-				continue
-			}
-			items = append(items, msgSummary(m))
-		}
-		total := len(items)
-		if len(items) > limit {
-			items = items[:limit]
-		}
-		return map[string]any{"messages": nonNil(items), "result_size_estimate": total}, nil
-	case "google.gmail.messages.get":
-		m, err := getMsg()
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"message": msgFull(m, getStr(p, "format"))}, nil
-	case "google.gmail.messages.get_content":
-		m, err := getMsg()
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"message_id": m.ID, "subject": m.Subject, "text_plain": m.TextPlain, "text_html": m.TextHTML}, nil
-	case "google.gmail.messages.modify", "google.gmail.messages.trash", "google.gmail.messages.untrash":
-		m, err := getMsg()
-		if err != nil {
-			return nil, err
-		}
-		switch verb {
-		case "google.gmail.messages.trash":
-			setLabels(m, []string{"TRASH"}, []string{"INBOX"})
-		case "google.gmail.messages.untrash":
-			setLabels(m, []string{"INBOX"}, []string{"TRASH"})
-		default:
-			setLabels(m, strList(p["add_label_ids"]), strList(p["remove_label_ids"]))
-		}
-		return map[string]any{"message_id": m.ID, "label_ids": m.LabelIDs}, nil
-	case "google.gmail.labels.list":
-		out := make([]any, len(mb.labels))
-		for i, l := range mb.labels {
-			out[i] = l
-		}
-		return map[string]any{"labels": out}, nil
-	case "google.gmail.thread.get.v1", "google.gmail.thread.modify.v1":
-		tid := getStr(p, "thread_id")
-		var msgs []any
-		for _, m := range mb.list("") {
-			if m.ThreadID != tid {
-				continue
-			}
-			if verb == "google.gmail.thread.modify.v1" {
-				setLabels(m, strList(p["add_label_ids"]), strList(p["remove_label_ids"]))
-			}
-			msgs = append(msgs, msgSummary(m))
-		}
-		if len(msgs) == 0 {
-			return nil, errf(404, "NOT_FOUND", "thread %s not found", tid).with("thread_id", tid)
-		}
-		return map[string]any{"thread": map[string]any{"id": tid, "messages": msgs}}, nil
+	if run, ok := gmailVerbs[verb]; ok {
+		return run(s, verb, p, ast)
 	}
 	return nil, errf(400, "INVALID_ARGUMENT", "unsupported gmail verb %s", verb)
+}
+
+// messageLocked is the message named by the payload's message_id.
+func (s *Sim) messageLocked(p map[string]any) (*MailMessage, *apiError) {
+	id := getStr(p, "message_id")
+	m, ok := s.mailbox.messages[id]
+	if !ok {
+		return nil, errf(404, "NOT_FOUND", "message %s not found", id).with("message_id", id)
+	}
+	return m, nil
+}
+
+// sendLocked stores m as sent, in a new thread unless it names one.
+func (s *Sim) sendLocked(m MailMessage) map[string]any {
+	mb := s.mailbox
+	m.ID = mb.nextID("msg")
+	if m.ThreadID == "" {
+		m.ThreadID = mb.nextID("thr")
+	}
+	m.LabelIDs = []string{"SENT"}
+	m.Date = s.now().UTC()
+	mb.messages[m.ID] = &m
+	return map[string]any{"status": "SENT", "message_id": m.ID, "thread_id": m.ThreadID, "label_ids": m.LabelIDs, "to": m.To, "attachments": len(m.Attachments)}
+}
+
+func (s *Sim) gmailSend(_ string, p, _ map[string]any) (map[string]any, *apiError) {
+	m, err := s.composeLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	return s.sendLocked(m), nil
+}
+
+func (s *Sim) gmailDraftCreate(_ string, p, _ map[string]any) (map[string]any, *apiError) {
+	m, err := s.composeLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	mb := s.mailbox
+	d := &MailDraft{ID: mb.nextID("draft"), Message: m}
+	d.Message.LabelIDs = []string{"DRAFT"}
+	mb.drafts[d.ID] = d
+	return map[string]any{"status": "CREATED", "draft_id": d.ID, "to": m.To, "subject": m.Subject, "attachments": len(m.Attachments)}, nil
+}
+
+func (s *Sim) gmailDraftSend(_ string, p, _ map[string]any) (map[string]any, *apiError) {
+	id := getStr(p, "draft_id")
+	d, ok := s.mailbox.drafts[id]
+	if !ok {
+		return nil, errf(404, "NOT_FOUND", "draft %s not found", id).with("draft_id", id)
+	}
+	delete(s.mailbox.drafts, id)
+	out := s.sendLocked(d.Message)
+	out["draft_id"] = id
+	return out, nil
+}
+
+func (s *Sim) gmailList(_ string, p, ast map[string]any) (map[string]any, *apiError) {
+	limit := 25
+	if f, ok := p["page_limit"].(float64); ok && f > 0 {
+		limit = int(f)
+	}
+	includeTrash, _ := p["include_spam_trash"].(bool)
+	var items []any
+	for _, m := range s.mailbox.list("") {
+		if !includeTrash && (hasLabel(m, "TRASH") || hasLabel(m, "SPAM")) {
+			continue
+		}
+		if ast != nil && !matchAST(ast, m) {
+			continue
+		}
+		items = append(items, msgSummary(m))
+	}
+	total := len(items)
+	if len(items) > limit {
+		items = items[:limit]
+	}
+	return map[string]any{"messages": nonNil(items), "result_size_estimate": total}, nil
+}
+
+func (s *Sim) gmailGet(_ string, p, _ map[string]any) (map[string]any, *apiError) {
+	m, err := s.messageLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"message": msgFull(m, getStr(p, "format"))}, nil
+}
+
+func (s *Sim) gmailGetContent(_ string, p, _ map[string]any) (map[string]any, *apiError) {
+	m, err := s.messageLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"message_id": m.ID, "subject": m.Subject, "text_plain": m.TextPlain, "text_html": m.TextHTML}, nil
+}
+
+// gmailModify changes one message's labels: trash and untrash move it
+// between TRASH and INBOX, modify applies the payload's lists.
+func (s *Sim) gmailModify(verb string, p, _ map[string]any) (map[string]any, *apiError) {
+	m, err := s.messageLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	switch verb {
+	case "google.gmail.messages.trash":
+		setLabels(m, []string{"TRASH"}, []string{"INBOX"})
+	case "google.gmail.messages.untrash":
+		setLabels(m, []string{"INBOX"}, []string{"TRASH"})
+	default:
+		setLabels(m, strList(p["add_label_ids"]), strList(p["remove_label_ids"]))
+	}
+	return map[string]any{"message_id": m.ID, "label_ids": m.LabelIDs}, nil
+}
+
+func (s *Sim) gmailLabels(_ string, _, _ map[string]any) (map[string]any, *apiError) {
+	out := make([]any, len(s.mailbox.labels))
+	for i, l := range s.mailbox.labels {
+		out[i] = l
+	}
+	return map[string]any{"labels": out}, nil
+}
+
+// gmailThread returns a thread's messages, relabelling each first for
+// thread.modify.
+func (s *Sim) gmailThread(verb string, p, _ map[string]any) (map[string]any, *apiError) {
+	tid := getStr(p, "thread_id")
+	var msgs []any
+	for _, m := range s.mailbox.list("") {
+		if m.ThreadID != tid {
+			continue
+		}
+		if verb == "google.gmail.thread.modify.v1" {
+			setLabels(m, strList(p["add_label_ids"]), strList(p["remove_label_ids"]))
+		}
+		msgs = append(msgs, msgSummary(m))
+	}
+	if len(msgs) == 0 {
+		return nil, errf(404, "NOT_FOUND", "thread %s not found", tid).with("thread_id", tid)
+	}
+	return map[string]any{"thread": map[string]any{"id": tid, "messages": msgs}}, nil
 }
 
 // SentMessages returns the messages the simulated Gmail sent, oldest first.

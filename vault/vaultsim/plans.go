@@ -63,103 +63,128 @@ func planSteps(plan map[string]any) (map[string]map[string]any, []string) {
 	return byID, order
 }
 
-// checkPlan validates a plan's structure (E6 and E7).
+// planFail is a plan refusal carrying one error in Vaultclaw's shape.
+func planFail(code, path, msg, expected, actual string) *apiError {
+	return errf(400, code, "%s", msg).with("errors", []any{map[string]any{"path": path, "code": code, "message": msg, "expected": expected, "actual": actual}})
+}
+
+// checkPlan validates a plan's structure (plan validate and execute): the
+// plan itself, each step in order, then the links between steps.
 func (s *Sim) checkPlan(plan map[string]any) *apiError {
-	fail := func(code, path, msg, expected, actual string) *apiError {
-		return errf(400, code, "%s", msg).with("errors", []any{map[string]any{"path": path, "code": code, "message": msg, "expected": expected, "actual": actual}})
-	}
 	if plan == nil {
-		return fail("PLAN_INVALID", "/plan", "plan object is required", "object", "missing")
+		return planFail("PLAN_INVALID", "/plan", "plan object is required", "object", "missing")
 	}
 	if t := getStr(plan, "type"); t != PlanType {
-		return fail("PLAN_INVALID", "/plan/type", "plan type must be "+PlanType, PlanType, t)
+		return planFail("PLAN_INVALID", "/plan/type", "plan type must be "+PlanType, PlanType, t)
 	}
 	steps, ok := plan["steps"].([]any)
 	if !ok || len(steps) == 0 {
-		return fail("PLAN_INVALID", "/plan/steps", "plan needs at least one step", "non-empty array", jsonTypeOf(plan["steps"]))
+		return planFail("PLAN_INVALID", "/plan/steps", "plan needs at least one step", "non-empty array", jsonTypeOf(plan["steps"]))
 	}
 	ids := map[string]bool{}
 	for i, st := range steps {
-		p := fmt.Sprintf("/plan/steps/%d", i)
-		m, ok := st.(map[string]any)
-		if !ok {
-			return fail("PLAN_STEP_INVALID", p, "step must be an object", "object", jsonTypeOf(st))
-		}
-		id := getStr(m, "step_id")
-		if id == "" || ids[id] {
-			return fail("PLAN_STEP_INVALID", p+"/step_id", "step_id must be non-empty and unique", "unique id", id)
-		}
-		ids[id] = true
-		s.mu.Lock()
-		conn, ok := s.connectors[getStr(m, "connector_id")]
-		s.mu.Unlock()
-		if !ok {
-			return fail("PLAN_STEP_INVALID", p+"/connector_id", "unknown connector", "generic.http|google|identity", getStr(m, "connector_id"))
-		}
-		if _, ok := conn.verb(getStr(m, "verb")); !ok {
-			return fail("PLAN_STEP_INVALID", p+"/verb", "verb is not defined by connector "+conn.ID, "known verb", getStr(m, "verb"))
-		}
-		if pv := getStr(m, "policy_version"); pv != "" && pv != conn.Version {
-			return fail("PLAN_POLICY_DRIFT", p+"/policy_version", "step policy_version does not match the connector policy", conn.Version, pv)
-		}
-		if rb, present := m["request_base"]; present && rb != nil {
-			if _, ok := rb.(map[string]any); !ok {
-				return fail("PLAN_STEP_INVALID", p+"/request_base", "request_base must be an object", "object", jsonTypeOf(rb))
-			}
-		}
-		binds, _ := m["request_bindings"].([]any)
-		for j, b := range binds {
-			bp := fmt.Sprintf("%s/request_bindings/%d", p, j)
-			bm, ok := b.(map[string]any)
-			if !ok || !strings.HasPrefix(getStr(bm, "path"), "/") {
-				return fail("PLAN_BINDING_INVALID", bp+"/path", "binding path must be a JSON pointer", "/...", getStr(bm, "path"))
-			}
-			ref := getMap(bm, "ref")
-			if ref == nil {
-				return fail("PLAN_BINDING_INVALID", bp+"/ref", "binding ref is required", "object", "missing")
-			}
-			switch src := getStr(ref, "source"); src {
-			case "plan_input":
-				if !strings.HasPrefix(getStr(ref, "path"), "/") && getStr(ref, "path") != "" {
-					return fail("PLAN_BINDING_INVALID", bp+"/ref/path", "plan_input path must be a JSON pointer", "/...", getStr(ref, "path"))
-				}
-			case "step_output":
-				if getStr(ref, "step_id") == "" {
-					return fail("PLAN_BINDING_INVALID", bp+"/ref/step_id", "step_output ref needs step_id", "step id", "")
-				}
-			case "literal", "value", "const", "":
-				if _, ok := ref["value"]; !ok {
-					return fail("PLAN_BINDING_INVALID", bp+"/ref/value", "literal ref needs value", "value", "missing")
-				}
-			default:
-				return fail("PLAN_BINDING_INVALID", bp+"/ref/source", "unsupported ref source", "plan_input|step_output|literal", src)
-			}
+		if err := s.checkStep(fmt.Sprintf("/plan/steps/%d", i), st, ids); err != nil {
+			return err
 		}
 	}
+	return checkPlanLinks(plan, steps)
+}
+
+// checkStep validates one step at path p; ids collects the step ids seen.
+func (s *Sim) checkStep(p string, st any, ids map[string]bool) *apiError {
+	m, ok := st.(map[string]any)
+	if !ok {
+		return planFail("PLAN_STEP_INVALID", p, "step must be an object", "object", jsonTypeOf(st))
+	}
+	id := getStr(m, "step_id")
+	if id == "" || ids[id] {
+		return planFail("PLAN_STEP_INVALID", p+"/step_id", "step_id must be non-empty and unique", "unique id", id)
+	}
+	ids[id] = true
+	s.mu.Lock()
+	conn, ok := s.connectors[getStr(m, "connector_id")]
+	s.mu.Unlock()
+	if !ok {
+		return planFail("PLAN_STEP_INVALID", p+"/connector_id", "unknown connector", "generic.http|google|identity", getStr(m, "connector_id"))
+	}
+	if _, ok := conn.verb(getStr(m, "verb")); !ok {
+		return planFail("PLAN_STEP_INVALID", p+"/verb", "verb is not defined by connector "+conn.ID, "known verb", getStr(m, "verb"))
+	}
+	if pv := getStr(m, "policy_version"); pv != "" && pv != conn.Version {
+		return planFail("PLAN_POLICY_DRIFT", p+"/policy_version", "step policy_version does not match the connector policy", conn.Version, pv)
+	}
+	if rb, present := m["request_base"]; present && rb != nil {
+		if _, ok := rb.(map[string]any); !ok {
+			return planFail("PLAN_STEP_INVALID", p+"/request_base", "request_base must be an object", "object", jsonTypeOf(rb))
+		}
+	}
+	binds, _ := m["request_bindings"].([]any)
+	for j, b := range binds {
+		if err := checkBinding(fmt.Sprintf("%s/request_bindings/%d", p, j), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBinding validates one request binding at path bp: a JSON pointer
+// target and a ref of a known source.
+func checkBinding(bp string, b any) *apiError {
+	bm, ok := b.(map[string]any)
+	if !ok || !strings.HasPrefix(getStr(bm, "path"), "/") {
+		return planFail("PLAN_BINDING_INVALID", bp+"/path", "binding path must be a JSON pointer", "/...", getStr(bm, "path"))
+	}
+	ref := getMap(bm, "ref")
+	if ref == nil {
+		return planFail("PLAN_BINDING_INVALID", bp+"/ref", "binding ref is required", "object", "missing")
+	}
+	switch src := getStr(ref, "source"); src {
+	case "plan_input":
+		if !strings.HasPrefix(getStr(ref, "path"), "/") && getStr(ref, "path") != "" {
+			return planFail("PLAN_BINDING_INVALID", bp+"/ref/path", "plan_input path must be a JSON pointer", "/...", getStr(ref, "path"))
+		}
+	case "step_output":
+		if getStr(ref, "step_id") == "" {
+			return planFail("PLAN_BINDING_INVALID", bp+"/ref/step_id", "step_output ref needs step_id", "step id", "")
+		}
+	case "literal", "value", "const", "":
+		if _, ok := ref["value"]; !ok {
+			return planFail("PLAN_BINDING_INVALID", bp+"/ref/value", "literal ref needs value", "value", "missing")
+		}
+	default:
+		return planFail("PLAN_BINDING_INVALID", bp+"/ref/source", "unsupported ref source", "plan_input|step_output|literal", src)
+	}
+	return nil
+}
+
+// checkPlanLinks checks that every step a plan names exists: next steps,
+// branch targets, step_output sources and the start step. The steps are
+// already known to be well-formed objects.
+func checkPlanLinks(plan map[string]any, steps []any) *apiError {
 	byID, _ := planSteps(plan)
 	for i, st := range steps {
 		m := st.(map[string]any)
 		p := fmt.Sprintf("/plan/steps/%d", i)
 		if n := getStr(m, "default_success_next_step_id"); n != "" && byID[n] == nil {
-			return fail("PLAN_INVALID", p+"/default_success_next_step_id", "next step does not exist", "step id", n)
+			return planFail("PLAN_INVALID", p+"/default_success_next_step_id", "next step does not exist", "step id", n)
 		}
 		branches, _ := m["success_branches"].([]any)
 		for j, b := range branches {
 			bm, _ := b.(map[string]any)
 			if n := getStr(bm, "next_step_id"); byID[n] == nil {
-				return fail("PLAN_INVALID", fmt.Sprintf("%s/success_branches/%d/next_step_id", p, j), "next step does not exist", "step id", n)
+				return planFail("PLAN_INVALID", fmt.Sprintf("%s/success_branches/%d/next_step_id", p, j), "next step does not exist", "step id", n)
 			}
 		}
 		binds, _ := m["request_bindings"].([]any)
 		for j, b := range binds {
 			ref := getMap(b.(map[string]any), "ref")
 			if getStr(ref, "source") == "step_output" && byID[getStr(ref, "step_id")] == nil {
-				return fail("PLAN_BINDING_INVALID", fmt.Sprintf("%s/request_bindings/%d/ref/step_id", p, j), "step_output ref names an unknown step", "step id", getStr(ref, "step_id"))
+				return planFail("PLAN_BINDING_INVALID", fmt.Sprintf("%s/request_bindings/%d/ref/step_id", p, j), "step_output ref names an unknown step", "step id", getStr(ref, "step_id"))
 			}
 		}
 	}
 	if start := getStr(plan, "start_step_id"); start != "" && byID[start] == nil {
-		return fail("PLAN_INVALID", "/plan/start_step_id", "start step does not exist", "step id", start)
+		return planFail("PLAN_INVALID", "/plan/start_step_id", "start step does not exist", "step id", start)
 	}
 	return nil
 }
