@@ -233,107 +233,25 @@ func planStruct(t reflect.Type, s *jsonschema.Schema) (*structPlan, error) {
 // described by s.
 func planValue(t reflect.Type, s *jsonschema.Schema) (bindFunc, error) {
 	if reflect.PointerTo(t).Implements(argSetterType) {
-		return func(dst reflect.Value, v any, path string) error {
-			return dst.Addr().Interface().(argSetter).setArg(v, path)
-		}, nil
+		return bindSetter, nil
 	}
 	switch t.Kind() {
 	case reflect.String:
-		return func(dst reflect.Value, v any, path string) error {
-			s, ok := v.(string)
-			if !ok {
-				return mismatch(path, "string")
-			}
-			dst.SetString(s)
-			return nil
-		}, nil
+		return bindString, nil
 	case reflect.Bool:
-		return func(dst reflect.Value, v any, path string) error {
-			b, ok := v.(bool)
-			if !ok {
-				return mismatch(path, "bool")
-			}
-			dst.SetBool(b)
-			return nil
-		}, nil
+		return bindBool, nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return func(dst reflect.Value, v any, path string) error {
-			f, ok := v.(float64)
-			if !ok || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 || dst.OverflowInt(int64(f)) {
-				return mismatch(path, t.String())
-			}
-			dst.SetInt(int64(f))
-			return nil
-		}, nil
+		return bindInt(t), nil
 	case reflect.Float32, reflect.Float64:
-		return func(dst reflect.Value, v any, path string) error {
-			f, ok := v.(float64)
-			if !ok {
-				return mismatch(path, t.String())
-			}
-			dst.SetFloat(f)
-			return nil
-		}, nil
+		return bindFloat(t), nil
 	case reflect.Interface:
-		if t.NumMethod() != 0 {
-			return nil, fmt.Errorf("unsupported interface type %s", t)
-		}
-		return func(dst reflect.Value, v any, _ string) error {
-			dst.Set(reflect.ValueOf(v))
-			return nil
-		}, nil
+		return planInterface(t)
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.Interface || t.Elem().NumMethod() != 0 {
-			return nil, fmt.Errorf("unsupported map type %s (use map[string]any)", t)
-		}
-		return func(dst reflect.Value, v any, path string) error {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return mismatch(path, "object")
-			}
-			dst.Set(reflect.ValueOf(m))
-			return nil
-		}, nil
+		return planMap(t)
 	case reflect.Slice:
-		var items *jsonschema.Schema
-		if s != nil {
-			items = s.Items
-		}
-		elem, err := planValue(t.Elem(), items)
-		if err != nil {
-			return nil, err
-		}
-		return func(dst reflect.Value, v any, path string) error {
-			arr, ok := v.([]any)
-			if !ok {
-				return mismatch(path, "array")
-			}
-			out := reflect.MakeSlice(t, len(arr), len(arr))
-			for i, item := range arr {
-				at := fmt.Sprintf("%s[%d]", fieldName(path), i)
-				if item == nil {
-					continue
-				}
-				if err := elem(out.Index(i), item, at); err != nil {
-					return err
-				}
-			}
-			dst.Set(out)
-			return nil
-		}, nil
+		return planSlice(t, s)
 	case reflect.Pointer:
-		inner, err := planValue(t.Elem(), s)
-		if err != nil {
-			return nil, err
-		}
-		return func(dst reflect.Value, v any, path string) error {
-			p := reflect.New(t.Elem())
-			if err := inner(p.Elem(), v, path); err != nil {
-				return err
-			}
-			dst.Set(p)
-			return nil
-		}, nil
+		return planPointer(t, s)
 	case reflect.Struct:
 		sp, err := planStruct(t, s)
 		if err != nil {
@@ -344,6 +262,125 @@ func planValue(t reflect.Type, s *jsonschema.Schema) (bindFunc, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("unsupported argument type %s", t)
+}
+
+func bindSetter(dst reflect.Value, v any, path string) error {
+	return dst.Addr().Interface().(argSetter).setArg(v, path)
+}
+
+func bindString(dst reflect.Value, v any, path string) error {
+	s, ok := v.(string)
+	if !ok {
+		return mismatch(path, "string")
+	}
+	dst.SetString(s)
+	return nil
+}
+
+func bindBool(dst reflect.Value, v any, path string) error {
+	b, ok := v.(bool)
+	if !ok {
+		return mismatch(path, "bool")
+	}
+	dst.SetBool(b)
+	return nil
+}
+
+// bindInt accepts whole numbers that fit the integer type t.
+func bindInt(t reflect.Type) bindFunc {
+	return func(dst reflect.Value, v any, path string) error {
+		f, ok := v.(float64)
+		if !ok || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 || dst.OverflowInt(int64(f)) {
+			return mismatch(path, t.String())
+		}
+		dst.SetInt(int64(f))
+		return nil
+	}
+}
+
+func bindFloat(t reflect.Type) bindFunc {
+	return func(dst reflect.Value, v any, path string) error {
+		f, ok := v.(float64)
+		if !ok {
+			return mismatch(path, t.String())
+		}
+		dst.SetFloat(f)
+		return nil
+	}
+}
+
+// planInterface takes any JSON value into an empty interface.
+func planInterface(t reflect.Type) (bindFunc, error) {
+	if t.NumMethod() != 0 {
+		return nil, fmt.Errorf("unsupported interface type %s", t)
+	}
+	return func(dst reflect.Value, v any, _ string) error {
+		dst.Set(reflect.ValueOf(v))
+		return nil
+	}, nil
+}
+
+// planMap takes a JSON object as it is; only map[string]any can hold one.
+func planMap(t reflect.Type) (bindFunc, error) {
+	if t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.Interface || t.Elem().NumMethod() != 0 {
+		return nil, fmt.Errorf("unsupported map type %s (use map[string]any)", t)
+	}
+	return func(dst reflect.Value, v any, path string) error {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return mismatch(path, "object")
+		}
+		dst.Set(reflect.ValueOf(m))
+		return nil
+	}, nil
+}
+
+// planSlice binds each item with the element plan; a null item stays the
+// element's zero value.
+func planSlice(t reflect.Type, s *jsonschema.Schema) (bindFunc, error) {
+	var items *jsonschema.Schema
+	if s != nil {
+		items = s.Items
+	}
+	elem, err := planValue(t.Elem(), items)
+	if err != nil {
+		return nil, err
+	}
+	return func(dst reflect.Value, v any, path string) error {
+		arr, ok := v.([]any)
+		if !ok {
+			return mismatch(path, "array")
+		}
+		out := reflect.MakeSlice(t, len(arr), len(arr))
+		for i, item := range arr {
+			at := fmt.Sprintf("%s[%d]", fieldName(path), i)
+			if item == nil {
+				continue
+			}
+			if err := elem(out.Index(i), item, at); err != nil {
+				return err
+			}
+		}
+		dst.Set(out)
+		return nil
+	}, nil
+}
+
+// planPointer binds into a fresh value and sets the pointer only when
+// that succeeds.
+func planPointer(t reflect.Type, s *jsonschema.Schema) (bindFunc, error) {
+	inner, err := planValue(t.Elem(), s)
+	if err != nil {
+		return nil, err
+	}
+	return func(dst reflect.Value, v any, path string) error {
+		p := reflect.New(t.Elem())
+		if err := inner(p.Elem(), v, path); err != nil {
+			return err
+		}
+		dst.Set(p)
+		return nil
+	}, nil
 }
 
 // mismatch is the error of a value the schema let through but the Go type
