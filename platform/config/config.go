@@ -103,6 +103,7 @@ const (
 )
 
 // FromEnv reads the configuration through getenv (os.Getenv in production).
+// On a refusal the returned Config holds what was read before it.
 func FromEnv(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	c := Config{
@@ -125,18 +126,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 		HandleRetention:      DefaultHandleRetention,
 	}
-	if c.DBPath == "" {
-		dir, err := os.UserConfigDir()
-		if err != nil {
-			return c, fmt.Errorf("no ACCORDS_MCP_DB and no user config dir: %w", err)
-		}
-		c.DBPath = filepath.Join(dir, "accords-mcp", "accords.db")
-	}
-	if c.HTTPPath == "" {
-		c.HTTPPath = DefaultHTTPPath
-	}
-	if !strings.HasPrefix(c.HTTPPath, "/") {
-		c.HTTPPath = "/" + c.HTTPPath
+	if err := c.resolvePaths(); err != nil {
+		return c, err
 	}
 	c.RequireTenantHeader, _ = strconv.ParseBool(get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"))
 	c.PolicyFile = get("ACCORDS_MCP_POLICY_FILE")
@@ -150,65 +141,113 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
 	c.AuditOnFailure = get("ACCORDS_MCP_AUDIT_ON_FAILURE")
-	if v := get("ACCORDS_MCP_HTTP_MAX_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return c, fmt.Errorf("ACCORDS_MCP_HTTP_MAX_BODY_BYTES must be a positive integer, got %q", v)
-		}
-		c.MaxBodyBytes = n
-	}
-	if v := get("ACCORDS_MCP_POLICY_HASH_TTL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			n, nerr := strconv.Atoi(v)
-			if nerr != nil {
-				return c, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must be a duration such as 10m or whole seconds, got %q", v)
-			}
-			d = time.Duration(n) * time.Second
-		}
-		if d < 0 {
-			return c, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got %q", v)
-		}
-		c.PolicyHashTTL = d
-	}
-	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got %q", v)
-		}
-		c.HandleRetention = d
-	}
-	if v := get("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return c, fmt.Errorf("ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got %q", v)
-		}
-		c.VaultMaxResponseBytes = n
-	}
-	for _, lim := range []struct {
-		name string
-		dst  *int64
-	}{{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes}, {"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes}} {
-		if v := get(lim.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return c, fmt.Errorf("%s must be a positive integer, got %q", lim.name, v)
-			}
-			*lim.dst = n
-		}
-	}
-	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
-		}
-		c.RemoteTimeoutMS = n
+	if err := c.readLimits(get); err != nil {
+		return c, err
 	}
 	for name := range strings.SplitSeq(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
 		}
 	}
+	c.resolveVault(get)
+	return c, nil
+}
+
+// resolvePaths defaults the database path and roots the HTTP path.
+func (c *Config) resolvePaths() error {
+	if c.DBPath == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return fmt.Errorf("no ACCORDS_MCP_DB and no user config dir: %w", err)
+		}
+		c.DBPath = filepath.Join(dir, "accords-mcp", "accords.db")
+	}
+	if c.HTTPPath == "" {
+		c.HTTPPath = DefaultHTTPPath
+	}
+	if !strings.HasPrefix(c.HTTPPath, "/") {
+		c.HTTPPath = "/" + c.HTTPPath
+	}
+	return nil
+}
+
+// readLimits reads the size, time and retention limits; the first bad
+// one, in this order, is the error.
+func (c *Config) readLimits(get func(string) string) error {
+	if err := positiveInt64(get, "ACCORDS_MCP_HTTP_MAX_BODY_BYTES", &c.MaxBodyBytes); err != nil {
+		return err
+	}
+	if v := get("ACCORDS_MCP_POLICY_HASH_TTL"); v != "" {
+		d, err := parseTTL(v)
+		if err != nil {
+			return err
+		}
+		c.PolicyHashTTL = d
+	}
+	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got %q", v)
+		}
+		c.HandleRetention = d
+	}
+	for _, lim := range []struct {
+		name string
+		dst  *int64
+	}{
+		{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", &c.VaultMaxResponseBytes},
+		{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", &c.RemoteMaxIndexBytes},
+		{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", &c.RemoteMaxBundleBytes},
+	} {
+		if err := positiveInt64(get, lim.name, lim.dst); err != nil {
+			return err
+		}
+	}
+	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
+		}
+		c.RemoteTimeoutMS = n
+	}
+	return nil
+}
+
+// positiveInt64 sets *dst from the variable name when it is set; a value
+// that is not a positive integer is an error.
+func positiveInt64(get func(string) string, name string, dst *int64) error {
+	v := get(name)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%s must be a positive integer, got %q", name, v)
+	}
+	*dst = n
+	return nil
+}
+
+// parseTTL reads the policy-hash TTL: a Go duration or whole seconds, not
+// negative.
+func parseTTL(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must be a duration such as 10m or whole seconds, got %q", v)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got %q", v)
+	}
+	return d, nil
+}
+
+// resolveVault applies the socket fallback, the timeout and the default
+// base URL of the environment's Vault session; bad values keep defaults.
+func (c *Config) resolveVault(get func(string) string) {
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")
 	}
@@ -222,7 +261,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.VaultBaseURL = DefaultBaseURL
 		}
 	}
-	return c, nil
 }
 
 // KeyFile is the path of the session key file beside the database.
