@@ -2,6 +2,7 @@ package routing
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -330,75 +331,35 @@ func timeframeEndingAt(ts []wtok, i int) string {
 	return ""
 }
 
+// detectWeather finds a weather request in lowercased text: the word
+// "weather", a timeframe before or after it (else today) and a location,
+// either a possessive before it ("boston's weather") or "in/for/at X"
+// after it.
 func detectWeather(lower string) weather {
 	ts := weatherTokens(lower)
-	at := -1
-	for i, tk := range ts {
-		if tk.w == "weather" {
-			at = i
-			break
-		}
-	}
+	at := slices.IndexFunc(ts, func(tk wtok) bool { return tk.w == "weather" })
 	if at < 0 {
 		return weather{}
 	}
 	wx := weather{requested: true}
-	var leading, trailing string
-	// Leading: "<timeframe>'s weather" or "<timeframe> weather", or a city
-	// possessive "boston's weather".
-	if at > 0 && !ts[at-1].brk {
-		if tf := timeframeEndingAt(ts, at-1); tf != "" {
-			leading = tf
-		} else if ts[at-1].possessive {
-			var loc []string
-			for k := at - 1; k >= 0 && k >= at-3; k-- {
-				if possessiveStops[ts[k].w] || (k < at-1 && (ts[k].brk || ts[k].comma || ts[k].possessive)) {
-					break
-				}
-				if tf := timeframeEndingAt(ts, k); tf != "" {
-					break
-				}
-				loc = append([]string{ts[k].w}, loc...)
-			}
-			wx.location = strings.Join(loc, " ")
-		}
-	}
+	leading, location := leadingWeather(ts, at)
+	wx.location = location
 	i := at + 1
 	if i < len(ts) && !ts[at].brk && ts[i].w == "forecast" {
 		i++
 	}
 	// "weather tomorrow in boston"
+	var trailing string
 	if i < len(ts) && !ts[i-1].brk {
 		if tf, n := timeframeAt(ts, i); n > 0 {
 			trailing = tf
 			i += n
 		}
 	}
-	if i < len(ts) && !ts[i-1].brk && (ts[i].w == "in" || ts[i].w == "for" || ts[i].w == "at") {
-		var loc []string
-		j := i + 1
-		for ; j < len(ts) && len(loc) < 6; j++ {
-			if locationStops[ts[j].w] {
-				break
-			}
-			if tf, _ := timeframeAt(ts, j); tf != "" {
-				break
-			}
-			w := ts[j].w
-			if ts[j].comma && j+1 < len(ts) {
-				w += ","
-			}
-			loc = append(loc, w)
-			if ts[j].brk || ts[j].possessive {
-				j++
-				break
-			}
-		}
-		if len(loc) > 0 {
-			wx.location = strings.TrimRight(strings.Join(loc, " "), ", ")
-			if tf, _ := timeframeAt(ts, j); tf != "" && !ts[j-1].brk && trailing == "" {
-				trailing = tf
-			}
+	if loc, tf, ok := locationAfter(ts, i); ok {
+		wx.location = loc
+		if tf != "" && trailing == "" {
+			trailing = tf
 		}
 	}
 	wx.location = cutBytes(wx.location, 60)
@@ -411,4 +372,65 @@ func detectWeather(lower string) weather {
 		wx.timeframe = "today"
 	}
 	return wx
+}
+
+// leadingWeather reads what precedes "weather" at index at:
+// "<timeframe>'s weather" or "<timeframe> weather" give a timeframe, a
+// city possessive "boston's weather" a location.
+func leadingWeather(ts []wtok, at int) (timeframe, location string) {
+	if at == 0 || ts[at-1].brk {
+		return "", ""
+	}
+	if tf := timeframeEndingAt(ts, at-1); tf != "" {
+		return tf, ""
+	}
+	if !ts[at-1].possessive {
+		return "", ""
+	}
+	var loc []string
+	for k := at - 1; k >= 0 && k >= at-3; k-- {
+		if possessiveStops[ts[k].w] || (k < at-1 && (ts[k].brk || ts[k].comma || ts[k].possessive)) {
+			break
+		}
+		if tf := timeframeEndingAt(ts, k); tf != "" {
+			break
+		}
+		loc = append([]string{ts[k].w}, loc...)
+	}
+	return "", strings.Join(loc, " ")
+}
+
+// locationAfter reads "in/for/at <place>" starting at index i: up to six
+// words until a stop word, a timeframe or punctuation. It also returns a
+// timeframe that directly follows the place ("in boston tomorrow").
+func locationAfter(ts []wtok, i int) (location, timeframe string, ok bool) {
+	if i >= len(ts) || ts[i-1].brk || (ts[i].w != "in" && ts[i].w != "for" && ts[i].w != "at") {
+		return "", "", false
+	}
+	var loc []string
+	j := i + 1
+	for ; j < len(ts) && len(loc) < 6; j++ {
+		if locationStops[ts[j].w] {
+			break
+		}
+		if tf, _ := timeframeAt(ts, j); tf != "" {
+			break
+		}
+		w := ts[j].w
+		if ts[j].comma && j+1 < len(ts) {
+			w += ","
+		}
+		loc = append(loc, w)
+		if ts[j].brk || ts[j].possessive {
+			j++
+			break
+		}
+	}
+	if len(loc) == 0 {
+		return "", "", false
+	}
+	if tf, _ := timeframeAt(ts, j); tf != "" && !ts[j-1].brk {
+		timeframe = tf
+	}
+	return strings.TrimRight(strings.Join(loc, " "), ", "), timeframe, true
 }

@@ -235,7 +235,49 @@ func (r *Registry) validate() error {
 	return nil
 }
 
+// validateRoute normalises rt in place and checks it against the
+// registry's inputs: identity, strategy, keywords, inputs, then each
+// enrichment policy.
 func (r *Registry) validateRoute(rt *RouteDef) error {
+	normalizeRoute(rt)
+	if rt.RouteID == "" || !safeID.MatchString(strings.ToLower(rt.RouteID)) {
+		return fmt.Errorf("route_id is required and must be a safe identifier")
+	}
+	if rt.Domain == "" {
+		return fmt.Errorf("domain is required")
+	}
+	if err := checkStrategy(rt); err != nil {
+		return err
+	}
+	rt.Keywords = normList(rt.Keywords)
+	if len(rt.Keywords) == 0 {
+		return fmt.Errorf("keywords must be non-empty")
+	}
+	rt.keywordPhrases = map[string]bool{}
+	for _, k := range rt.Keywords {
+		if strings.Contains(k, " ") {
+			rt.keywordPhrases[k] = true
+		}
+	}
+	rt.Tags = normList(rt.Tags)
+	rt.RequiredInputs = normList(rt.RequiredInputs)
+	rt.OptionalInputs = normList(rt.OptionalInputs)
+	if err := r.checkRouteInputs(rt); err != nil {
+		return err
+	}
+	seenPolicy := map[string]bool{}
+	for i := range rt.EnrichmentPolicies {
+		if err := r.checkPolicy(rt, i, seenPolicy); err != nil {
+			return err
+		}
+	}
+	rt.idWords = splitWords(rt.RouteID + " " + rt.EntryID)
+	return nil
+}
+
+// normalizeRoute trims the route's scalar fields and folds the case of
+// those compared case-insensitively.
+func normalizeRoute(rt *RouteDef) {
 	rt.RouteID = strings.TrimSpace(rt.RouteID)
 	rt.Domain = strings.ToLower(strings.TrimSpace(rt.Domain))
 	rt.CookbookID = strings.TrimSpace(rt.CookbookID)
@@ -245,12 +287,10 @@ func (r *Registry) validateRoute(rt *RouteDef) error {
 	rt.Strategy = strings.ToUpper(strings.TrimSpace(rt.Strategy))
 	rt.ConnectorID = strings.TrimSpace(rt.ConnectorID)
 	rt.Verb = strings.TrimSpace(rt.Verb)
-	if rt.RouteID == "" || !safeID.MatchString(strings.ToLower(rt.RouteID)) {
-		return fmt.Errorf("route_id is required and must be a safe identifier")
-	}
-	if rt.Domain == "" {
-		return fmt.Errorf("domain is required")
-	}
+}
+
+// checkStrategy checks that the route names what its strategy runs.
+func checkStrategy(rt *RouteDef) error {
 	switch rt.Strategy {
 	case StrategyTemplate, StrategyRecipe:
 		if rt.CookbookID == "" || rt.EntryID == "" || rt.EntryType == "" {
@@ -267,19 +307,12 @@ func (r *Registry) validateRoute(rt *RouteDef) error {
 	default:
 		return fmt.Errorf("unknown strategy %q", rt.Strategy)
 	}
-	rt.Keywords = normList(rt.Keywords)
-	if len(rt.Keywords) == 0 {
-		return fmt.Errorf("keywords must be non-empty")
-	}
-	rt.keywordPhrases = map[string]bool{}
-	for _, k := range rt.Keywords {
-		if strings.Contains(k, " ") {
-			rt.keywordPhrases[k] = true
-		}
-	}
-	rt.Tags = normList(rt.Tags)
-	rt.RequiredInputs = normList(rt.RequiredInputs)
-	rt.OptionalInputs = normList(rt.OptionalInputs)
+	return nil
+}
+
+// checkRouteInputs checks that every input the route names is declared
+// and none is both required and optional.
+func (r *Registry) checkRouteInputs(rt *RouteDef) error {
 	for _, k := range append(append([]string{}, rt.RequiredInputs...), rt.OptionalInputs...) {
 		if _, ok := r.Inputs[k]; !ok {
 			return fmt.Errorf("unknown input key %q (declare it under inputs)", k)
@@ -290,42 +323,45 @@ func (r *Registry) validateRoute(rt *RouteDef) error {
 			return fmt.Errorf("input %q is both required and optional", k)
 		}
 	}
-	seenPolicy := map[string]bool{}
-	for i := range rt.EnrichmentPolicies {
-		p := &rt.EnrichmentPolicies[i]
-		p.InputKey = strings.ToLower(strings.TrimSpace(p.InputKey))
-		p.ResolutionMode = strings.ToUpper(strings.TrimSpace(p.ResolutionMode))
-		p.FactKey = strings.TrimSpace(p.FactKey)
-		p.FactKind = strings.TrimSpace(p.FactKind)
-		p.BatchGroup = strings.TrimSpace(p.BatchGroup)
-		p.Condition = strings.ToLower(strings.TrimSpace(p.Condition))
-		if _, ok := r.Inputs[p.InputKey]; !ok {
-			return fmt.Errorf("enrichment_policies[%d]: unknown input key %q", i, p.InputKey)
-		}
-		if !slices.Contains(rt.RequiredInputs, p.InputKey) && !slices.Contains(rt.OptionalInputs, p.InputKey) {
-			return fmt.Errorf("enrichment_policies[%d]: input %q is not an input of this route", i, p.InputKey)
-		}
-		switch p.ResolutionMode {
-		case ModeAskUser:
-		case ModeAutoRetry:
-			if p.FactKey == "" || p.FactKind == "" {
-				return fmt.Errorf("enrichment_policies[%d]: AUTO_RETRY_WITH_FACTS needs fact_key and fact_kind", i)
-			}
-		default:
-			return fmt.Errorf("enrichment_policies[%d]: unknown resolution_mode %q", i, p.ResolutionMode)
-		}
-		switch p.Condition {
-		case "", condWeather, condSemBody, condSemSubject:
-		default:
-			return fmt.Errorf("enrichment_policies[%d]: unknown condition %q", i, p.Condition)
-		}
-		key := p.InputKey + "\x00" + p.Condition
-		if seenPolicy[key] {
-			return fmt.Errorf("enrichment_policies[%d]: duplicate policy for (%s, %q)", i, p.InputKey, p.Condition)
-		}
-		seenPolicy[key] = true
+	return nil
+}
+
+// checkPolicy normalises enrichment policy i of rt and checks it: a
+// declared input of this route, a known mode with what it needs, a known
+// condition, and one policy per (input, condition).
+func (r *Registry) checkPolicy(rt *RouteDef, i int, seen map[string]bool) error {
+	p := &rt.EnrichmentPolicies[i]
+	p.InputKey = strings.ToLower(strings.TrimSpace(p.InputKey))
+	p.ResolutionMode = strings.ToUpper(strings.TrimSpace(p.ResolutionMode))
+	p.FactKey = strings.TrimSpace(p.FactKey)
+	p.FactKind = strings.TrimSpace(p.FactKind)
+	p.BatchGroup = strings.TrimSpace(p.BatchGroup)
+	p.Condition = strings.ToLower(strings.TrimSpace(p.Condition))
+	if _, ok := r.Inputs[p.InputKey]; !ok {
+		return fmt.Errorf("enrichment_policies[%d]: unknown input key %q", i, p.InputKey)
 	}
-	rt.idWords = splitWords(rt.RouteID + " " + rt.EntryID)
+	if !slices.Contains(rt.RequiredInputs, p.InputKey) && !slices.Contains(rt.OptionalInputs, p.InputKey) {
+		return fmt.Errorf("enrichment_policies[%d]: input %q is not an input of this route", i, p.InputKey)
+	}
+	switch p.ResolutionMode {
+	case ModeAskUser:
+	case ModeAutoRetry:
+		if p.FactKey == "" || p.FactKind == "" {
+			return fmt.Errorf("enrichment_policies[%d]: AUTO_RETRY_WITH_FACTS needs fact_key and fact_kind", i)
+		}
+	default:
+		return fmt.Errorf("enrichment_policies[%d]: unknown resolution_mode %q", i, p.ResolutionMode)
+	}
+	switch p.Condition {
+	case "", condWeather, condSemBody, condSemSubject:
+	default:
+		return fmt.Errorf("enrichment_policies[%d]: unknown condition %q", i, p.Condition)
+	}
+	key := p.InputKey + "\x00" + p.Condition
+	if seen[key] {
+		return fmt.Errorf("enrichment_policies[%d]: duplicate policy for (%s, %q)", i, p.InputKey, p.Condition)
+	}
+	seen[key] = true
 	return nil
 }
 
