@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,9 +38,7 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and drives the server binary")
 	}
-	bin := filepath.Join(t.TempDir(), "accords-mcp")
-	out, err := exec.Command("go", "build", "-o", bin, "../accords-mcp").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildServer(t)
 
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--bin", bin, "--bundles", "30", "--calls", "30", "--clients", "3",
@@ -78,4 +77,70 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, 3, tr.Clients)
 		}
 	}
+}
+
+func buildServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "accords-mcp")
+	out, err := exec.Command("go", "build", "-o", bin, "../accords-mcp").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// TestKeptDatabaseIsReused runs twice on one --db directory: the first run
+// seeds and writes the marker, the second reuses the catalog without
+// seeding; a different seed starts over. Over HTTP an explicit policy file
+// is reported as such.
+func TestKeptDatabaseIsReused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and drives the server binary")
+	}
+	bin := buildServer(t)
+	db := t.TempDir()
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	require.NoError(t, os.WriteFile(policy, []byte(benchPolicy), 0o600))
+	bench := func(extra ...string) loadgen.TransportReport {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"--bin", bin, "--db", db, "--bundles", "4", "--calls", "3", "--clients", "1", "--startup-runs", "1",
+			"--ops", "status,mixed", "--json"}, extra...)
+		require.Equal(t, 0, run(context.Background(), args, &stdout, &stderr), stderr.String())
+		var rep loadgen.Report
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+		require.Len(t, rep.Transports, 1)
+		return rep.Transports[0]
+	}
+	ops := func(tr loadgen.TransportReport) []string {
+		var out []string
+		for _, o := range tr.Ops {
+			out = append(out, o.Op)
+		}
+		return out
+	}
+
+	first := bench("--transport", "stdio")
+	assert.False(t, first.Reused)
+	assert.Equal(t, "seed", first.Ops[0].Op)
+	assert.Equal(t, 4, first.Ops[0].Calls)
+	raw, err := os.ReadFile(filepath.Join(db, "stdio", "accords-bench.json"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"bundles":4,"seed":`+fmt.Sprint(loadgen.DefaultSeed)+`}`, string(raw))
+
+	again := bench("--transport", "stdio")
+	assert.True(t, again.Reused)
+	assert.NotContains(t, ops(again), "seed")
+	assert.Contains(t, ops(again), "mixed")
+	assert.Empty(t, again.Policy, "stdio has no policy file")
+
+	reseeded := bench("--transport", "stdio", "--seed", "7")
+	assert.False(t, reseeded.Reused)
+	assert.Equal(t, "seed", reseeded.Ops[0].Op)
+
+	h := bench("--transport", "http", "--policy", policy)
+	assert.Equal(t, policy, h.Policy)
+	assert.False(t, h.Reused, "each transport has its own database")
+	h = bench("--transport", "http", "--policy", "none", "--ops", "status")
+	assert.Empty(t, h.Policy)
+	assert.True(t, h.Reused)
+	assert.Equal(t, []string{"status"}, ops(h))
 }
