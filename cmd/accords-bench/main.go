@@ -187,65 +187,139 @@ type marker struct {
 	Seed    uint64 `json:"seed"`
 }
 
+// measure runs the benchmark over one transport: prepare the database,
+// seed it, time restarts, then run the operations.
 func measure(ctx context.Context, o options, transport string, logw io.Writer) (loadgen.TransportReport, error) {
 	tr := loadgen.TransportReport{Transport: transport, Bundles: o.bundles, Clients: 1}
 	if transport == loadgen.HTTP {
 		tr.Clients = o.clients
 	}
-	dir := o.dbDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "accords-bench-")
-		if err != nil {
-			return tr, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	}
-	dir = filepath.Join(dir, transport)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return tr, err
-	}
-	dbPath := filepath.Join(dir, "accords.db")
-	markerPath := filepath.Join(dir, "accords-bench.json")
-	var have marker
-	if raw, err := os.ReadFile(markerPath); err == nil {
-		_ = json.Unmarshal(raw, &have)
-	}
-	reuse := have.Bundles == o.bundles && have.Seed == o.seed && o.bundles > 0
-	if !reuse {
-		for _, p := range []string{dbPath, dbPath + ".index", markerPath} {
-			if err := os.RemoveAll(p); err != nil {
-				return tr, err
-			}
-		}
-	}
-	env := append([]string(nil), o.env...)
-	if transport == loadgen.HTTP {
-		switch o.policy {
-		case "none":
-		case "":
-			p := filepath.Join(dir, "bench-policy.toml")
-			if err := os.WriteFile(p, []byte(benchPolicy), 0o600); err != nil {
-				return tr, err
-			}
-			env = append(env, "ACCORDS_MCP_POLICY_FILE="+p)
-			tr.Policy = "anonymous caller unlimited (accords-bench default)"
-		default:
-			env = append(env, "ACCORDS_MCP_POLICY_FILE="+o.policy)
-			tr.Policy = o.policy
-		}
-	}
-	so := loadgen.ServerOptions{Bin: o.bin, DBPath: dbPath, Transport: transport, Clients: tr.Clients, Env: env, Bearer: o.bearer}
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(logw, "[%s] "+format+"\n", append([]any{transport}, a...)...)
-	}
-	corpus := loadgen.Corpus{Seed: o.seed}
-	w := &loadgen.Workload{Corpus: corpus, Bundles: o.bundles, RunID: time.Now().Unix() % 1_000_000}
-
-	// Phase 1: start on the (possibly empty) database and seed.
-	srv, err := loadgen.StartServer(ctx, so)
+	root, cleanup, err := benchRoot(o)
 	if err != nil {
 		return tr, err
+	}
+	defer cleanup()
+	m := &measurement{o: o, transport: transport, tr: &tr, dir: filepath.Join(root, transport),
+		corpus: loadgen.Corpus{Seed: o.seed}}
+	m.logf = func(format string, a ...any) {
+		fmt.Fprintf(logw, "[%s] "+format+"\n", append([]any{transport}, a...)...)
+	}
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		return tr, err
+	}
+	m.dbPath = filepath.Join(m.dir, "accords.db")
+	m.markerPath = filepath.Join(m.dir, "accords-bench.json")
+	reuse, err := m.prepareDB()
+	if err != nil {
+		return tr, err
+	}
+	env, err := m.serverEnv()
+	if err != nil {
+		return tr, err
+	}
+	m.so = loadgen.ServerOptions{Bin: o.bin, DBPath: m.dbPath, Transport: transport, Clients: tr.Clients, Env: env, Bearer: o.bearer}
+	w := &loadgen.Workload{Corpus: m.corpus, Bundles: o.bundles, RunID: time.Now().Unix() % 1_000_000}
+
+	// Phase 1: start on the (possibly empty) database and seed.
+	seeded, err := m.seed(ctx, reuse)
+	if err != nil {
+		return tr, err
+	}
+
+	// Phase 2: restarts on the seeded catalog time start-up; the last one
+	// serves the workloads.
+	srv, err := m.startups(ctx)
+	if err != nil {
+		return tr, err
+	}
+	defer srv.Close()
+
+	if err := m.runOps(ctx, srv, w.Ops(srv), seeded); err != nil {
+		return tr, err
+	}
+	if rss, err := srv.PeakRSSBytes(); err == nil {
+		tr.PeakRSSMiB = mib(rss)
+	}
+	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return tr, err
+	}
+	return tr, nil
+}
+
+// benchRoot is --db, or a temporary directory that cleanup removes.
+func benchRoot(o options) (string, func(), error) {
+	if o.dbDir != "" {
+		return o.dbDir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "accords-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// measurement is one transport's run: its database directory, the server
+// options and the report it fills.
+type measurement struct {
+	o                       options
+	transport               string
+	tr                      *loadgen.TransportReport
+	dir, dbPath, markerPath string
+	so                      loadgen.ServerOptions
+	corpus                  loadgen.Corpus
+	logf                    func(format string, a ...any)
+}
+
+// prepareDB reports whether the database holds a catalog seeded with the
+// same bundles and seed; otherwise it removes the database, its index and
+// the marker.
+func (m *measurement) prepareDB() (bool, error) {
+	var have marker
+	if raw, err := os.ReadFile(m.markerPath); err == nil {
+		_ = json.Unmarshal(raw, &have)
+	}
+	reuse := have.Bundles == m.o.bundles && have.Seed == m.o.seed && m.o.bundles > 0
+	if !reuse {
+		for _, p := range []string{m.dbPath, m.dbPath + ".index", m.markerPath} {
+			if err := os.RemoveAll(p); err != nil {
+				return false, err
+			}
+		}
+	}
+	return reuse, nil
+}
+
+// serverEnv is the server's environment: --env, plus over HTTP the policy
+// file (by default one lifting the anonymous rate limit).
+func (m *measurement) serverEnv() ([]string, error) {
+	env := append([]string(nil), m.o.env...)
+	if m.transport != loadgen.HTTP {
+		return env, nil
+	}
+	switch m.o.policy {
+	case "none":
+	case "":
+		p := filepath.Join(m.dir, "bench-policy.toml")
+		if err := os.WriteFile(p, []byte(benchPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		env = append(env, "ACCORDS_MCP_POLICY_FILE="+p)
+		m.tr.Policy = "anonymous caller unlimited (accords-bench default)"
+	default:
+		env = append(env, "ACCORDS_MCP_POLICY_FILE="+m.o.policy)
+		m.tr.Policy = m.o.policy
+	}
+	return env, nil
+}
+
+// seed starts the server once, times that start on the unseeded database
+// and seeds the catalog unless it is reused; it reports whether a seeded
+// catalog is there.
+func (m *measurement) seed(ctx context.Context, reuse bool) (bool, error) {
+	o, tr := m.o, m.tr
+	srv, err := loadgen.StartServer(ctx, m.so)
+	if err != nil {
+		return false, err
 	}
 	tr.StartupEmptyMS = msf(srv.Startup)
 	tr.Reused = reuse
@@ -255,106 +329,128 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 	var seedRes *loadgen.OpResult
 	switch {
 	case reuse:
-		logf("reusing the catalog of %d bundles in %s", o.bundles, dir)
+		m.logf("reusing the catalog of %d bundles in %s", o.bundles, m.dir)
 	case o.bundles == 0:
 	case !canSeed:
-		seedRes = &loadgen.OpResult{Op: "seed", Transport: transport, Bundles: o.bundles, Skipped: "tools " + loadgen.ToolUpsert + " and " + loadgen.ToolImport + " not registered"}
+		seedRes = &loadgen.OpResult{Op: "seed", Transport: m.transport, Bundles: o.bundles, Skipped: "tools " + loadgen.ToolUpsert + " and " + loadgen.ToolImport + " not registered"}
 	default:
-		logf("seeding %d bundles", o.bundles)
-		t0 := time.Now()
-		rec, err := loadgen.Seed(ctx, srv, corpus, 0, o.bundles, func(done int) {
-			if done%2000 == 0 {
-				logf("  %d/%d (%.0fs)", done, o.bundles, time.Since(t0).Seconds())
-			}
-		})
+		r, err := m.seedCatalog(ctx, srv)
 		if err != nil {
 			srv.Close()
-			return tr, err
+			return false, err
 		}
-		r := rec.Summary("seed", transport, o.bundles, tr.Clients)
-		first, last := rec.SplitP50()
-		tr.SeedFirstP50MS, tr.SeedLastP50MS = msf(first), msf(last)
-		r.Note = fmt.Sprintf("upsert p50 first tenth %.2f ms, last tenth %.2f ms", tr.SeedFirstP50MS, tr.SeedLastP50MS)
 		seedRes = &r
 		seeded = true
-		if rss, err := srv.PeakRSSBytes(); err == nil {
-			tr.SeedPeakRSSMiB = mib(rss)
-		}
 	}
 	if err := srv.Close(); err != nil {
-		return tr, err
+		return false, err
 	}
 	if seeded && o.dbDir != "" {
 		raw, _ := json.Marshal(marker{Bundles: o.bundles, Seed: o.seed})
-		if err := os.WriteFile(markerPath, raw, 0o600); err != nil {
-			return tr, err
+		if err := os.WriteFile(m.markerPath, raw, 0o600); err != nil {
+			return false, err
 		}
 	}
 	if seedRes != nil {
 		tr.Ops = append(tr.Ops, *seedRes)
 	}
+	return seeded, nil
+}
 
-	// Phase 2: restarts on the seeded catalog time start-up; the last one
-	// serves the workloads.
-	for i := range o.startupRuns {
-		srv, err = loadgen.StartServer(ctx, so)
-		if err != nil {
-			return tr, err
+// seedCatalog upserts the corpus through srv and records the seed's
+// latency, the drift of its p50 from the first tenth to the last, and the
+// server's peak RSS.
+func (m *measurement) seedCatalog(ctx context.Context, srv *loadgen.Server) (loadgen.OpResult, error) {
+	o, tr := m.o, m.tr
+	m.logf("seeding %d bundles", o.bundles)
+	t0 := time.Now()
+	rec, err := loadgen.Seed(ctx, srv, m.corpus, 0, o.bundles, func(done int) {
+		if done%2000 == 0 {
+			m.logf("  %d/%d (%.0fs)", done, o.bundles, time.Since(t0).Seconds())
 		}
-		tr.StartupRunsMS = append(tr.StartupRunsMS, msf(srv.Startup))
-		if i < o.startupRuns-1 {
+	})
+	if err != nil {
+		return loadgen.OpResult{}, err
+	}
+	r := rec.Summary("seed", m.transport, o.bundles, tr.Clients)
+	first, last := rec.SplitP50()
+	tr.SeedFirstP50MS, tr.SeedLastP50MS = msf(first), msf(last)
+	r.Note = fmt.Sprintf("upsert p50 first tenth %.2f ms, last tenth %.2f ms", tr.SeedFirstP50MS, tr.SeedLastP50MS)
+	if rss, err := srv.PeakRSSBytes(); err == nil {
+		tr.SeedPeakRSSMiB = mib(rss)
+	}
+	return r, nil
+}
+
+// startups restarts the server --startup-runs times, timing each start,
+// and returns the last one, still running.
+func (m *measurement) startups(ctx context.Context) (*loadgen.Server, error) {
+	var srv *loadgen.Server
+	for i := range m.o.startupRuns {
+		var err error
+		srv, err = loadgen.StartServer(ctx, m.so)
+		if err != nil {
+			return nil, err
+		}
+		m.tr.StartupRunsMS = append(m.tr.StartupRunsMS, msf(srv.Startup))
+		if i < m.o.startupRuns-1 {
 			if err := srv.Close(); err != nil {
-				return tr, err
+				return nil, err
 			}
 		}
 	}
-	tr.StartupMS = median(tr.StartupRunsMS)
-	defer srv.Close()
+	m.tr.StartupMS = median(m.tr.StartupRunsMS)
+	return srv, nil
+}
 
-	ops := w.Ops(srv)
+// runOps runs each requested operation on srv, or records why it was
+// skipped.
+func (m *measurement) runOps(ctx context.Context, srv *loadgen.Server, ops map[string]loadgen.Op, seeded bool) error {
+	o, tr := m.o, m.tr
 	lim := loadgen.Limits{Calls: o.calls, Duration: o.duration}
 	for k, name := range o.ops {
 		if ctx.Err() != nil {
-			return tr, ctx.Err()
+			return ctx.Err()
 		}
 		seed := o.seed + uint64(k)*7919
 		if name == "mixed" {
-			all, parts, skipped := loadgen.RunMixed(ctx, srv, ops, lim, seed)
-			if len(parts) == 0 {
-				tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: transport, Bundles: o.bundles, Skipped: "none of its tools are registered"})
-				continue
-			}
-			if !seeded {
-				tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: transport, Bundles: o.bundles, Skipped: "no seeded catalog (upsert/import not registered)"})
-				continue
-			}
-			logf("running mixed")
-			r := all.Summary("mixed", transport, o.bundles, len(srv.Sessions))
-			if len(skipped) > 0 {
-				r.Note = "without " + strings.Join(skipped, ", ") + " (tools not registered)"
-			}
-			tr.Ops = append(tr.Ops, r)
-			for _, n := range slices.Sorted(maps.Keys(parts)) {
-				tr.Ops = append(tr.Ops, parts[n].Summary("mixed:"+n, transport, o.bundles, len(srv.Sessions)))
-			}
+			m.runMixed(ctx, srv, ops, lim, seed, seeded)
 			continue
 		}
 		op := ops[name]
 		if why := loadgen.SkipReason(srv, op, seeded); why != "" {
-			tr.Ops = append(tr.Ops, loadgen.OpResult{Op: name, Transport: transport, Bundles: o.bundles, Skipped: why})
+			tr.Ops = append(tr.Ops, loadgen.OpResult{Op: name, Transport: m.transport, Bundles: o.bundles, Skipped: why})
 			continue
 		}
-		logf("running %s", name)
+		m.logf("running %s", name)
 		rec := loadgen.Run(ctx, srv, op, lim, seed)
-		tr.Ops = append(tr.Ops, rec.Summary(name, transport, o.bundles, len(srv.Sessions)))
+		tr.Ops = append(tr.Ops, rec.Summary(name, m.transport, o.bundles, len(srv.Sessions)))
 	}
-	if rss, err := srv.PeakRSSBytes(); err == nil {
-		tr.PeakRSSMiB = mib(rss)
+	return nil
+}
+
+// runMixed runs the mixed workload and records it as a whole and per
+// operation.
+func (m *measurement) runMixed(ctx context.Context, srv *loadgen.Server, ops map[string]loadgen.Op, lim loadgen.Limits, seed uint64, seeded bool) {
+	o, tr := m.o, m.tr
+	all, parts, skipped := loadgen.RunMixed(ctx, srv, ops, lim, seed)
+	if len(parts) == 0 {
+		tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: m.transport, Bundles: o.bundles, Skipped: "none of its tools are registered"})
+		return
 	}
-	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		return tr, err
+	if !seeded {
+		tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: m.transport, Bundles: o.bundles, Skipped: "no seeded catalog (upsert/import not registered)"})
+		return
 	}
-	return tr, nil
+	m.logf("running mixed")
+	r := all.Summary("mixed", m.transport, o.bundles, len(srv.Sessions))
+	if len(skipped) > 0 {
+		r.Note = "without " + strings.Join(skipped, ", ") + " (tools not registered)"
+	}
+	tr.Ops = append(tr.Ops, r)
+	for _, n := range slices.Sorted(maps.Keys(parts)) {
+		tr.Ops = append(tr.Ops, parts[n].Summary("mixed:"+n, m.transport, o.bundles, len(srv.Sessions)))
+	}
 }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
