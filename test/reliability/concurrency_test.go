@@ -159,138 +159,197 @@ func TestConcurrentHTTPClients(t *testing.T) {
 	}
 }
 
+// concClient is one client of TestConcurrentHTTPClients: its session, its
+// random source and its log of successful writes.
+type concClient struct {
+	c      int
+	cs     *mcp.ClientSession
+	corpus loadgen.Corpus
+	r      *rand.Rand
+	l      *clientLog
+	fail   func(string, ...any)
+	calls  *atomic.Int64
+}
+
+var concVersions = []string{"1.0.0", "1.1.0", "2.0.0-rc.1"}
+
 func runClient(deadline time.Time, c int, cs *mcp.ClientSession, corpus loadgen.Corpus, r *rand.Rand, l *clientLog, fail func(string, ...any), calls *atomic.Int64) {
-	ownID := func(k int) string { return fmt.Sprintf("conc.c%02d.cookbook-%d", c, k) }
-	versions := []string{"1.0.0", "1.1.0", "2.0.0-rc.1"}
-	call := func(tool string, args map[string]any) (loadgen.Envelope, string, bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		env, code, err := loadgen.Call(ctx, cs, tool, args)
-		calls.Add(1)
-		if code == loadgen.CodeTransport || code == loadgen.CodeNoEnvelope || code == "MCP_INTERNAL" {
-			fail("client %d %s: %s %v %+v", c, tool, code, err, env.Error)
-			return env, code, false
-		}
-		return env, code, true
-	}
+	cl := &concClient{c: c, cs: cs, corpus: corpus, r: r, l: l, fail: fail, calls: calls}
 	for time.Now().Before(deadline) {
+		var ok bool
 		switch x := r.IntN(100); {
-		case x < 30: // upsert (create or overwrite) one of the client's own keys
-			k := key{ownID(r.IntN(6)), versions[r.IntN(len(versions))]}
-			b, _ := corpus.Bundle(c*1000+r.IntN(1000), k.version)
-			b["cookbook_id"] = k.id
-			b["title"] = fmt.Sprintf("Client %d cookbook rev %d", c, r.IntN(1_000_000))
-			env, code, ok := call(loadgen.ToolUpsert, map[string]any{"bundle": b, "conflict_policy": "OVERWRITE"})
-			if !ok {
-				return
-			}
-			if code != "" {
-				fail("client %d upsert %v: %s %+v", c, k, code, env.Error)
-				continue
-			}
-			l.bundles[k], _ = env.Data.(map[string]any)["content_hash"].(string)
-		case x < 40: // delete one of its keys
-			k := key{ownID(r.IntN(6)), versions[r.IntN(len(versions))]}
-			env, code, ok := call(loadgen.ToolDelete, map[string]any{"cookbook_id": k.id, "version": k.version})
-			if !ok {
-				return
-			}
-			switch code {
-			case "":
-				if l.bundles[k] == "" {
-					fail("client %d deleted %v which its log says is absent", c, k)
-				}
-				l.bundles[k] = ""
-			case "MCP_CATALOG_NOT_FOUND":
-				if l.bundles[k] != "" {
-					fail("client %d: %v not found though its log has it", c, k)
-				}
-			default:
-				fail("client %d delete %v: %s %+v", c, k, code, env.Error)
-			}
-		case x < 65: // search
-			env, code, ok := call(loadgen.ToolSearch, corpus.SearchQuery(r, 1000))
-			if !ok {
-				return
-			}
-			if code != "" {
-				fail("client %d search: %s %+v", c, code, env.Error)
-			}
-		case x < 80: // render a template of a key it holds
-			var held []key
-			for k, h := range l.bundles {
-				if h != "" {
-					held = append(held, k)
-				}
-			}
-			if len(held) == 0 {
-				continue
-			}
-			k := held[r.IntN(len(held))]
-			// The bundle content came from some corpus index; any of its
-			// templates renders with inputs from the same index only when
-			// ids match, so render the one template every bundle has and
-			// read its id from the stored bundle.
-			env, code, ok := call(loadgen.ToolGet, map[string]any{"cookbook_id": k.id, "version": k.version})
-			if !ok {
-				return
-			}
-			if code != "" {
-				fail("client %d get %v: %s %+v", c, k, code, env.Error)
-				continue
-			}
-			tid, inputs := sendTemplate(env.Data)
-			if tid == "" {
-				fail("client %d: stored %v has no send template", c, k)
-				continue
-			}
-			env, code, ok = call(loadgen.ToolRender, map[string]any{"cookbook_id": k.id, "version": k.version, "template_id": tid, "inputs": inputs})
-			if !ok {
-				return
-			}
-			if code != "" {
-				fail("client %d render %v/%s: %s %+v", c, k, tid, code, env.Error)
-			}
-		default: // session calls on its own tenant
-			switch r.IntN(3) {
-			case 0:
-				base := fmt.Sprintf("http://127.0.0.1:%d", 20000+r.IntN(1000))
-				_, code, ok := call(loadgen.ToolConfig, map[string]any{"base_url": base, "token": fmt.Sprintf("tok-%d-%d", c, r.IntN(1000))})
-				if !ok {
-					return
-				}
-				if code != "" {
-					fail("client %d session configure: %s", c, code)
-					continue
-				}
-				l.session = "configured:" + base
-			case 1:
-				_, code, ok := call(loadgen.ToolSessClr, map[string]any{})
-				if !ok {
-					return
-				}
-				if code != "" {
-					fail("client %d session clear: %s", c, code)
-					continue
-				}
-				l.session = "cleared"
-			default:
-				env, code, ok := call(loadgen.ToolStatus, map[string]any{})
-				if !ok {
-					return
-				}
-				if code != "" {
-					fail("client %d session status: %s", c, code)
-					continue
-				}
-				st, _ := env.Data.(map[string]any)
-				configured := st["configured"] == true
-				if configured != (l.session != "" && l.session != "cleared") {
-					fail("client %d session status %v, log %q", c, st, l.session)
-				}
-			}
+		case x < 30:
+			ok = cl.upsert()
+		case x < 40:
+			ok = cl.delete()
+		case x < 65:
+			ok = cl.search()
+		case x < 80:
+			ok = cl.render()
+		default:
+			ok = cl.session()
+		}
+		if !ok {
+			return
 		}
 	}
+}
+
+// call makes one call; false means the client must stop (the exchange
+// failed, no envelope, or MCP_INTERNAL), which is recorded as a failure.
+func (cl *concClient) call(tool string, args map[string]any) (loadgen.Envelope, string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env, code, err := loadgen.Call(ctx, cl.cs, tool, args)
+	cl.calls.Add(1)
+	if code == loadgen.CodeTransport || code == loadgen.CodeNoEnvelope || code == "MCP_INTERNAL" {
+		cl.fail("client %d %s: %s %v %+v", cl.c, tool, code, err, env.Error)
+		return env, code, false
+	}
+	return env, code, true
+}
+
+// ownKey is one of the six cookbook ids this client owns, at a random version.
+func (cl *concClient) ownKey() key {
+	return key{fmt.Sprintf("conc.c%02d.cookbook-%d", cl.c, cl.r.IntN(6)), concVersions[cl.r.IntN(len(concVersions))]}
+}
+
+// upsert creates or overwrites one of the client's own keys.
+func (cl *concClient) upsert() bool {
+	c, r := cl.c, cl.r
+	k := cl.ownKey()
+	b, _ := cl.corpus.Bundle(c*1000+r.IntN(1000), k.version)
+	b["cookbook_id"] = k.id
+	b["title"] = fmt.Sprintf("Client %d cookbook rev %d", c, r.IntN(1_000_000))
+	env, code, ok := cl.call(loadgen.ToolUpsert, map[string]any{"bundle": b, "conflict_policy": "OVERWRITE"})
+	if !ok {
+		return false
+	}
+	if code != "" {
+		cl.fail("client %d upsert %v: %s %+v", c, k, code, env.Error)
+		return true
+	}
+	cl.l.bundles[k], _ = env.Data.(map[string]any)["content_hash"].(string)
+	return true
+}
+
+// delete removes one of its keys; the outcome must match its log.
+func (cl *concClient) delete() bool {
+	c := cl.c
+	k := cl.ownKey()
+	env, code, ok := cl.call(loadgen.ToolDelete, map[string]any{"cookbook_id": k.id, "version": k.version})
+	if !ok {
+		return false
+	}
+	switch code {
+	case "":
+		if cl.l.bundles[k] == "" {
+			cl.fail("client %d deleted %v which its log says is absent", c, k)
+		}
+		cl.l.bundles[k] = ""
+	case "MCP_CATALOG_NOT_FOUND":
+		if cl.l.bundles[k] != "" {
+			cl.fail("client %d: %v not found though its log has it", c, k)
+		}
+	default:
+		cl.fail("client %d delete %v: %s %+v", c, k, code, env.Error)
+	}
+	return true
+}
+
+func (cl *concClient) search() bool {
+	env, code, ok := cl.call(loadgen.ToolSearch, cl.corpus.SearchQuery(cl.r, 1000))
+	if !ok {
+		return false
+	}
+	if code != "" {
+		cl.fail("client %d search: %s %+v", cl.c, code, env.Error)
+	}
+	return true
+}
+
+// render renders a template of a key the client holds.
+func (cl *concClient) render() bool {
+	c := cl.c
+	var held []key
+	for k, h := range cl.l.bundles {
+		if h != "" {
+			held = append(held, k)
+		}
+	}
+	if len(held) == 0 {
+		return true
+	}
+	k := held[cl.r.IntN(len(held))]
+	// The bundle content came from some corpus index; any of its
+	// templates renders with inputs from the same index only when
+	// ids match, so render the one template every bundle has and
+	// read its id from the stored bundle.
+	env, code, ok := cl.call(loadgen.ToolGet, map[string]any{"cookbook_id": k.id, "version": k.version})
+	if !ok {
+		return false
+	}
+	if code != "" {
+		cl.fail("client %d get %v: %s %+v", c, k, code, env.Error)
+		return true
+	}
+	tid, inputs := sendTemplate(env.Data)
+	if tid == "" {
+		cl.fail("client %d: stored %v has no send template", c, k)
+		return true
+	}
+	env, code, ok = cl.call(loadgen.ToolRender, map[string]any{"cookbook_id": k.id, "version": k.version, "template_id": tid, "inputs": inputs})
+	if !ok {
+		return false
+	}
+	if code != "" {
+		cl.fail("client %d render %v/%s: %s %+v", c, k, tid, code, env.Error)
+	}
+	return true
+}
+
+// session configures, clears or reads the session of the client's own
+// tenant; status must match its log.
+func (cl *concClient) session() bool {
+	c, r := cl.c, cl.r
+	switch r.IntN(3) {
+	case 0:
+		base := fmt.Sprintf("http://127.0.0.1:%d", 20000+r.IntN(1000))
+		_, code, ok := cl.call(loadgen.ToolConfig, map[string]any{"base_url": base, "token": fmt.Sprintf("tok-%d-%d", c, r.IntN(1000))})
+		if !ok {
+			return false
+		}
+		if code != "" {
+			cl.fail("client %d session configure: %s", c, code)
+			return true
+		}
+		cl.l.session = "configured:" + base
+	case 1:
+		_, code, ok := cl.call(loadgen.ToolSessClr, map[string]any{})
+		if !ok {
+			return false
+		}
+		if code != "" {
+			cl.fail("client %d session clear: %s", c, code)
+			return true
+		}
+		cl.l.session = "cleared"
+	default:
+		env, code, ok := cl.call(loadgen.ToolStatus, map[string]any{})
+		if !ok {
+			return false
+		}
+		if code != "" {
+			cl.fail("client %d session status: %s", c, code)
+			return true
+		}
+		st, _ := env.Data.(map[string]any)
+		configured := st["configured"] == true
+		if configured != (cl.l.session != "" && cl.l.session != "cleared") {
+			cl.fail("client %d session status %v, log %q", c, st, cl.l.session)
+		}
+	}
+	return true
 }
 
 // sendTemplate finds the corpus's e-mail template in a stored bundle and
