@@ -1,0 +1,135 @@
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func result(structured string, text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(structured),
+		Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}
+
+const (
+	okEnv   = `{"ok":true,"data":{"n":1},"error":null,"meta":{"request_id":"r1","vault_http_status":200,"vault_code":""}}`
+	failEnv = `{"ok":false,"data":null,"error":{"code":"MCP_X","category":"validation","message":"m","retryable":true,"vault_code":"V","details":{"field":"f"}},"meta":{}}`
+)
+
+func TestDecode(t *testing.T) {
+	env, err := Decode(result(okEnv, okEnv, false))
+	require.NoError(t, err)
+	assert.True(t, env.OK)
+	assert.Equal(t, map[string]any{"n": 1.0}, env.Object())
+	assert.Equal(t, "r1", env.Meta["request_id"])
+	assert.Empty(t, env.Code())
+	assert.Nil(t, env.Details())
+	assert.Equal(t, true, env.Raw["ok"])
+	assert.NotNil(t, env.Result)
+
+	env, err = Decode(result(failEnv, failEnv, true))
+	require.NoError(t, err)
+	assert.Equal(t, &Error{Code: "MCP_X", Category: "validation", Message: "m", Retryable: true, VaultCode: "V",
+		Details: map[string]any{"field": "f"}}, env.Error)
+	assert.Equal(t, "MCP_X", env.Code())
+	assert.Equal(t, "f", env.Details()["field"])
+	assert.Nil(t, env.Object())
+
+	for name, res := range map[string]*mcp.CallToolResult{
+		"nil result":        nil,
+		"no structure":      {Content: []mcp.Content{&mcp.TextContent{Text: okEnv}}},
+		"not an object":     result(`[1]`, `[1]`, false),
+		"failure no error":  result(`{"ok":false}`, `{"ok":false}`, true),
+		"no content":        {StructuredContent: json.RawMessage(okEnv)},
+		"image first":       {StructuredContent: json.RawMessage(okEnv), Content: []mcp.Content{&mcp.ImageContent{}}},
+		"text differs":      result(okEnv, `{"ok":true}`, false),
+		"isError with ok":   result(okEnv, okEnv, true),
+		"no isError failed": result(failEnv, failEnv, false),
+	} {
+		env, err := Decode(res)
+		assert.ErrorIs(t, err, ErrNoEnvelope, name)
+		assert.Equal(t, Envelope{}, env, name)
+	}
+}
+
+type echoIn struct {
+	Fail bool `json:"fail,omitempty"`
+}
+
+// server has one tool answering with an envelope as the real tools do.
+func server() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		if in.Fail {
+			return result(failEnv, failEnv, true), nil, nil
+		}
+		return result(okEnv, okEnv, false), nil, nil
+	})
+	return s
+}
+
+func TestConnectAndCall(t *testing.T) {
+	cs := Connect(t, server(), nil)
+	assert.Equal(t, []string{"echo"}, ToolNames(t, cs.ClientSession))
+	assert.Equal(t, map[string]any{"n": 1.0}, RequireOK(t, Call(t, cs, "echo", nil)))
+	assert.Equal(t, "m", RequireCode(t, Call(t, cs, "echo", map[string]any{"fail": true}), "MCP_X").Message)
+	_, err := TryCall(context.Background(), cs, "missing", nil)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, ErrNoEnvelope), "a refused call is not a malformed result")
+	require.NoError(t, cs.Close())
+	require.NoError(t, cs.Close(), "Close is idempotent")
+}
+
+func TestConnectHTTP(t *testing.T) {
+	s := server()
+	var mu sync.Mutex
+	var tenants []string
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		mu.Lock()
+		tenants = append(tenants, r.Header.Get("X-Tenant-Id"))
+		mu.Unlock()
+		return s
+	}, nil))
+	defer srv.Close()
+	cs := ConnectHTTP(t, srv.URL, HTTPOptions{Headers: map[string]string{"X-Tenant-Id": "t"}})
+	assert.True(t, Call(t, cs, "echo", nil).OK)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, tenants, "t", "the headers reach the server")
+}
+
+// TestPost drives a bridge that answers one bare JSON-RPC post, as the
+// server's HTTP bridge does for simple clients.
+func TestPost(t *testing.T) {
+	var got map[string]any
+	var header http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		header = r.Header.Clone()
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":` + failEnv +
+			`,"content":[{"type":"text","text":` + strconv.Quote(failEnv) + `}],"isError":true}}`))
+	}))
+	defer srv.Close()
+
+	env := PostCall(t, srv.URL, "echo", map[string]any{"x": 1}, map[string]string{"X-Tenant-Id": "t"})
+	assert.Equal(t, "MCP_X", env.Code())
+	assert.Equal(t, map[string]any{"jsonrpc": "2.0", "id": 1.0, "method": "tools/call",
+		"params": map[string]any{"name": "echo", "arguments": map[string]any{"x": 1.0}}}, got)
+	assert.Equal(t, "application/json", header.Get("Accept"))
+	assert.Equal(t, "t", header.Get("X-Tenant-Id"))
+
+	rep := Post(t, srv.URL, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, nil)
+	assert.Equal(t, http.StatusOK, rep.StatusCode)
+	assert.Equal(t, "tools/list", got["method"], "a string body is sent as is")
+	assert.Contains(t, string(rep.Body), "MCP_X")
+}
