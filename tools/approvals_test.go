@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,7 +33,7 @@ func plainRequest() map[string]any {
 	return obj(`{"connector_id":"generic.http","verb":"generic.http.request.v1","policy_version":"1","request":{"method":"GET","url":"https://api.example.com/x"}}`)
 }
 
-func execJob(e *testEnv, extra ...map[string]any) result {
+func execJob(e *testEnv, extra ...map[string]any) mcptest.Envelope {
 	args := map[string]any{"request": plainRequest()}
 	for _, x := range extra {
 		maps.Copy(args, x)
@@ -45,14 +46,14 @@ func TestExecuteJobApprovalResolvedA1(t *testing.T) {
 		on("GET "+pathPending, 200, `{"items":[{"pending_id":"apj_1","job_id":"job_1","challenge_id":"ach_1","state":"WAITING","created_seq":3}]}`)
 	e := newEnv(t, s)
 	r := execJob(e)
-	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.code(), r.Raw)
-	assert.True(t, r.IsError)
-	er := r.errObj()
+	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.Code(), r.Raw)
+	assert.True(t, r.Result.IsError)
+	er := at(r.Raw, "error").(map[string]any)
 	assert.Equal(t, "approval", er["category"])
 	assert.Equal(t, false, er["retryable"])
 	assert.Equal(t, "", er["vault_code"])
 	assert.Equal(t, "approval decision required before execution can continue", er["message"])
-	a := at(r.details(), "approval").(map[string]any)
+	a := at(r.Details(), "approval").(map[string]any)
 	assert.Equal(t, "PENDING_APPROVAL", a["status"])
 	assert.Equal(t, "JOB", a["kind"])
 	assert.Equal(t, "job_1", a["job_id"])
@@ -64,7 +65,7 @@ func TestExecuteJobApprovalResolvedA1(t *testing.T) {
 	assert.Equal(t, "PENDING", a["decision_outcome"])
 	assert.Equal(t, "vaultclaw_approval_wait", at(a, "next_action", "tool"))
 	assert.Equal(t, map[string]any{"kind": "JOB", "job_id": "job_1", "run_id": "", "challenge_id": "ach_1", "pending_id": "apj_1"}, at(a, "next_action", "arguments", "handle"))
-	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", at(r.details(), "vault", "vault_code"))
+	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", at(r.Details(), "vault", "vault_code"))
 	assert.Equal(t, 202.0, at(r.Raw, "meta", "vault_http_status"))
 	assert.Equal(t, "", at(r.Raw, "meta", "vault_code"))
 	execCall := s.callsTo("POST", pathExecJob)[0]
@@ -73,15 +74,15 @@ func TestExecuteJobApprovalResolvedA1(t *testing.T) {
 	pend := s.callsTo("GET", pathPending)
 	require.Len(t, pend, 1)
 	assert.Equal(t, "challenge_id=ach_1&limit=200&"+allStatesQuery, pend[0].Query)
-	require.Len(t, r.Content, 2)
-	text := r.Content[1].(*mcp.TextContent).Text
+	require.Len(t, r.Result.Content, 2)
+	text := r.Result.Content[1].(*mcp.TextContent).Text
 	assert.Contains(t, text, "Kind: JOB")
 	assert.Contains(t, text, "Pending ID: apj_1")
 
 	// The handoff is a durable handle of this scope.
 	h := e.call("vaultclaw_approval_handles_list", map[string]any{})
-	require.True(t, h.Env.OK, h.Raw)
-	items := at(h.data(), "items").([]any)
+	require.True(t, h.OK, h.Raw)
+	items := at(h.Object(), "items").([]any)
 	require.Len(t, items, 1)
 	assert.Equal(t, "job_1", at(items[0], "handle", "job_id"))
 	assert.Equal(t, "apj_1", at(items[0], "handle", "pending_id"))
@@ -93,7 +94,7 @@ func TestExecuteJobPendingTieBreakA2(t *testing.T) {
 	s := newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 202, jobPend).
 		on("GET "+pathPending, 200, `{"items":[{"pending_id":"apj_old","job_id":"job_1","created_seq":10},{"pending_id":"apj_b","job_id":"job_1","created_seq":12},{"pending_id":"apj_a","job_id":"job_1","created_seq":12},{"pending_id":"apj_other","job_id":"job_x","created_seq":99}]}`)
 	r := execJob(newEnv(t, s))
-	assert.Equal(t, "apj_a", at(r.details(), "approval", "pending_id"))
+	assert.Equal(t, "apj_a", at(r.Details(), "approval", "pending_id"))
 }
 
 func TestExecuteJobPendingLookupFailureKeepsHandleA3A4(t *testing.T) {
@@ -104,10 +105,10 @@ func TestExecuteJobPendingLookupFailureKeepsHandleA3A4(t *testing.T) {
 	} {
 		s.on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 202, jobPend)
 		r := execJob(newEnv(t, s))
-		require.Equal(t, "MCP_APPROVAL_REQUIRED", r.code(), name)
-		assert.Equal(t, "", at(r.details(), "approval", "pending_id"), name)
-		assert.Equal(t, false, at(r.details(), "approval", "pending_id_resolved"), name)
-		assert.Equal(t, "job_1", at(r.details(), "approval", "next_action", "arguments", "handle", "job_id"), name)
+		require.Equal(t, "MCP_APPROVAL_REQUIRED", r.Code(), name)
+		assert.Equal(t, "", at(r.Details(), "approval", "pending_id"), name)
+		assert.Equal(t, false, at(r.Details(), "approval", "pending_id_resolved"), name)
+		assert.Equal(t, "job_1", at(r.Details(), "approval", "next_action", "arguments", "handle", "job_id"), name)
 	}
 }
 
@@ -115,37 +116,37 @@ func TestExecuteJobDirectPendingIDAndAttestationA5(t *testing.T) {
 	s := newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 202,
 		`{"job":{"job_id":"job_1","status":"PENDING","pending_approval":{"pending_id":"apj_9","challenge":{"challenge_id":"ach_1"},"remote_attestation_url":"https://a.example/x"}}}`)
 	r := execJob(newEnv(t, s))
-	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.code())
+	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.Code())
 	assert.Empty(t, s.callsTo("GET", pathPending))
-	a := at(r.details(), "approval").(map[string]any)
+	a := at(r.Details(), "approval").(map[string]any)
 	assert.Equal(t, true, a["pending_id_resolved"])
 	assert.Equal(t, "https://a.example/x", a["remote_attestation_url"])
 	assert.Equal(t, "[https://a.example/x](https://a.example/x)", a["remote_attestation_link_markdown"])
-	require.Len(t, r.Content, 2)
-	assert.Contains(t, r.Content[1].(*mcp.TextContent).Text, "Attestation URL: [https://a.example/x](https://a.example/x)")
+	require.Len(t, r.Result.Content, 2)
+	assert.Contains(t, r.Result.Content[1].(*mcp.TextContent).Text, "Attestation URL: [https://a.example/x](https://a.example/x)")
 }
 
 func TestExecuteJobSuccessA6A7(t *testing.T) {
 	s := newScript().on("POST "+pathValidate, 200, `{"validated":true}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"job_2","status":"SUCCEEDED"}}`)
 	r := execJob(newEnv(t, s))
-	require.True(t, r.Env.OK, r.Raw)
-	assert.Equal(t, "SUCCEEDED", at(r.data(), "response", "job", "status"))
-	assert.Equal(t, true, at(r.data(), "preflight", "validation", "validated"))
-	assert.Equal(t, "no unbounded requirements derived", at(r.data(), "preflight", "reason"))
-	assert.Equal(t, false, at(r.data(), "preflight", "module_hash", "applied"))
-	assert.Equal(t, "generic.http", at(r.data(), "request", "connector_id"))
+	require.True(t, r.OK, r.Raw)
+	assert.Equal(t, "SUCCEEDED", at(r.Object(), "response", "job", "status"))
+	assert.Equal(t, true, at(r.Object(), "preflight", "validation", "validated"))
+	assert.Equal(t, "no unbounded requirements derived", at(r.Object(), "preflight", "reason"))
+	assert.Equal(t, false, at(r.Object(), "preflight", "module_hash", "applied"))
+	assert.Equal(t, "generic.http", at(r.Object(), "request", "connector_id"))
 	assert.Equal(t, 200.0, at(r.Raw, "meta", "vault_http_status"))
 
 	s = newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 202, `{"job":{"job_id":"j","status":"RUNNING","pending_approval":{"pending_id":"p"}}}`)
 	r = execJob(newEnv(t, s))
-	assert.True(t, r.Env.OK, "A7: RUNNING is not a handoff")
+	assert.True(t, r.OK, "A7: RUNNING is not a handoff")
 }
 
 func TestExecuteJobValidationFailureC3(t *testing.T) {
 	s := newScript().on("POST "+pathValidate, 400, `{"error":{"code":"INVALID_ARGUMENT","message":"request failed validation","details":{"errors":[{"path":"/to","code":"TYPE_MISMATCH","message":"to must be an array","expected":"array","actual":"string"}]}}}`)
 	r := execJob(newEnv(t, s), map[string]any{"orchestration": map[string]any{"unbounded_profiles": false}})
-	require.Equal(t, "MCP_VALIDATION_ERROR", r.code())
-	assert.Equal(t, "/to", at(r.details(), "vault_error", "details", "errors", 0, "path"))
+	require.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
+	assert.Equal(t, "/to", at(r.Details(), "vault_error", "details", "errors", 0, "path"))
 	assert.Empty(t, s.callsTo("POST", pathExecJob))
 	assert.Equal(t, []string{"POST " + pathValidate}, s.paths())
 	assert.Empty(t, s.callsTo("POST", pathValidate)[0].Header.Get("Idempotency-Key"))
@@ -157,23 +158,23 @@ func TestExecuteJobHTTPErrorWithPendingDetailsIsAHandoff(t *testing.T) {
 		on("POST "+pathExecJob, 409, `{"error":{"code":"CONNECTOR_APPROVAL_GRANT_REQUIRED","message":"grant required","details":{"pending_approval":{"pending_id":"apj_s","job_id":"job_s","challenge":{"challenge_id":"ach_s"}}}}}`)
 	e := newEnv(t, s)
 	r := execJob(e)
-	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.code())
-	assert.Equal(t, "CONNECTOR_APPROVAL_GRANT_REQUIRED", at(r.errObj(), "vault_code"))
-	assert.Equal(t, map[string]any{"kind": "JOB", "job_id": "job_s", "run_id": "", "challenge_id": "ach_s", "pending_id": "apj_s"}, at(r.details(), "approval", "next_action", "arguments", "handle"))
-	assert.Equal(t, "apj_s", at(r.details(), "vault_error", "details", "pending_approval", "pending_id"))
+	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.Code())
+	assert.Equal(t, "CONNECTOR_APPROVAL_GRANT_REQUIRED", at(r.Raw, "error", "vault_code"))
+	assert.Equal(t, map[string]any{"kind": "JOB", "job_id": "job_s", "run_id": "", "challenge_id": "ach_s", "pending_id": "apj_s"}, at(r.Details(), "approval", "next_action", "arguments", "handle"))
+	assert.Equal(t, "apj_s", at(r.Details(), "vault_error", "details", "pending_approval", "pending_id"))
 	assert.Equal(t, 409.0, at(r.Raw, "meta", "vault_http_status"))
-	require.Len(t, r.Content, 2)
+	require.Len(t, r.Result.Content, 2)
 }
 
 func TestExecuteJobGmailModuleHash(t *testing.T) {
 	s := newScript().on("GET /v0/connectors/google", 200, `{"id":"google","policy_hash":"ph_google"}`).
 		on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": obj(`{"connector_id":"google","verb":"google.gmail.send.v1","request":{"to":["a@example.com"]}}`)})
-	require.True(t, r.Env.OK, r.Raw)
+	require.True(t, r.OK, r.Raw)
 	assert.Equal(t, "ph_google", s.callsTo("POST", pathValidate)[0].Body["module_hash"])
 	assert.Equal(t, "ph_google", s.callsTo("POST", pathExecJob)[0].Body["module_hash"])
-	assert.Equal(t, "google_gmail_bounded", at(r.data(), "preflight", "module_hash", "reason"))
-	assert.Equal(t, map[string]any{"orchestrated": false, "reason": "connector is not generic.http.request.v1"}, withoutKeys(at(r.data(), "preflight").(map[string]any), "module_hash", "validation"))
+	assert.Equal(t, "google_gmail_bounded", at(r.Object(), "preflight", "module_hash", "reason"))
+	assert.Equal(t, map[string]any{"orchestrated": false, "reason": "connector is not generic.http.request.v1"}, withoutKeys(at(r.Object(), "preflight").(map[string]any), "module_hash", "validation"))
 }
 
 func withoutKeys(m map[string]any, keys ...string) map[string]any {
@@ -185,7 +186,7 @@ func withoutKeys(m map[string]any, keys ...string) map[string]any {
 	return out
 }
 
-func waitCall(e *testEnv, handle map[string]any, timeoutMS, pollMS int) result {
+func waitCall(e *testEnv, handle map[string]any, timeoutMS, pollMS int) mcptest.Envelope {
 	return e.call("vaultclaw_approval_wait", map[string]any{"handle": handle, "timeout_ms": timeoutMS, "poll_interval_ms": pollMS})
 }
 
@@ -208,8 +209,8 @@ func TestWaitScenariosW1ToW6(t *testing.T) {
 	for _, c := range cases {
 		s := newScript().on("GET /v0/jobs/job_1", c.replies[0].(int), c.replies[1].(string), c.replies[2:]...)
 		r := waitCall(newEnv(t, s), job, 4000, 250)
-		require.True(t, r.Env.OK, c.name, r.Raw)
-		d := r.data()
+		require.True(t, r.OK, c.name, r.Raw)
+		d := r.Object()
 		assert.Equal(t, true, d["done"], c.name)
 		assert.Equal(t, c.status, d["terminal_status"], c.name)
 		assert.Equal(t, c.outcome, d["decision_outcome"], c.name)
@@ -226,12 +227,12 @@ func TestWaitTimeoutW5(t *testing.T) {
 	start := time.Now()
 	r := waitCall(e, map[string]any{"kind": "JOB", "job_id": "job_1"}, 1, 1)
 	elapsed := time.Since(start)
-	require.Equal(t, "MCP_WAIT_TIMEOUT", r.code(), r.Raw)
-	assert.Equal(t, true, r.errObj()["retryable"])
-	assert.Equal(t, "approval", r.errObj()["category"])
-	assert.Equal(t, map[string]any{"timeout_ms": 1000.0, "poll_interval_ms": 250.0}, r.details()["wait_options"])
-	assert.NotNil(t, at(r.details(), "latest", "job"))
-	assert.Equal(t, "Call vaultclaw_approval_wait again with the same handle.", r.details()["retry_hint"])
+	require.Equal(t, "MCP_WAIT_TIMEOUT", r.Code(), r.Raw)
+	assert.Equal(t, true, at(r.Raw, "error", "retryable"))
+	assert.Equal(t, "approval", at(r.Raw, "error", "category"))
+	assert.Equal(t, map[string]any{"timeout_ms": 1000.0, "poll_interval_ms": 250.0}, r.Details()["wait_options"])
+	assert.NotNil(t, at(r.Details(), "latest", "job"))
+	assert.Equal(t, "Call vaultclaw_approval_wait again with the same handle.", r.Details()["retry_hint"])
 	assert.GreaterOrEqual(t, elapsed, time.Second)
 	assert.Less(t, elapsed, 5*time.Second, "the deadline is honoured")
 	polls := len(s.callsTo("GET", "/v0/jobs/job_1"))
@@ -239,7 +240,7 @@ func TestWaitTimeoutW5(t *testing.T) {
 	assert.LessOrEqual(t, polls, 6)
 	// The timeout is recorded on the handle.
 	h := e.call("vaultclaw_approval_handles_list", map[string]any{"states": "pending_approval"})
-	assert.Len(t, at(h.data(), "items"), 1)
+	assert.Len(t, at(h.Object(), "items"), 1)
 }
 
 func TestWaitBadHandlesW7AndMissingObjectsW8(t *testing.T) {
@@ -251,29 +252,29 @@ func TestWaitBadHandlesW7AndMissingObjectsW8(t *testing.T) {
 		`{"kind":"X"}`:        "handle.kind must be JOB or PLAN_RUN",
 	} {
 		r := e.call("vaultclaw_approval_wait", map[string]any{"handle": obj(h)})
-		require.Equal(t, "MCP_VALIDATION_ERROR", r.code())
-		assert.Equal(t, msg, r.errObj()["message"])
+		require.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
+		assert.Equal(t, msg, at(r.Raw, "error", "message"))
 	}
 	r := e.call("vaultclaw_approval_wait", map[string]any{})
-	assert.Equal(t, "MCP_VALIDATION_ERROR", r.code())
+	assert.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
 	assert.Empty(t, s.paths(), "no HTTP call")
 
 	s = newScript().on("GET /v0/jobs/x", 200, `{}`)
 	e = newEnv(t, s)
 	r = waitCall(e, map[string]any{"kind": "JOB", "job_id": "x"}, 1000, 250)
-	assert.Equal(t, "MCP_INTERNAL", r.code())
+	assert.Equal(t, "MCP_INTERNAL", r.Code())
 	r = e.call("vaultclaw_job_get", map[string]any{"job_id": "x"})
-	assert.Equal(t, "MCP_INTERNAL", r.code())
-	assert.Equal(t, "job response missing job object", r.errObj()["message"])
-	assert.Equal(t, 200.0, r.details()["vault_http_status"])
+	assert.Equal(t, "MCP_INTERNAL", r.Code())
+	assert.Equal(t, "job response missing job object", at(r.Raw, "error", "message"))
+	assert.Equal(t, 200.0, r.Details()["vault_http_status"])
 }
 
 func TestJobGetV6(t *testing.T) {
 	s := newScript().on("GET /v0/jobs/j1", 200, `{"job":{"job_id":"j1","status":"RUNNING"}}`)
 	r := newEnv(t, s).call("vaultclaw_job_get", map[string]any{"job_id": " j1 "})
-	require.True(t, r.Env.OK)
-	assert.Equal(t, "UNKNOWN", r.data()["decision_outcome"])
-	assert.Equal(t, map[string]any{"status": "UNKNOWN", "decision_outcome": "UNKNOWN", "pending_approval": nil}, r.data()["approval_state"])
+	require.True(t, r.OK)
+	assert.Equal(t, "UNKNOWN", r.Object()["decision_outcome"])
+	assert.Equal(t, map[string]any{"status": "UNKNOWN", "decision_outcome": "UNKNOWN", "pending_approval": nil}, r.Object()["approval_state"])
 	assert.Equal(t, 200.0, at(r.Raw, "meta", "vault_http_status"))
 }
 
@@ -281,9 +282,9 @@ func TestPendingListAndGetV1ToV5(t *testing.T) {
 	s := newScript().on("GET "+pathPending, 200, `{"items":[{"pending_id":"apj_1","state":"WAITING","pending_approval":{"remote_attestation_url":"https://alerts.accords.ai/a/req_1?t=abc"}},{"pending_id":"apj_2","state":"EXPIRED","created_seq":4},{"pending_id":"apj_3","state":"DENIED","last_error_code":"SOMETHING","created_seq":2}]}`)
 	e := newEnv(t, s)
 	r := e.call("vaultclaw_approvals_pending_list", map[string]any{})
-	require.True(t, r.Env.OK, r.Raw)
+	require.True(t, r.OK, r.Raw)
 	assert.Equal(t, "limit=50&"+allStatesQuery, s.callsTo("GET", pathPending)[0].Query)
-	items := r.data()["items"].([]any)
+	items := r.Object()["items"].([]any)
 	require.Len(t, items, 3)
 	assert.Equal(t, "apj_2", at(items[0], "pending_id"))
 	assert.Equal(t, "DENY", at(items[0], "decision_outcome"))
@@ -293,28 +294,28 @@ func TestPendingListAndGetV1ToV5(t *testing.T) {
 	assert.Equal(t, "[https://alerts.accords.ai/a/req_1?t=abc](https://alerts.accords.ai/a/req_1?t=abc)", at(items[2], "remote_attestation_link_markdown"))
 
 	r = e.call("vaultclaw_approvals_pending_list", map[string]any{"states": []any{"waiting", "READY"}, "limit": 5, "connector_id": "google"})
-	require.True(t, r.Env.OK)
+	require.True(t, r.OK)
 	assert.Equal(t, "connector_id=google&limit=5&states=WAITING%2CREADY", s.callsTo("GET", pathPending)[1].Query)
 
 	n := len(s.paths())
 	r = e.call("vaultclaw_approvals_pending_list", map[string]any{"states": "waiting,bogus"})
-	assert.Equal(t, "MCP_VALIDATION_ERROR", r.code())
-	assert.Equal(t, "states contains invalid value: BOGUS", r.errObj()["message"])
+	assert.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
+	assert.Equal(t, "states contains invalid value: BOGUS", at(r.Raw, "error", "message"))
 	r = e.call("vaultclaw_approvals_pending_get", map[string]any{"challenge_id": "ach_1"})
-	assert.Equal(t, "MCP_VALIDATION_ERROR", r.code()) // V4
+	assert.Equal(t, "MCP_VALIDATION_ERROR", r.Code()) // V4
 	r = e.call("vaultclaw_approvals_pending_get", map[string]any{"challenge_id": "ach_1", "pending_id": "  "})
-	assert.Equal(t, "MCP_VALIDATION_ERROR", r.code())
+	assert.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
 	assert.Equal(t, n, len(s.paths()), "validation runs before any Vault call")
 
 	r = e.call("vaultclaw_approvals_pending_get", map[string]any{"challenge_id": "ach_1", "pending_id": "APJ_2"})
-	require.True(t, r.Env.OK, r.Raw)
-	assert.Equal(t, "apj_2", at(r.data(), "item", "pending_id"))
+	require.True(t, r.OK, r.Raw)
+	assert.Equal(t, "apj_2", at(r.Object(), "item", "pending_id"))
 
 	s2 := newScript().on("GET "+pathPending, 200, `{"items":[]}`)
 	r = newEnv(t, s2).call("vaultclaw_approvals_pending_get", map[string]any{"challenge_id": "ach_1", "pending_id": "apj_1"})
-	require.Equal(t, "MCP_APPROVAL_PENDING_NOT_FOUND", r.code()) // V3
-	assert.Equal(t, "approval", r.errObj()["category"])
-	assert.Equal(t, map[string]any{"challenge_id": "ach_1", "pending_id": "apj_1"}, r.details())
+	require.Equal(t, "MCP_APPROVAL_PENDING_NOT_FOUND", r.Code()) // V3
+	assert.Equal(t, "approval", at(r.Raw, "error", "category"))
+	assert.Equal(t, map[string]any{"challenge_id": "ach_1", "pending_id": "apj_1"}, r.Details())
 	assert.Equal(t, "", at(r.Raw, "meta", "request_id"))
 	assert.Equal(t, "challenge_id=ach_1&limit=200&"+allStatesQuery, s2.callsTo("GET", pathPending)[0].Query)
 }
@@ -324,13 +325,13 @@ func TestNoSessionT1(t *testing.T) {
 	for _, name := range []string{"vaultclaw_job_get", "vaultclaw_approval_wait"} {
 		args := map[string]any{"job_id": "j", "handle": map[string]any{"kind": "bogus"}}
 		r := e.call(name, args)
-		assert.Equal(t, "MCP_SESSION_NOT_CONFIGURED", r.code(), name)
+		assert.Equal(t, "MCP_SESSION_NOT_CONFIGURED", r.Code(), name)
 	}
 	// Handles list is local and needs no session.
 	r := e.call("vaultclaw_approval_handles_list", map[string]any{"states": []any{"denied"}, "limit": 3})
-	assert.True(t, r.Env.OK)
+	assert.True(t, r.OK)
 	r = e.call("vaultclaw_approval_handles_list", map[string]any{"states": "nope"})
-	assert.Equal(t, "MCP_VALIDATION_ERROR", r.code())
+	assert.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
 }
 
 var hexRE = regexp.MustCompile(`^[0-9a-f]{32}$`)

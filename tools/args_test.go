@@ -35,9 +35,9 @@ func TestTypedArgumentErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := e.call(c.tool, c.args)
-		require.Equal(t, "MCP_VALIDATION_ERROR", r.code(), "%s %v: %v", c.tool, c.args, r.Raw)
-		assert.Equal(t, c.field, r.details()["field"], "%s %v", c.tool, c.args)
-		assert.Equal(t, c.msg, r.errObj()["message"], "%s %v", c.tool, c.args)
+		require.Equal(t, "MCP_VALIDATION_ERROR", r.Code(), "%s %v: %v", c.tool, c.args, r.Raw)
+		assert.Equal(t, c.field, r.Details()["field"], "%s %v", c.tool, c.args)
+		assert.Equal(t, c.msg, at(r.Raw, "error", "message"), "%s %v", c.tool, c.args)
 	}
 	assert.Empty(t, s.paths(), "no Vault call")
 }
@@ -49,13 +49,13 @@ func TestOrchestrationArgumentDefaults(t *testing.T) {
 		s := profilesScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 		args := map[string]any{"request": apiKeyRequest(), "orchestration": orch}
 		r := newEnv(t, s).call("vaultclaw_connector_execute_job", args)
-		require.True(t, r.Env.OK, r.Raw)
-		assert.Equal(t, true, at(r.data(), "preflight", "orchestrated"), "%v", orch)
-		assert.Equal(t, "aa-first", at(r.data(), "request", "request", "profile_id"), "%v", orch)
+		require.True(t, r.OK, r.Raw)
+		assert.Equal(t, true, at(r.Object(), "preflight", "orchestrated"), "%v", orch)
+		assert.Equal(t, "aa-first", at(r.Object(), "request", "request", "profile_id"), "%v", orch)
 	}
 	s := newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": apiKeyRequest(), "orchestration": map[string]any{"unbounded_profiles": false}})
-	require.True(t, r.Env.OK, r.Raw)
-	assert.Equal(t, false, at(r.data(), "preflight", "orchestrated"))
+	require.True(t, r.OK, r.Raw)
+	assert.Equal(t, false, at(r.Object(), "preflight", "orchestrated"))
 	assert.Empty(t, s.callsTo("GET", pathProfiles))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,12 +34,9 @@ func callCatalog(t *testing.T, reg *Registry, name string, args string) map[stri
 	t.Helper()
 	tool, ok := reg.Lookup(name)
 	require.True(t, ok, name)
-	env := tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}}, nil)
-	res := Render(env)
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(res.StructuredContent.(json.RawMessage), &out))
-	assert.Equal(t, !env.OK, res.IsError)
-	return out
+	env, err := mcptest.Decode(Render(tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}}, nil)))
+	require.NoError(t, err)
+	return env.Raw
 }
 
 func errCode(env map[string]any) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -38,19 +39,19 @@ func statusPlan() map[string]any {
 }
 
 // handoffHandle checks an approval handoff and returns its ready handle.
-func handoffHandle(t *testing.T, r result, kind string) map[string]any {
+func handoffHandle(t *testing.T, r mcptest.Envelope, kind string) map[string]any {
 	t.Helper()
-	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.code(), r.Raw)
-	a := at(r.details(), "approval").(map[string]any)
+	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.Code(), r.Raw)
+	a := at(r.Details(), "approval").(map[string]any)
 	assert.Equal(t, kind, a["kind"])
 	assert.Equal(t, true, a["pending_id_resolved"], "the pending id is resolved through the pending list")
 	assert.NotZero(t, a["pending_expires_at_unix_ms"])
-	require.Len(t, r.Content, 2)
+	require.Len(t, r.Result.Content, 2)
 	return at(a, "next_action", "arguments", "handle").(map[string]any)
 }
 
 type waitOutcome struct {
-	res result
+	res mcptest.Envelope
 	err error
 }
 
@@ -66,7 +67,7 @@ func startWait(ctx context.Context, cs *mcp.ClientSession, handle map[string]any
 			ch <- waitOutcome{err: err}
 			return
 		}
-		raw, err := decodeResultErr(res)
+		raw, err := mcptest.Decode(res)
 		ch <- waitOutcome{res: raw, err: err}
 	}()
 	return ch
@@ -108,7 +109,7 @@ func pendingIDOf(t *testing.T, sim *vaultsim.Sim, handle map[string]any) string 
 	return ""
 }
 
-func finishWait(t *testing.T, wait <-chan waitOutcome) result {
+func finishWait(t *testing.T, wait <-chan waitOutcome) mcptest.Envelope {
 	t.Helper()
 	select {
 	case w := <-wait:
@@ -117,23 +118,23 @@ func finishWait(t *testing.T, wait <-chan waitOutcome) result {
 	case <-time.After(15 * time.Second):
 		t.Fatal("wait did not finish after the decision")
 	}
-	return result{}
+	return mcptest.Envelope{}
 }
 
 func TestE2EGmailSendDeniedInMemory(t *testing.T) {
 	sim, e := newSimEnv(t)
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("bob@example.com")})
 	handle := handoffHandle(t, r, "JOB")
-	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", at(r.details(), "vault", "vault_code"))
+	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", at(r.Details(), "vault", "vault_code"))
 
 	wait := startWait(context.Background(), e.cs, handle)
 	assertListWhileWaiting(t, e.cs, wait)
 	require.NoError(t, sim.Deny(pendingIDOf(t, sim, handle)))
 	res := finishWait(t, wait)
-	require.True(t, res.Env.OK, res.Raw)
-	assert.Equal(t, "DENIED", res.data()["terminal_status"])
-	assert.Equal(t, "DENY", res.data()["decision_outcome"])
-	assert.Equal(t, "CONNECTOR_APPROVAL_RULE_DENIED", at(res.data(), "job", "error", "code"))
+	require.True(t, res.OK, res.Raw)
+	assert.Equal(t, "DENIED", res.Object()["terminal_status"])
+	assert.Equal(t, "DENY", res.Object()["decision_outcome"])
+	assert.Equal(t, "CONNECTOR_APPROVAL_RULE_DENIED", at(res.Object(), "job", "error", "code"))
 	assert.Empty(t, sim.SentMessages())
 
 	e.mu.Lock()
@@ -142,7 +143,7 @@ func TestE2EGmailSendDeniedInMemory(t *testing.T) {
 	assert.GreaterOrEqual(t, nProgress, 1, "progress notifications were sent for the token")
 
 	h := e.call("vaultclaw_approval_handles_list", map[string]any{"states": "DENIED"})
-	items := at(h.data(), "items").([]any)
+	items := at(h.Object(), "items").([]any)
 	require.Len(t, items, 1)
 	assert.Equal(t, "DENY", at(items[0], "decision_outcome"))
 	assert.Equal(t, true, at(items[0], "terminal"))
@@ -156,20 +157,20 @@ func TestE2EGmailSendApprovedInMemory(t *testing.T) {
 	assertListWhileWaiting(t, e.cs, wait)
 	require.NoError(t, sim.Approve(pendingIDOf(t, sim, handle)))
 	res := finishWait(t, wait)
-	require.True(t, res.Env.OK, res.Raw)
-	assert.Equal(t, "SUCCEEDED", res.data()["terminal_status"])
-	assert.Equal(t, "ALLOW", res.data()["decision_outcome"])
+	require.True(t, res.OK, res.Raw)
+	assert.Equal(t, "SUCCEEDED", res.Object()["terminal_status"])
+	assert.Equal(t, "ALLOW", res.Object()["decision_outcome"])
 	sent := sim.SentMessages()
 	require.Len(t, sent, 1)
 	assert.Equal(t, []string{"carol@example.com"}, sent[0].To)
 
 	// job_get and pending_get agree.
 	jg := e.call("vaultclaw_job_get", map[string]any{"job_id": handle["job_id"]})
-	assert.Equal(t, "ALLOW", jg.data()["decision_outcome"])
-	assert.Equal(t, "TERMINAL", at(jg.data(), "approval_state", "status"))
+	assert.Equal(t, "ALLOW", jg.Object()["decision_outcome"])
+	assert.Equal(t, "TERMINAL", at(jg.Object(), "approval_state", "status"))
 	pg := e.call("vaultclaw_approvals_pending_get", map[string]any{"challenge_id": handle["challenge_id"], "pending_id": handle["pending_id"]})
-	require.True(t, pg.Env.OK, pg.Raw)
-	assert.Equal(t, "ALLOW", at(pg.data(), "item", "decision_outcome"))
+	require.True(t, pg.OK, pg.Raw)
+	assert.Equal(t, "ALLOW", at(pg.Object(), "item", "decision_outcome"))
 }
 
 func TestE2EPlanRunApproveAndDeny(t *testing.T) {
@@ -179,7 +180,7 @@ func TestE2EPlanRunApproveAndDeny(t *testing.T) {
 		handle := handoffHandle(t, r, "PLAN_RUN")
 		assert.NotEmpty(t, handle["run_id"])
 		assert.NotEmpty(t, handle["job_id"])
-		assert.Equal(t, "PLAN_APPROVAL_REQUIRED", at(r.details(), "vault", "vault_code"))
+		assert.Equal(t, "PLAN_APPROVAL_REQUIRED", at(r.Details(), "vault", "vault_code"))
 		req := sim.RequestsTo("POST", "/v0/connectors/plans/execute")
 		require.Len(t, req, 1)
 		assert.NotContains(t, at(req[0].Body, "plan", "steps", 1, "request_base"), "module_hash", "plans never get a module hash")
@@ -193,20 +194,20 @@ func TestE2EPlanRunApproveAndDeny(t *testing.T) {
 			require.NoError(t, sim.Deny(id))
 		}
 		res := finishWait(t, wait)
-		require.True(t, res.Env.OK, res.Raw)
-		assert.NotNil(t, res.data()["run"])
+		require.True(t, res.OK, res.Raw)
+		assert.NotNil(t, res.Object()["run"])
 		if decide == "approve" {
-			assert.Equal(t, "SUCCEEDED", res.data()["terminal_status"])
-			assert.Equal(t, "ALLOW", res.data()["decision_outcome"])
+			assert.Equal(t, "SUCCEEDED", res.Object()["terminal_status"])
+			assert.Equal(t, "ALLOW", res.Object()["decision_outcome"])
 			require.Len(t, sim.SentMessages(), 1)
 		} else {
-			assert.Equal(t, "DENIED", res.data()["terminal_status"])
-			assert.Equal(t, "DENY", res.data()["decision_outcome"])
+			assert.Equal(t, "DENIED", res.Object()["terminal_status"])
+			assert.Equal(t, "DENY", res.Object()["decision_outcome"])
 			assert.Empty(t, sim.SentMessages())
 		}
 		rg := e.call("vaultclaw_plan_run_get", map[string]any{"run_id": handle["run_id"]})
-		require.True(t, rg.Env.OK)
-		assert.Equal(t, "TERMINAL", at(rg.data(), "approval_state", "status"))
+		require.True(t, rg.OK)
+		assert.Equal(t, "TERMINAL", at(rg.Object(), "approval_state", "status"))
 	}
 }
 
@@ -218,7 +219,7 @@ func TestE2EHandoffSurvivesRestart(t *testing.T) {
 	e.restart()
 
 	h := e.call("vaultclaw_approval_handles_list", map[string]any{})
-	items := at(h.data(), "items").([]any)
+	items := at(h.Object(), "items").([]any)
 	require.Len(t, items, 1)
 	assert.Equal(t, "PENDING_APPROVAL", at(items[0], "state"))
 	stored := at(items[0], "next_action", "arguments", "handle").(map[string]any)
@@ -226,13 +227,13 @@ func TestE2EHandoffSurvivesRestart(t *testing.T) {
 
 	require.NoError(t, sim.Approve(pendingIDOf(t, sim, stored)))
 	res := e.call("vaultclaw_approval_wait", map[string]any{"handle": stored, "timeout_ms": 5000, "poll_interval_ms": 250})
-	require.True(t, res.Env.OK, res.Raw)
-	assert.Equal(t, "SUCCEEDED", res.data()["terminal_status"])
-	assert.Equal(t, "ALLOW", res.data()["decision_outcome"])
+	require.True(t, res.OK, res.Raw)
+	assert.Equal(t, "SUCCEEDED", res.Object()["terminal_status"])
+	assert.Equal(t, "ALLOW", res.Object()["decision_outcome"])
 
 	e.restart()
 	h = e.call("vaultclaw_approval_handles_list", map[string]any{"states": []any{"SUCCEEDED"}})
-	require.Len(t, at(h.data(), "items"), 1, "the wait's outcome was stored too")
+	require.Len(t, at(h.Object(), "items"), 1, "the wait's outcome was stored too")
 }
 
 func TestE2EOverHTTPAndStdio(t *testing.T) {
@@ -243,7 +244,7 @@ func TestE2EOverHTTPAndStdio(t *testing.T) {
 			ctx := context.Background()
 			var progressMu sync.Mutex
 			progress := 0
-			client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+			opts := &mcp.ClientOptions{
 				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 					progressMu.Lock()
 					defer progressMu.Unlock()
@@ -251,14 +252,12 @@ func TestE2EOverHTTPAndStdio(t *testing.T) {
 						progress++
 					}
 				},
-			})
+			}
 			switch transport {
 			case "http":
 				srv := httptest.NewServer(e.app.HTTPHandler())
 				t.Cleanup(srv.Close)
-				var err error
-				cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/v1/mcp", MaxRetries: -1}, nil)
-				require.NoError(t, err)
+				cs = mcptest.ConnectHTTP(t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{StandaloneSSE: true, Client: opts})
 			case "stdio":
 				sIn, cOut := io.Pipe()
 				cIn, sOut := io.Pipe()
@@ -267,23 +266,23 @@ func TestE2EOverHTTPAndStdio(t *testing.T) {
 				wg.Go(func() { ; _ = e.app.ServeStdio(sctx, sIn, sOut) })
 				t.Cleanup(func() { stop(); cOut.Close(); sOut.Close(); wg.Wait() })
 				var err error
-				cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: cIn, Writer: cOut}, nil)
+				cs, err = mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, &mcp.IOTransport{Reader: cIn, Writer: cOut}, nil)
 				require.NoError(t, err)
 			}
 			t.Cleanup(func() { cs.Close() })
 
-			r := callOn(t, cs, "vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("erin@example.com")}, nil)
+			r := mcptest.Call(t, cs, "vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("erin@example.com")})
 			handle := handoffHandle(t, r, "JOB")
 			wait := startWait(ctx, cs, handle)
 			assertListWhileWaiting(t, cs, wait)
 			// A second tool call is served while the wait runs, too.
-			other := callOn(t, cs, "vaultclaw_approval_handles_list", map[string]any{}, nil)
-			require.True(t, other.Env.OK)
+			other := mcptest.Call(t, cs, "vaultclaw_approval_handles_list", map[string]any{})
+			require.True(t, other.OK)
 			require.NoError(t, sim.Deny(pendingIDOf(t, sim, handle)))
 			res := finishWait(t, wait)
-			require.True(t, res.Env.OK, res.Raw)
-			assert.Equal(t, "DENIED", res.data()["terminal_status"])
-			assert.Equal(t, "DENY", res.data()["decision_outcome"])
+			require.True(t, res.OK, res.Raw)
+			assert.Equal(t, "DENIED", res.Object()["terminal_status"])
+			assert.Equal(t, "DENY", res.Object()["decision_outcome"])
 			progressMu.Lock()
 			defer progressMu.Unlock()
 			assert.GreaterOrEqual(t, progress, 1, "notifications/progress reached the client")
@@ -295,15 +294,15 @@ func TestE2ESyncExecuteHandoffIsStoredAndWaitable(t *testing.T) {
 	sim, e := newSimEnv(t)
 	r := e.call("vaultclaw_connector_execute", map[string]any{"request": gmailSend("frank@example.com")})
 	handle := handoffHandle(t, r, "JOB")
-	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", r.errObj()["vault_code"])
-	assert.NotNil(t, at(r.details(), "vault_error", "details", "pending_approval"), "the reference fallback path is kept")
+	assert.Equal(t, "CONNECTOR_APPROVAL_DECISION_REQUIRED", at(r.Raw, "error", "vault_code"))
+	assert.NotNil(t, at(r.Details(), "vault_error", "details", "pending_approval"), "the reference fallback path is kept")
 	h := e.call("vaultclaw_approval_handles_list", map[string]any{})
-	items := at(h.data(), "items").([]any)
+	items := at(h.Object(), "items").([]any)
 	require.Len(t, items, 1)
 	assert.Equal(t, "vaultclaw_connector_execute", at(items[0], "source"))
 	require.NoError(t, sim.Approve(pendingIDOf(t, sim, handle)))
 	res := e.call("vaultclaw_approval_wait", map[string]any{"handle": handle, "timeout_ms": 5000, "poll_interval_ms": 250})
-	require.True(t, res.Env.OK, res.Raw)
-	assert.Equal(t, "ALLOW", res.data()["decision_outcome"])
+	require.True(t, res.OK, res.Raw)
+	assert.Equal(t, "ALLOW", res.Object()["decision_outcome"])
 	require.Len(t, sim.SentMessages(), 1)
 }

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/platform/config"
-	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -149,42 +148,33 @@ func newEnvAt(t *testing.T, vault http.Handler, dbPath, token string) *testEnv {
 	return e
 }
 
-// open starts the app and an in-memory MCP client session.
+// open starts the app and an in-memory MCP client session. The app is
+// closed after the session, at the end of the test or on restart.
 func (e *testEnv) open() {
 	t := e.t
 	a, err := app.Open(testConfig(t, e.dbPath, e.vault.URL, e.token), nil)
 	require.NoError(t, err)
 	e.app = a
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := a.MCPServer().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+	closed := false
+	closeApp := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		return a.Close()
+	}
+	t.Cleanup(func() { _ = closeApp() })
+	s := mcptest.Connect(t, a.MCPServer(), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			e.mu.Lock()
 			e.progress = append(e.progress, r.Params)
 			e.mu.Unlock()
 		},
 	})
-	cs, err := client.Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	e.cs = cs
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			closed = true
-			cs.Close()
-			_ = ss.Wait()
-			a.Close()
-		}
-	})
+	e.cs = s.ClientSession
 	e.closeFn = func() {
-		if !closed {
-			closed = true
-			cs.Close()
-			_ = ss.Wait()
-			require.NoError(t, a.Close())
-		}
+		_ = s.Close()
+		require.NoError(t, closeApp())
 	}
 }
 
@@ -194,74 +184,9 @@ func (e *testEnv) restart() {
 	e.open()
 }
 
-// result is a decoded tool result.
-type result struct {
-	Env     envelope.Envelope
-	Raw     map[string]any
-	Content []mcp.Content
-	IsError bool
-}
-
-func (r result) data() map[string]any {
-	m, _ := r.Raw["data"].(map[string]any)
-	return m
-}
-
-func (r result) errObj() map[string]any {
-	m, _ := r.Raw["error"].(map[string]any)
-	return m
-}
-
-func (r result) details() map[string]any {
-	m, _ := r.errObj()["details"].(map[string]any)
-	return m
-}
-
-func (r result) code() string {
-	if r.Env.Error == nil {
-		return ""
-	}
-	return r.Env.Error.Code
-}
-
-func decodeResult(t *testing.T, res *mcp.CallToolResult) result {
-	t.Helper()
-	out, err := decodeResultErr(res)
-	require.NoError(t, err)
-	return out
-}
-
-// decodeResultErr decodes without a *testing.T (for goroutines).
-func decodeResultErr(res *mcp.CallToolResult) (result, error) {
-	var out result
-	raw, err := json.Marshal(res.StructuredContent)
-	if err == nil {
-		err = json.Unmarshal(raw, &out.Env)
-	}
-	if err == nil {
-		err = json.Unmarshal(raw, &out.Raw)
-	}
-	out.Content = res.Content
-	out.IsError = res.IsError
-	return out, err
-}
-
-func (e *testEnv) call(name string, args any) result {
+func (e *testEnv) call(name string, args any) mcptest.Envelope {
 	e.t.Helper()
-	return callOn(e.t, e.cs, name, args, nil)
-}
-
-func callOn(t *testing.T, cs *mcp.ClientSession, name string, args any, progressToken any) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	p := &mcp.CallToolParams{Name: name, Arguments: args}
-	if progressToken != nil {
-		p.SetProgressToken(progressToken)
-	}
-	res, err := cs.CallTool(ctx, p)
-	require.NoError(t, err)
-	return decodeResult(t, res)
+	return mcptest.Call(e.t, e.cs, name, args)
 }
 
 func obj(s string) map[string]any {

@@ -14,6 +14,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/domain/catalog/remote"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,19 +46,16 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 }
 
 // call invokes a tool the way the MCP adapter does and returns the envelope
-// as generic JSON.
+// as a client decodes it, as generic JSON.
 func (f *remoteFixture) call(t *testing.T, name string, args any) map[string]any {
 	t.Helper()
 	tool, ok := f.reg.Lookup(name)
 	require.True(t, ok, name)
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	env := tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: raw}}, nil)
-	out, err := json.Marshal(env)
+	env, err := mcptest.Decode(Render(tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: raw}}, nil)))
 	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(out, &m))
-	return m
+	return env.Raw
 }
 
 func okData(t *testing.T, env map[string]any) map[string]any {

@@ -2,7 +2,6 @@ package tools_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/version"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,7 +43,7 @@ type harness struct {
 	t    *testing.T
 	sim  *vaultsim.Server
 	app  *app.App
-	cs   *mcp.ClientSession
+	cs   *mcptest.Session
 	logs *syncBuf
 }
 
@@ -65,44 +65,13 @@ func newHarness(t *testing.T, opts vaultsim.Options, env map[string]string) *har
 	a, err := app.Open(cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := a.MCPServer().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() })
+	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	return &harness{t: t, sim: sim, app: a, cs: cs, logs: logs}
 }
 
-type envl struct {
-	OK    bool           `json:"ok"`
-	Data  any            `json:"data"`
-	Error *envErr        `json:"error"`
-	Meta  map[string]any `json:"meta"`
-	res   *mcp.CallToolResult
-}
-
-type envErr struct {
-	Code      string         `json:"code"`
-	Category  string         `json:"category"`
-	Message   string         `json:"message"`
-	Retryable bool           `json:"retryable"`
-	VaultCode string         `json:"vault_code"`
-	Details   map[string]any `json:"details"`
-}
-
-func (h *harness) call(name string, args map[string]any) envl {
+func (h *harness) call(name string, args map[string]any) mcptest.Envelope {
 	h.t.Helper()
-	res, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	require.NoError(h.t, err)
-	require.NotEmpty(h.t, res.Content)
-	var e envl
-	require.NoError(h.t, json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &e))
-	e.res = res
-	assert.Equal(h.t, !e.OK, res.IsError)
-	return e
+	return mcptest.Call(h.t, h.cs, name, args)
 }
 
 // with returns the harness bound to a subtest's t.
@@ -125,8 +94,6 @@ func (h *harness) configured() *harness {
 	h.configure(h.sim.AgentToken(), 3000)
 	return h
 }
-
-func data(e envl) map[string]any { m, _ := e.Data.(map[string]any); return m }
 
 func (h *harness) calls(method, path string) []vaultsim.Request {
 	return h.sim.RequestsTo(method, path)
@@ -205,11 +172,11 @@ func TestEnvSession(t *testing.T) {
 	h.sim.AddToken("tok_env", vaultsim.AllScopes...)
 	e := h.call("vaultclaw_connectors_list", nil)
 	require.True(t, e.OK, e.Error)
-	assert.Len(t, data(e)["items"], 3)
+	assert.Len(t, e.Object()["items"], 3)
 	st := h.call("vaultclaw_session_status", nil)
-	assert.Equal(t, true, data(st)["configured"])
-	assert.Equal(t, "tok***env", data(st)["token"])
-	assert.EqualValues(t, 12345, data(st)["timeout_ms"])
+	assert.Equal(t, true, st.Object()["configured"])
+	assert.Equal(t, "tok***env", st.Object()["token"])
+	assert.EqualValues(t, 12345, st.Object()["timeout_ms"])
 }
 
 // T3
@@ -339,33 +306,17 @@ func TestHTTPBridgeTenants(t *testing.T) {
 	h.sim.AddToken("tok_tenant_b", vaultsim.AllScopes...)
 	bridge := httptest.NewServer(h.app.HTTPHandler())
 	defer bridge.Close()
-	post := func(tenant string, name string, args map[string]any) (int, map[string]any) {
-		body, _ := json.Marshal(m("jsonrpc", "2.0", "id", 1, "method", "tools/call", "params", m("name", name, "arguments", args)))
-		req, _ := http.NewRequest(http.MethodPost, bridge.URL+"/v1/mcp", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		if tenant != "" {
-			req.Header.Set("X-Accords-Tenant-Id", tenant)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var out map[string]any
-		require.NoError(t, json.Unmarshal(raw, &out), string(raw))
-		return resp.StatusCode, out
+	call := func(tenant string, name string, args map[string]any) mcptest.Envelope {
+		return mcptest.PostCall(t, bridge.URL+"/v1/mcp", name, args, map[string]string{"X-Accords-Tenant-Id": tenant})
 	}
-	envOf := func(out map[string]any) map[string]any {
-		return out["result"].(map[string]any)["structuredContent"].(map[string]any)
-	}
-	_, out := post("a", "vaultclaw_session_configure", m("base_url", h.sim.URL, "token", "tok_tenant_a"))
-	require.Equal(t, true, envOf(out)["ok"], out)
-	_, out = post("b", "vaultclaw_session_configure", m("base_url", h.sim.URL, "token", "tok_tenant_b"))
-	require.Equal(t, true, envOf(out)["ok"])
-	_, out = post("c", "vaultclaw_connectors_list", nil)
-	assert.Equal(t, apperr.CodeSessionNotConfigured, envOf(out)["error"].(map[string]any)["code"])
-	post("a", "vaultclaw_connectors_list", nil)
-	post("b", "vaultclaw_connectors_list", nil)
+	env := call("a", "vaultclaw_session_configure", m("base_url", h.sim.URL, "token", "tok_tenant_a"))
+	require.Equal(t, true, env.Raw["ok"], env.Raw)
+	env = call("b", "vaultclaw_session_configure", m("base_url", h.sim.URL, "token", "tok_tenant_b"))
+	require.Equal(t, true, env.Raw["ok"])
+	env = call("c", "vaultclaw_connectors_list", nil)
+	assert.Equal(t, apperr.CodeSessionNotConfigured, env.Code())
+	call("a", "vaultclaw_connectors_list", nil)
+	call("b", "vaultclaw_connectors_list", nil)
 	reqs := h.calls("GET", "/v0/connectors")
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "Bearer tok_tenant_a", reqs[0].Header.Get("Authorization"))
@@ -461,9 +412,9 @@ func TestValidateGenericHTTP(t *testing.T) {
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_connector_validate", m("request", genericGET()))
 	require.True(t, e.OK, e.Error)
-	assert.Equal(t, true, data(e)["validation"].(map[string]any)["validated"])
-	assert.Equal(t, m("applied", false, "reason", "module_hash not required"), data(e)["module_hash"])
-	assert.Equal(t, genericGET(), data(e)["request"])
+	assert.Equal(t, true, e.Object()["validation"].(map[string]any)["validated"])
+	assert.Equal(t, m("applied", false, "reason", "module_hash not required"), e.Object()["module_hash"])
+	assert.Equal(t, genericGET(), e.Object()["request"])
 	v := h.calls("POST", "/v0/connectors/validate")
 	require.Len(t, v, 1)
 	assert.Empty(t, v[0].Header.Get("Idempotency-Key"))
@@ -497,7 +448,7 @@ func TestExecuteGmailInjectsModuleHash(t *testing.T) {
 	hash := h.sim.PolicyHash("google")
 	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
 	require.True(t, e.OK, e.Error)
-	assert.Equal(t, "SUCCEEDED", data(e)["status"])
+	assert.Equal(t, "SUCCEEDED", e.Object()["status"])
 	require.Len(t, h.calls("GET", "/v0/connectors/google"), 1)
 	v, x := h.calls("POST", "/v0/connectors/validate"), h.calls("POST", "/v0/connectors/execute")
 	require.Len(t, v, 1)
@@ -582,7 +533,7 @@ func TestGmailListDefaultAST(t *testing.T) {
 	def := m("pred", m("field", "label", "op", "eq", "value", m("kind", "enum", "enum", "inbox")))
 	assert.Equal(t, def, h.calls("POST", "/v0/connectors/validate")[0].Body["query_ast_v1"])
 	assert.Equal(t, def, h.calls("POST", "/v0/connectors/execute")[0].Body["query_ast_v1"])
-	assert.Len(t, data(e)["result"].(map[string]any)["messages"], 3)
+	assert.Len(t, e.Object()["result"].(map[string]any)["messages"], 3)
 
 	own := m("pred", m("field", "from", "op", "contains", "value", "alice"))
 	req["query_ast_v1"] = own
@@ -590,7 +541,7 @@ func TestGmailListDefaultAST(t *testing.T) {
 	require.True(t, e.OK, e.Error)
 	x := h.calls("POST", "/v0/connectors/execute")
 	assert.Equal(t, own, x[len(x)-1].Body["query_ast_v1"])
-	assert.Len(t, data(e)["result"].(map[string]any)["messages"], 1)
+	assert.Len(t, e.Object()["result"].(map[string]any)["messages"], 1)
 }
 
 // C8
@@ -600,13 +551,13 @@ func TestLegacySecretFieldsNeedModuleHash(t *testing.T) {
 	req["request"].(map[string]any)["token_secret_id"] = "sec_1"
 	e := h.call("vaultclaw_connector_validate", m("request", req))
 	require.True(t, e.OK, e.Error)
-	mh := data(e)["module_hash"].(map[string]any)
+	mh := e.Object()["module_hash"].(map[string]any)
 	assert.Equal(t, true, mh["applied"])
 	assert.Equal(t, "legacy_secret_binding_fields", mh["reason"])
 	assert.Equal(t, h.sim.PolicyHash("generic.http"), mh["module_hash"])
 	assert.Equal(t, "generic.http", mh["connector_id"])
 	assert.Len(t, h.calls("GET", "/v0/connectors/generic.http"), 1)
-	assert.Equal(t, mh["module_hash"], data(e)["request"].(map[string]any)["module_hash"])
+	assert.Equal(t, mh["module_hash"], e.Object()["request"].(map[string]any)["module_hash"])
 }
 
 // C9: the synchronous approval also carries a handle.
@@ -629,8 +580,8 @@ func TestSyncExecuteApproval(t *testing.T) {
 	assert.Equal(t, pend[0].PendingID, approval["pending_id"])
 	assert.Equal(t, true, approval["pending_id_resolved"])
 	assert.Equal(t, "vaultclaw_approval_wait", approval["next_action"].(map[string]any)["tool"])
-	require.Len(t, e.res.Content, 2)
-	assert.Contains(t, e.res.Content[1].(*mcp.TextContent).Text, "Pending ID: "+pend[0].PendingID)
+	require.Len(t, e.Result.Content, 2)
+	assert.Contains(t, e.Result.Content[1].(*mcp.TextContent).Text, "Pending ID: "+pend[0].PendingID)
 	assert.Empty(t, h.sim.SentMessages())
 
 	require.NoError(t, h.sim.Approve(pend[0].PendingID))
@@ -651,14 +602,14 @@ func TestDocumentTools(t *testing.T) {
 	assert.Equal(t, m("query", "passport", "top_k", 5.0), h.calls("POST", "/v0/docs/types/suggest")[1].Body)
 	require.True(t, h.call("vaultclaw_document_types_suggest", m("query", "passport", "top_k", 2.9)).OK)
 	assert.Equal(t, m("query", "passport", "top_k", 2.0), h.calls("POST", "/v0/docs/types/suggest")[2].Body)
-	first := data(e)["suggestions"].([]any)[0].(map[string]any)
+	first := e.Object()["suggestions"].([]any)[0].(map[string]any)
 	assert.Equal(t, "identity.passport", first["type_id"])
 	assert.EqualValues(t, 80, first["score"])
 
 	e = h.call("vaultclaw_document_types_latest", m("type_id", "identity.passport"))
 	require.True(t, e.OK)
 	assert.Equal(t, "subject_id=self&type_id=identity.passport", h.calls("GET", "/v0/docs/types/latest")[0].RawQuery)
-	assert.Equal(t, "doc_passport_self", data(e)["document_id"])
+	assert.Equal(t, "doc_passport_self", e.Object()["document_id"])
 
 	h.sim.RemoveDocument("doc_passport_self")
 	e = h.call("vaultclaw_document_types_latest", m("type_id", "identity.passport", "subject_id", "self"))
@@ -680,7 +631,7 @@ func TestPrerequisiteTools(t *testing.T) {
 
 	e = h.call("vaultclaw_slot_bindings_list", m("connector_id", "generic.http", "verb", "generic.http.request.v1"))
 	require.True(t, e.OK)
-	assert.Len(t, data(e)["items"], 1)
+	assert.Len(t, e.Object()["items"], 1)
 	e = h.call("vaultclaw_slot_bindings_list", m("connector_id", "generic.http", "verb", "generic.http.request.v1", "include_revoked", true))
 	require.True(t, e.OK)
 	q := h.calls("GET", "/v0/connectors/secrets/slots/bindings")
@@ -698,10 +649,10 @@ func TestPrerequisiteTools(t *testing.T) {
 	e = h.call("vaultclaw_unbounded_profiles_list", m("connector_id", "generic.http"))
 	require.True(t, e.OK)
 	assert.Equal(t, "connector_id=generic.http", h.calls("GET", "/v0/connectors/unbounded/profiles/list")[0].RawQuery)
-	assert.Len(t, data(e)["items"], 1)
+	assert.Len(t, e.Object()["items"], 1)
 	e = h.call("vaultclaw_unbounded_profile_get", m("profile_id", "demo.api"))
 	require.True(t, e.OK)
-	assert.Equal(t, prof, data(e)["profile"])
+	assert.Equal(t, prof, e.Object()["profile"])
 	e = h.call("vaultclaw_unbounded_profile_get", m("profile_id", "missing"))
 	assert.Equal(t, apperr.CodeUnboundedProfileInvalid, e.Error.Code)
 
@@ -729,7 +680,7 @@ func TestExecuteGenericHTTPEndToEnd(t *testing.T) {
 	e := h.call("vaultclaw_connector_execute", m("request", req))
 	require.True(t, e.OK, e.Error)
 	assert.Equal(t, "Bearer sk_demo_not_a_real_secret", gotAuth)
-	res := data(e)["result"].(map[string]any)
+	res := e.Object()["result"].(map[string]any)
 	assert.EqualValues(t, 200, res["http_status"])
 	assert.Equal(t, m("status", "green"), res["body_json"])
 }
