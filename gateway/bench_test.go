@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,13 +35,13 @@ func BenchmarkSessionStatus(b *testing.B) {
 func BenchmarkGatewayOverheadMedian(b *testing.B) {
 	hb := newHarness(b, setup{})
 	hg := newHarness(b, setup{})
-	bare, closeBare := connect(b, (&transport.Builder{}).Build(hb.gw.reg))
-	defer closeBare()
-	gw, closeGW := connect(b, hg.gw.StdioServer())
-	defer closeGW()
+	bare := mcptest.Connect(b, (&transport.Builder{}).Build(hb.gw.reg), nil)
+	defer bare.Close()
+	gw := mcptest.Connect(b, hg.gw.StdioServer(), nil)
+	defer gw.Close()
 	ctx := context.Background()
 	params := &mcp.CallToolParams{Name: "vaultclaw_session_status"}
-	once := func(cs *mcp.ClientSession) time.Duration {
+	once := func(cs *mcptest.Session) time.Duration {
 		start := time.Now()
 		res, err := cs.CallTool(ctx, params)
 		d := time.Since(start)
@@ -87,39 +88,11 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func connect(b *testing.B, srv *mcp.Server) (*mcp.ClientSession, func()) {
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return cs, func() {
-		cs.Close()
-		_ = ss.Wait()
-	}
-}
-
 func benchServer(b *testing.B, srv *mcp.Server) {
 	{
 		ctx := context.Background()
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() {
-			cs.Close()
-			_ = ss.Wait()
-		}()
+		cs := mcptest.Connect(b, srv, nil)
+		defer cs.Close()
 		params := &mcp.CallToolParams{Name: "vaultclaw_session_status"}
 		b.ReportAllocs()
 		b.ResetTimer()

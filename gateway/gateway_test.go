@@ -13,6 +13,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,7 +54,7 @@ func TestEveryStdioCallIsReceiptedAndTheChainVerifies(t *testing.T) {
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken, "base_url": "http://127.0.0.1:9"})
 	require.True(t, env.OK, "%+v", env.Error)
 	bad := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken, "timeout_ms": "soon"})
-	require.Equal(t, apperr.CodeValidation, errCode(bad))
+	require.Equal(t, apperr.CodeValidation, bad.Code())
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"})
 	require.Error(t, err, "unknown tools stay protocol errors")
 
@@ -98,7 +99,7 @@ func TestEveryStdioCallIsReceiptedAndTheChainVerifies(t *testing.T) {
 func TestReadOnlyOnStdio(t *testing.T) {
 	h := newHarness(t, setup{readOnly: true})
 	cs := h.stdio()
-	names := listNames(t, cs)
+	names := mcptest.ToolNames(t, cs)
 	assert.Contains(t, names, "vaultclaw_session_status")
 	assert.Contains(t, names, "vaultclaw_audit_receipts_list")
 	assert.NotContains(t, names, "vaultclaw_session_configure")
@@ -106,11 +107,11 @@ func TestReadOnlyOnStdio(t *testing.T) {
 	assertReadOnlyList(t, h, names)
 
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
-	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
+	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, apperr.CatPolicy, env.Error.Category)
 	assert.Equal(t, "read_only", env.Error.Details["reason"])
 	env = call(t, cs, "vaultclaw_session_clear", nil)
-	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
+	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK)
 
 	rs := h.receipts(audit.Filter{Outcome: apperr.CodePermissionDenied})
@@ -121,12 +122,12 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 	h := newHarness(t, setup{readOnly: true})
 	srv := h.httpServer()
 	cs := h.httpClient(srv, nil)
-	names := listNames(t, cs)
+	names := mcptest.ToolNames(t, cs)
 	assert.NotContains(t, names, "vaultclaw_session_configure")
 	assert.Contains(t, names, "vaultclaw_session_status")
 	assertReadOnlyList(t, h, names)
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
-	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
+	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	rs := h.receipts(audit.Filter{Tool: "vaultclaw_session_configure"})
 	require.Len(t, rs, 1)
 	assert.Equal(t, "anonymous", rs[0].Caller)
@@ -136,9 +137,9 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 func TestToolsetsNarrowTheServer(t *testing.T) {
 	h := newHarness(t, setup{toolsets: []string{"audit"}})
 	cs := h.stdio()
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list"}, listNames(t, cs))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list"}, mcptest.ToolNames(t, cs))
 	env := call(t, cs, "vaultclaw_session_status", nil)
-	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
+	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, "toolset_disabled", env.Error.Details["reason"])
 
 	_, err := New(Options{Registry: h.gw.reg, Audit: h.log, Hasher: h.gw.opts.Hasher, Toolsets: []string{"sesion"}})
@@ -149,9 +150,9 @@ func TestToolsetsNarrowTheServer(t *testing.T) {
 func TestCapabilityRefusalIsAuditedAndHiddenFromList(t *testing.T) {
 	h := newHarness(t, setup{policy: "[stdio]\ncapabilities = [\"audit_view\"]\n"})
 	cs := h.stdio()
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list"}, listNames(t, cs))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list"}, mcptest.ToolNames(t, cs))
 	env := call(t, cs, "vaultclaw_session_status", nil)
-	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
+	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, apperr.CatPolicy, env.Error.Category)
 	assert.Equal(t, "missing_capability", env.Error.Details["reason"])
 	assert.Equal(t, "session_admin", env.Error.Details["capability"])
@@ -175,7 +176,7 @@ burst = 2
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK)
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK)
 	env := call(t, cs, "vaultclaw_session_status", nil)
-	require.Equal(t, apperr.CodeRateLimited, errCode(env))
+	require.Equal(t, apperr.CodeRateLimited, env.Code())
 	assert.Equal(t, apperr.CatPolicy, env.Error.Category)
 	assert.True(t, env.Error.Retryable)
 	assert.EqualValues(t, 1000, env.Error.Details["retry_after_ms"])
@@ -184,7 +185,7 @@ burst = 2
 		require.True(t, call(t, cs, "vaultclaw_audit_receipts_list", map[string]any{"limit": 1}).OK)
 	}
 	h.clock.Advance(999 * time.Millisecond)
-	require.Equal(t, apperr.CodeRateLimited, errCode(call(t, cs, "vaultclaw_session_status", nil)))
+	require.Equal(t, apperr.CodeRateLimited, call(t, cs, "vaultclaw_session_status", nil).Code())
 	h.clock.Advance(time.Millisecond)
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK, "a token is back after one second")
 	assert.Len(t, h.receipts(audit.Filter{Outcome: apperr.CodeRateLimited}), 2)
@@ -198,10 +199,10 @@ func TestHTTPDefaultRateLimitIsPerTenantNotPerSession(t *testing.T) {
 		require.True(t, call(t, a, "vaultclaw_session_status", nil).OK, "call %d", i)
 	}
 	env := call(t, a, "vaultclaw_session_status", nil)
-	require.Equal(t, apperr.CodeRateLimited, errCode(env))
+	require.Equal(t, apperr.CodeRateLimited, env.Code())
 	// A new connection (a new stateless session) does not reset the bucket.
 	a2 := h.httpClient(srv, map[string]string{"X-Accords-Tenant-Id": "t1"})
-	require.Equal(t, apperr.CodeRateLimited, errCode(call(t, a2, "vaultclaw_session_status", nil)))
+	require.Equal(t, apperr.CodeRateLimited, call(t, a2, "vaultclaw_session_status", nil).Code())
 	// Another tenant has its own bucket.
 	b := h.httpClient(srv, map[string]string{"X-Accords-Tenant-Id": "t2"})
 	require.True(t, call(t, b, "vaultclaw_session_status", nil).OK)
@@ -307,8 +308,8 @@ func TestTenantIsolationBetweenAuthenticatedCallers(t *testing.T) {
 		assert.Equal(t, "globex", r.(map[string]any)["scope"])
 	}
 	// acme-bot holds "*": every tool; globex-bot only its two capabilities.
-	assert.Len(t, listNames(t, a), len(h.gw.reg.Tools()))
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status"}, listNames(t, b))
+	assert.Len(t, mcptest.ToolNames(t, a), len(h.gw.reg.Tools()))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status"}, mcptest.ToolNames(t, b))
 }
 
 func TestPolicyReload(t *testing.T) {
@@ -316,7 +317,7 @@ func TestPolicyReload(t *testing.T) {
 	srv := h.httpServer()
 	a := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenA})
 	require.True(t, call(t, a, "vaultclaw_session_status", nil).OK)
-	assert.Contains(t, listNames(t, a), "vaultclaw_session_status")
+	assert.Contains(t, mcptest.ToolNames(t, a), "vaultclaw_session_status")
 
 	// Broken file: the previous policy stays.
 	h.writePolicy("[[callers]]\nid = \"x\"\ntoken_sha256 = \"nope\"\n")
@@ -338,9 +339,9 @@ token_sha256 = "` + policy.HashToken(newToken) + `"
 `)
 	require.NoError(t, h.gw.Reload())
 	env := call(t, a, "vaultclaw_session_status", nil)
-	require.Equal(t, apperr.CodePermissionDenied, errCode(env))
+	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	a2 := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenA})
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list"}, listNames(t, a2))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list"}, mcptest.ToolNames(t, a2))
 
 	resp := post(t, srv.URL+"/v1/mcp", map[string]string{"Authorization": "Bearer " + tokenB})
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "removed caller")
@@ -353,8 +354,8 @@ token_sha256 = "` + policy.HashToken(newToken) + `"
 	h.writePolicy("[stdio]\ncapabilities = []\n")
 	require.NoError(t, h.gw.Reload())
 	cs := h.stdio()
-	assert.Empty(t, listNames(t, cs))
-	require.Equal(t, apperr.CodePermissionDenied, errCode(call(t, cs, "vaultclaw_session_status", nil)))
+	assert.Empty(t, mcptest.ToolNames(t, cs))
+	require.Equal(t, apperr.CodePermissionDenied, call(t, cs, "vaultclaw_session_status", nil).Code())
 }
 
 func TestNonLoopbackListenRequiresCallers(t *testing.T) {
@@ -389,13 +390,13 @@ func TestAuditFailureRefusesWritesOnly(t *testing.T) {
 	h := newHarness(t, setup{recorder: func(l *audit.Log) Recorder { return brokenRecorder{l} }})
 	cs := h.stdio()
 	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
-	require.Equal(t, apperr.CodeInternal, errCode(env))
+	require.Equal(t, apperr.CodeInternal, env.Code())
 	assert.Equal(t, "audit_unavailable", env.Error.Details["reason"])
 	assert.True(t, env.Error.Retryable)
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK, "read tools go on")
 
 	all := newHarness(t, setup{onFailure: OnAuditFailureRefuseAll, recorder: func(l *audit.Log) Recorder { return brokenRecorder{l} }})
-	require.Equal(t, apperr.CodeInternal, errCode(call(t, all.stdio(), "vaultclaw_session_status", nil)))
+	require.Equal(t, apperr.CodeInternal, call(t, all.stdio(), "vaultclaw_session_status", nil).Code())
 
 	cont := newHarness(t, setup{onFailure: OnAuditFailureContinue, recorder: func(l *audit.Log) Recorder { return brokenRecorder{l} }})
 	require.True(t, call(t, cont.stdio(), "vaultclaw_session_configure", map[string]any{"token": secretToken}).OK)
@@ -409,10 +410,10 @@ func TestAuditListArguments(t *testing.T) {
 	cs := h.stdio()
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK)
 	env := call(t, cs, "vaultclaw_audit_receipts_list", map[string]any{"since": "yesterday"})
-	require.Equal(t, apperr.CodeValidation, errCode(env))
+	require.Equal(t, apperr.CodeValidation, env.Code())
 	assert.Equal(t, "since", env.Error.Details["field"])
 	env = call(t, cs, "vaultclaw_audit_receipts_list", map[string]any{"limit": 501})
-	require.Equal(t, apperr.CodeValidation, errCode(env))
+	require.Equal(t, apperr.CodeValidation, env.Code())
 	env = call(t, cs, "vaultclaw_audit_receipts_list", map[string]any{"since": "2026-05-01T11:00:00Z", "tool": "vaultclaw_session_status"})
 	require.True(t, env.OK)
 	assert.EqualValues(t, 1, env.Data.(map[string]any)["count"])
@@ -426,7 +427,7 @@ func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
 	a := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenA})
 	require.True(t, call(t, b1, "vaultclaw_session_status", nil).OK)
 	require.True(t, call(t, b2, "vaultclaw_session_status", nil).OK)
-	require.Equal(t, apperr.CodeRateLimited, errCode(call(t, b1, "vaultclaw_session_status", nil)), "one bucket per caller across connections")
+	require.Equal(t, apperr.CodeRateLimited, call(t, b1, "vaultclaw_session_status", nil).Code(), "one bucket per caller across connections")
 	require.True(t, call(t, a, "vaultclaw_session_status", nil).OK, "acme-bot has its own bucket (default burst 20)")
 
 	// Unknown tool names share one bucket per caller.
@@ -435,7 +436,7 @@ func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
 		require.Error(t, err)
 	}
 	env := call(t, b1, "also_nope", nil)
-	require.Equal(t, apperr.CodeRateLimited, errCode(env))
+	require.Equal(t, apperr.CodeRateLimited, env.Code())
 	assert.Equal(t, "unknown tools", env.Error.Details["tool"])
 }
 

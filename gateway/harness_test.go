@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/vault"
@@ -119,17 +117,7 @@ func (h *harness) writePolicy(toml string) {
 // stdio connects an in-memory client to the stdio server.
 func (h *harness) stdio() *mcp.ClientSession {
 	h.t.Helper()
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := h.gw.StdioServer().Connect(ctx, st, nil)
-	require.NoError(h.t, err)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(h.t, err)
-	h.t.Cleanup(func() {
-		cs.Close()
-		_ = ss.Wait()
-	})
-	return cs
+	return mcptest.Connect(h.t, h.gw.StdioServer(), nil).ClientSession
 }
 
 // httpServer serves the bridge with the gateway's auth and servers.
@@ -139,56 +127,19 @@ func (h *harness) httpServer() *httptest.Server {
 	return srv
 }
 
-type headerRT struct {
-	headers map[string]string
-}
-
-func (rt headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range rt.headers {
-		r.Header.Set(k, v)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // httpClient connects a Streamable HTTP client sending headers.
 func (h *harness) httpClient(srv *httptest.Server, headers map[string]string) *mcp.ClientSession {
 	h.t.Helper()
-	tr := &mcp.StreamableClientTransport{
-		Endpoint:             srv.URL + "/v1/mcp",
-		HTTPClient:           &http.Client{Transport: headerRT{headers: headers}},
-		DisableStandaloneSSE: true,
-		MaxRetries:           -1,
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), tr, nil)
-	require.NoError(h.t, err)
-	h.t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcptest.ConnectHTTP(h.t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{Headers: headers})
 }
 
-func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) envelope.Envelope {
+// call is mcptest.Call plus what the gateway adds to every result: the id
+// of the call's receipt.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) mcptest.Envelope {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	require.NoError(t, err)
-	require.NotEmpty(t, res.Content)
-	text, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok)
-	var env envelope.Envelope
-	require.NoError(t, json.Unmarshal([]byte(text.Text), &env))
-	require.Equal(t, !env.OK, res.IsError)
-	require.NotEmpty(t, res.Meta["accords/call_id"], "every call carries its receipt id")
+	env := mcptest.Call(t, cs, name, args)
+	require.NotEmpty(t, env.Result.Meta["accords/call_id"], "every call carries its receipt id")
 	return env
-}
-
-func listNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(context.Background(), nil)
-	require.NoError(t, err)
-	var out []string
-	for _, tl := range res.Tools {
-		out = append(out, tl.Name)
-	}
-	return out
 }
 
 func (h *harness) receipts(f audit.Filter) []audit.Receipt {
@@ -199,13 +150,6 @@ func (h *harness) receipts(f audit.Filter) []audit.Receipt {
 	rs, err := h.log.List(f)
 	require.NoError(h.t, err)
 	return rs
-}
-
-func errCode(env envelope.Envelope) string {
-	if env.Error == nil {
-		return ""
-	}
-	return env.Error.Code
 }
 
 func envelopeOK() envelope.Envelope {
