@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -51,33 +50,20 @@ func TestRemoteSourcesThroughTheApp(t *testing.T) {
 	var mu sync.Mutex
 	var progress []string
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := a.MCPServer().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+	cs := mcptest.Connect(t, a.MCPServer(), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress = append(progress, req.Params.Message)
 			mu.Unlock()
 		},
 	})
-	cs, err := client.Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	defer func() { cs.Close(); _ = ss.Wait() }()
 
-	call := func(name string, args map[string]any, token any) envelope.Envelope {
+	call := func(name string, args map[string]any, token any) mcptest.Envelope {
 		p := &mcp.CallToolParams{Name: name, Arguments: args}
 		if token != nil {
 			p.SetProgressToken(token)
 		}
-		res, err := cs.CallTool(ctx, p)
-		require.NoError(t, err)
-		raw, err := json.Marshal(res.StructuredContent)
-		require.NoError(t, err)
-		var env envelope.Envelope
-		require.NoError(t, json.Unmarshal(raw, &env))
-		require.Equal(t, !env.OK, res.IsError)
-		return env
+		return mcptest.CallWith(t, ctx, cs, p)
 	}
 
 	env := call("vaultclaw_catalog_source_upsert", map[string]any{"source": map[string]any{"source_id": "ex", "index_url": srv.URL + "/index.json"}}, nil)

@@ -12,7 +12,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -34,20 +34,12 @@ func seedAudit(t *testing.T, vars map[string]string, calls int) {
 	require.NoError(t, err)
 	a, err := app.Open(cfg, nil)
 	require.NoError(t, err)
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := a.MCPServer().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
+	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	for range calls {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vaultclaw_session_status"})
-		require.NoError(t, err)
+		mcptest.Call(t, cs, "vaultclaw_session_status", nil)
 	}
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "vaultclaw_session_configure", Arguments: map[string]any{"token": "tok-SECRET-abcdef"}})
-	require.NoError(t, err)
-	cs.Close()
-	_ = ss.Wait()
+	mcptest.Call(t, cs, "vaultclaw_session_configure", map[string]any{"token": "tok-SECRET-abcdef"})
+	_ = cs.Close()
 	require.NoError(t, a.Close())
 }
 

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,25 +47,6 @@ func startServe(t *testing.T, vars map[string]string) *daemon {
 	return &daemon{vars: vars, url: "http://" + addr, stderr: errb, stop: stop}
 }
 
-func toolCall(t *testing.T, url, tool string, args map[string]any) map[string]any {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/mcp", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var rpc struct {
-		Result struct {
-			StructuredContent map[string]any `json:"structuredContent"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &rpc), string(raw))
-	return rpc.Result.StructuredContent
-}
-
 func runCmd(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	env, out, errb := opsEnv(vars, "")
@@ -88,7 +68,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the control socket is private")
 
-	env := toolCall(t, d.url, "vaultclaw_session_configure", map[string]any{"token": "vc_tok_before_backup", "base_url": sim.URL})
+	env := mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_configure", map[string]any{"token": "vc_tok_before_backup", "base_url": sim.URL}, nil).Raw
 	require.Equal(t, true, env["ok"], env)
 
 	// doctor sees the daemon and runs the database checks inside it.
@@ -97,7 +77,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	assert.Contains(t, line(t, out, "daemon"), "running: pid")
 	assert.Contains(t, line(t, out, "index"), "consistent with the store")
 	assert.Contains(t, line(t, out, "vault"), "HTTP 401")
-	env = toolCall(t, d.url, "vaultclaw_session_configure", map[string]any{"token": simToken, "base_url": sim.URL})
+	env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_configure", map[string]any{"token": simToken, "base_url": sim.URL}, nil).Raw
 	require.Equal(t, true, env["ok"], env)
 	code, out, _ = runCmd(t, vars, "doctor")
 	assert.Equal(t, 0, code, out)
@@ -108,7 +88,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	for w := range 3 {
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
-				e := toolCall(t, d.url, "vaultclaw_recipes_search", map[string]any{"query": "gmail"})
+				e := mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_recipes_search", map[string]any{"query": "gmail"}, nil).Raw
 				assert.Equal(t, true, e["ok"], "worker %d: %v", w, e)
 			}
 		})
@@ -138,7 +118,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	assert.Contains(t, errOut, "stop the daemon")
 
 	// Change the state after the backup, stop, restore, start again.
-	env = toolCall(t, d.url, "vaultclaw_session_configure", map[string]any{"token": "vc_tok_after_backup", "base_url": "http://after.example"})
+	env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_configure", map[string]any{"token": "vc_tok_after_backup", "base_url": "http://after.example"}, nil).Raw
 	require.Equal(t, true, env["ok"])
 	require.Equal(t, 0, d.stop())
 	_, err = os.Stat(sock)
@@ -151,10 +131,10 @@ func TestDaemonLifecycle(t *testing.T) {
 	assert.Empty(t, errOut, "same key file: no session warning")
 
 	d2 := startServe(t, vars)
-	st := toolCall(t, d2.url, "vaultclaw_session_status", map[string]any{})
+	st := mcptest.PostCall(t, d2.url+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, nil).Raw
 	data := st["data"].(map[string]any)
 	assert.Equal(t, sim.URL, data["base_url"], "the state at backup time is back")
-	e := toolCall(t, d2.url, "vaultclaw_recipes_search", map[string]any{"query": "gmail"})
+	e := mcptest.PostCall(t, d2.url+"/v1/mcp", "vaultclaw_recipes_search", map[string]any{"query": "gmail"}, nil).Raw
 	assert.NotEmpty(t, e["data"].(map[string]any)["items"])
 	require.Equal(t, 0, d2.stop())
 	code, _, errOut = runCmd(t, vars, "audit", "verify")
@@ -174,7 +154,11 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	d := startServe(t, vars)
 
 	got := make(chan map[string]any, 1)
-	go func() { got <- toolCall(t, d.url, "vaultclaw_connectors_list", map[string]any{}) }()
+	go func() {
+		var env map[string]any
+		defer func() { got <- env }() // also when a failed check ends the goroutine
+		env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_connectors_list", map[string]any{}, nil).Raw
+	}()
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	code := d.stop()

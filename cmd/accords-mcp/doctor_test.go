@@ -13,8 +13,8 @@ import (
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -227,17 +227,10 @@ func opsEnv(vars map[string]string, stdin string) (*environment, *bytes.Buffer, 
 func seedCalls(t *testing.T, vars map[string]string, n int) {
 	t.Helper()
 	a := openApp(t, vars)
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := a.MCPServer().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
+	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	for range n {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vaultclaw_session_status"})
-		require.NoError(t, err)
+		mcptest.Call(t, cs, "vaultclaw_session_status", nil)
 	}
-	cs.Close()
-	_ = ss.Wait()
+	_ = cs.Close()
 	require.NoError(t, a.Close())
 }

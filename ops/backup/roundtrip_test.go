@@ -1,12 +1,10 @@
 package backup_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,35 +22,21 @@ import (
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// callTool posts one bare JSON-RPC tools/call to the bridge and returns the
-// envelope.
+// callTool posts one bare JSON-RPC tools/call to the bridge as tenant
+// ("" for none) and returns the envelope as generic JSON.
 func callTool(t testing.TB, url, tenant, tool string, args map[string]any) map[string]any {
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": tool, "arguments": args}})
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/mcp", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	t.Helper()
+	var header map[string]string
 	if tenant != "" {
-		req.Header.Set("X-Accords-Tenant-Id", tenant)
+		header = map[string]string{"X-Accords-Tenant-Id": tenant}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
-	var rpc struct {
-		Result struct {
-			StructuredContent map[string]any `json:"structuredContent"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &rpc), string(raw))
-	return rpc.Result.StructuredContent
+	return mcptest.PostCall(t, url+"/v1/mcp", tool, args, header).Raw
 }
 
 type state struct {

@@ -2,7 +2,6 @@ package metrics_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,32 +15,21 @@ import (
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func post(t *testing.T, url string, body any) *http.Response {
-	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/mcp", bytes.NewReader(raw))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("X-Request-Id", "req-from-client-1")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	return resp
-}
+// clientRequestID is sent with every call; the bridge echoes it.
+var clientRequestID = map[string]string{"X-Request-Id": "req-from-client-1"}
 
 func call(t *testing.T, url, tool string, args map[string]any) {
 	t.Helper()
-	resp := post(t, url, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, "req-from-client-1", resp.Header.Get("X-Request-Id"), "the client's request id is echoed")
+	rep := mcptest.Post(t, url+"/v1/mcp", mcptest.ToolsCall(1, tool, args), clientRequestID)
+	require.Equal(t, http.StatusOK, rep.StatusCode)
+	assert.Equal(t, "req-from-client-1", rep.Header.Get("X-Request-Id"), "the client's request id is echoed")
 }
 
 // sample returns the value of the exposition line starting with series.
@@ -70,8 +58,7 @@ func TestMetricsAfterCalls(t *testing.T) {
 	call(t, srv.URL, "vaultclaw_connector_get", map[string]any{"connector_id": "no-such-connector"})
 	call(t, srv.URL, "vaultclaw_session_configure", map[string]any{"timeout_ms": "soon"})
 	call(t, srv.URL, "vaultclaw_recipes_search", map[string]any{"query": "gmail"})
-	resp := post(t, srv.URL, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "vaultclaw_made_up", "arguments": map[string]any{}}})
-	resp.Body.Close()
+	mcptest.Post(t, srv.URL+"/v1/mcp", mcptest.ToolsCall(1, "vaultclaw_made_up", map[string]any{}), clientRequestID)
 	_, err := a.Handles.Save("default", &approval.Handoff{Handle: approval.Handle{Kind: approval.KindJob, JobID: "job-1"}}, "test")
 	require.NoError(t, err)
 
