@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -79,13 +80,9 @@ func TestConcurrentHTTPClients(t *testing.T) {
 	var s5xx atomic.Int64
 	sessions := make([]*mcp.ClientSession, clients)
 	for c := range clients {
-		hc := &http.Client{Transport: &statusCounter{base: transport, tenant: fmt.Sprintf("tenant-%d", c), s5xx: &s5xx}}
-		cl := mcp.NewClient(&mcp.Implementation{Name: "reliability", Version: "1"}, nil)
-		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{
-			Endpoint: hs.URL + "/v1/mcp", HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1,
-		}, nil)
-		require.NoError(t, err)
-		sessions[c] = cs
+		sessions[c] = mcptest.ConnectHTTP(t, hs.URL+"/v1/mcp", mcptest.HTTPOptions{
+			Transport: &statusCounter{base: transport, tenant: fmt.Sprintf("tenant-%d", c), s5xx: &s5xx},
+		})
 	}
 
 	logs := make([]*clientLog, clients)
@@ -142,9 +139,9 @@ func TestConcurrentHTTPClients(t *testing.T) {
 			}
 			assert.Equal(t, want, indexedVersions(t, vctx, cs, id), "client %d: index and store disagree on %s", c, id)
 		}
-		env, code, err := loadgen.Call(vctx, cs, loadgen.ToolStatus, map[string]any{})
+		env, err := mcptest.TryCall(vctx, cs, loadgen.ToolStatus, map[string]any{})
 		require.NoError(t, err)
-		require.Empty(t, code)
+		require.Empty(t, env.Code())
 		st, _ := env.Data.(map[string]any)
 		switch l.session {
 		case "", "cleared":
@@ -195,18 +192,19 @@ func runClient(deadline time.Time, c int, cs *mcp.ClientSession, corpus loadgen.
 	}
 }
 
-// call makes one call; false means the client must stop (the exchange
-// failed, no envelope, or MCP_INTERNAL), which is recorded as a failure.
-func (cl *concClient) call(tool string, args map[string]any) (loadgen.Envelope, string, bool) {
+// call makes one call and returns its envelope and error code; false
+// means the client must stop (the exchange failed, no envelope, or
+// MCP_INTERNAL), which is recorded as a failure.
+func (cl *concClient) call(tool string, args map[string]any) (mcptest.Envelope, string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	env, code, err := loadgen.Call(ctx, cl.cs, tool, args)
+	env, err := mcptest.TryCall(ctx, cl.cs, tool, args)
 	cl.calls.Add(1)
-	if code == loadgen.CodeTransport || code == loadgen.CodeNoEnvelope || code == "MCP_INTERNAL" {
-		cl.fail("client %d %s: %s %v %+v", cl.c, tool, code, err, env.Error)
-		return env, code, false
+	if err != nil || env.Code() == "MCP_INTERNAL" {
+		cl.fail("client %d %s: %s %v %+v", cl.c, tool, env.Code(), err, env.Error)
+		return env, env.Code(), false
 	}
-	return env, code, true
+	return env, env.Code(), true
 }
 
 // ownKey is one of the six cookbook ids this client owns, at a random version.

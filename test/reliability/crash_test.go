@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -174,8 +176,9 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 					if !ok {
 						continue
 					}
-					env, code, err := loadgen.Call(ctx, cs, loadgen.ToolUpsert, map[string]any{"bundle": bundle, "conflict_policy": policy})
-					if code == "" {
+					env, err := mcptest.TryCall(ctx, cs, loadgen.ToolUpsert, map[string]any{"bundle": bundle, "conflict_policy": policy})
+					acked := err == nil && env.OK
+					if acked {
 						got, _ := env.Data.(map[string]any)["content_hash"].(string)
 						if got != hash {
 							umu.Lock()
@@ -183,14 +186,14 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 							umu.Unlock()
 						}
 					}
-					log.end(k, wi, code == "")
-					if code != "" && code != loadgen.CodeTransport {
-						umu.Lock()
-						unexpected = append(unexpected, fmt.Sprintf("%v: %s %v %+v", k, code, err, env.Error))
-						umu.Unlock()
+					log.end(k, wi, acked)
+					if err != nil && !errors.Is(err, mcptest.ErrNoEnvelope) {
+						return // the exchange failed: the kill
 					}
-					if code == loadgen.CodeTransport {
-						return
+					if !acked {
+						umu.Lock()
+						unexpected = append(unexpected, fmt.Sprintf("%v: %s %v %+v", k, env.Code(), err, env.Error))
+						umu.Unlock()
 					}
 				}
 			})

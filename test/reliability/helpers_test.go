@@ -12,6 +12,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -69,12 +70,12 @@ func expectedHash(t testing.TB, bundle map[string]any) string {
 // the catalog says it does not exist.
 func storedHash(t testing.TB, cs *mcp.ClientSession, ctx context.Context, id, version string) string {
 	t.Helper()
-	env, code, err := loadgen.Call(ctx, cs, loadgen.ToolGet, map[string]any{"cookbook_id": id, "version": version})
-	if code == "MCP_CATALOG_NOT_FOUND" {
+	env, err := mcptest.TryCall(ctx, cs, loadgen.ToolGet, map[string]any{"cookbook_id": id, "version": version})
+	if env.Code() == "MCP_CATALOG_NOT_FOUND" {
 		return ""
 	}
 	require.NoError(t, err)
-	require.Empty(t, code, "get %s@%s: %+v", id, version, env.Error)
+	require.Empty(t, env.Code(), "get %s@%s: %+v", id, version, env.Error)
 	data, _ := env.Data.(map[string]any)
 	require.NotNil(t, data["bundle"], "get %s@%s returned no bundle", id, version)
 	b, err := catalog.BundleFromValue(data["bundle"])
@@ -87,9 +88,9 @@ func storedHash(t testing.TB, cs *mcp.ClientSession, ctx context.Context, id, ve
 // indexedVersions returns the versions of id the search index holds.
 func indexedVersions(t testing.TB, ctx context.Context, cs *mcp.ClientSession, id string) map[string]bool {
 	t.Helper()
-	env, code, err := loadgen.Call(ctx, cs, loadgen.ToolSearch, map[string]any{"cookbook_id": id, "all_versions": true, "limit": 1000})
+	env, err := mcptest.TryCall(ctx, cs, loadgen.ToolSearch, map[string]any{"cookbook_id": id, "all_versions": true, "limit": 1000})
 	require.NoError(t, err)
-	require.Empty(t, code, "search %s: %+v", id, env.Error)
+	require.Empty(t, env.Code(), "search %s: %+v", id, env.Error)
 	out := map[string]bool{}
 	data, _ := env.Data.(map[string]any)
 	items, _ := data["items"].([]any)
