@@ -4,7 +4,6 @@ package smoke
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -25,7 +25,7 @@ import (
 type target struct {
 	live bool
 	sim  *vaultsim.Sim
-	cs   *mcp.ClientSession
+	cs   *mcptest.Session
 	// recipient of the e-mails the suite sends.
 	recipient string
 }
@@ -83,49 +83,18 @@ func setup(t *testing.T) *target {
 	require.NoError(t, err)
 	a, err := app.Open(cfg, nil)
 	require.NoError(t, err)
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := a.MCPServer().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "accords-mcp-smoke", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cs.Close()
-		_ = ss.Wait()
-		a.Close()
-	})
-	tg.cs = cs
+	t.Cleanup(func() { a.Close() }) // after the session, which closes first
+	tg.cs = mcptest.Connect(t, a.MCPServer(), nil)
 	return tg
 }
 
-type envelope struct {
-	OK    bool           `json:"ok"`
-	Data  any            `json:"data"`
-	Error map[string]any `json:"error"`
-	Meta  map[string]any `json:"meta"`
-}
-
-func (e envelope) code() string {
-	s, _ := e.Error["code"].(string)
-	return s
-}
-
-// call invokes a tool; when this build does not register it (other teams'
-// tools before the merge) the test is skipped.
-func (tg *target) call(t *testing.T, name string, args map[string]any) envelope {
+// call invokes a tool. Every tool is registered in every build, so an
+// unknown tool fails the test like any other failed exchange.
+func (tg *target) call(t *testing.T, name string, args map[string]any) mcptest.Envelope {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(envInt("VC_SMOKE_WAIT_TIMEOUT_MS", 600000))*time.Millisecond+time.Minute)
 	defer cancel()
-	res, err := tg.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil && strings.Contains(err.Error(), "unknown tool") {
-		t.Skipf("tool %s is not registered in this build", name)
-	}
-	require.NoError(t, err, name)
-	raw, err := json.Marshal(res.StructuredContent)
-	require.NoError(t, err)
-	var env envelope
-	require.NoError(t, json.Unmarshal(raw, &env))
-	return env
+	return mcptest.CallWith(t, ctx, tg.cs, &mcp.CallToolParams{Name: name, Arguments: args})
 }
 
 func get(v any, path ...string) any {
@@ -229,7 +198,7 @@ func TestSmoke_Approvals(t *testing.T) {
 	_, ok := get(env.Data, "items").([]any)
 	assert.True(t, ok, "items is a list")
 	env = tg.call(t, "vaultclaw_approvals_pending_list", map[string]any{"states": "waiting,bogus"})
-	assert.Equal(t, "MCP_VALIDATION_ERROR", env.code())
+	assert.Equal(t, "MCP_VALIDATION_ERROR", env.Code())
 	env = tg.call(t, "vaultclaw_approval_handles_list", map[string]any{})
 	require.True(t, env.OK, env.Error)
 }
@@ -255,8 +224,8 @@ func TestSmoke_ApprovalResume(t *testing.T) {
 	}
 
 	env := tg.call(t, "vaultclaw_connector_execute_job", map[string]any{"request": gmailSend(tg.recipient)})
-	require.Equal(t, "MCP_APPROVAL_REQUIRED", env.code(), "Gmail send must need approval: %v", env.Error)
-	approval := get(env.Error, "details", "approval")
+	require.Equal(t, "MCP_APPROVAL_REQUIRED", env.Code(), "Gmail send must need approval: %v", env.Error)
+	approval := get(env.Details(), "approval")
 	handle := get(approval, "next_action", "arguments", "handle").(map[string]any)
 	t.Logf("APPROVAL REQUIRED: challenge_id=%s pending_id=%s job_id=%s run_id=%s attestation=%s",
 		str(handle["challenge_id"]), str(handle["pending_id"]), str(handle["job_id"]), str(handle["run_id"]), str(get(approval, "remote_attestation_url")))
@@ -284,8 +253,8 @@ func TestSmoke_ApprovalResume(t *testing.T) {
 			"request_bindings": []any{map[string]any{"path": "/to", "ref": map[string]any{"source": "plan_input", "path": "/to"}}}},
 	}}
 	env = tg.call(t, "vaultclaw_plan_execute", map[string]any{"plan": plan, "plan_input": map[string]any{"to": []any{tg.recipient}}})
-	require.Equal(t, "MCP_APPROVAL_REQUIRED", env.code(), env.Error)
-	handle = get(env.Error, "details", "approval", "next_action", "arguments", "handle").(map[string]any)
+	require.Equal(t, "MCP_APPROVAL_REQUIRED", env.Code(), env.Error)
+	handle = get(env.Details(), "approval", "next_action", "arguments", "handle").(map[string]any)
 	t.Logf("PLAN APPROVAL REQUIRED: challenge_id=%s pending_id=%s run_id=%s", str(handle["challenge_id"]), str(handle["pending_id"]), str(handle["run_id"]))
 	go func() {
 		time.Sleep(300 * time.Millisecond)
