@@ -137,11 +137,7 @@ func in(path string, dirs ...string) bool {
 // transports, the gateway glue, the tools, and the bench and end-to-end
 // test clients.
 func mcpFacing(path string) bool {
-	return in(path, "cmd", "app", "transport", "tools", "bench", "test") || rel(path) == "gateway" ||
-		// TEMPORARY: platform/metrics still holds an MCP middleware that is
-		// being moved out of it on another branch; that merge removes this
-		// entry.
-		rel(path) == "platform/metrics"
+	return in(path, "cmd", "app", "transport", "tools", "bench", "test") || rel(path) == "gateway"
 }
 
 // mcpLayer packages are what inner layers must never import.
