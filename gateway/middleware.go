@@ -53,6 +53,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		Timestamp:  g.opts.Now().UTC().Format(time.RFC3339Nano),
 		Caller:     p.ID,
 		Transport:  p.Transport,
+		Session:    p.Session,
 		Scope:      p.Scope,
 		Tool:       truncate(name, MaxToolNameInReceipt),
 		ParamsHash: g.opts.Hasher.SumArgs(args),
@@ -71,7 +72,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		}
 	} else {
 		rec.CapabilityUsed = t.Capability
-		if refused := g.admit(g.policy.Load(), p, t); refused != nil {
+		if refused := g.admit(ctx, g.policy.Load(), p, t); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else {
 			res, err = next(ctx, method, req)
@@ -101,9 +102,9 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 
 // admit runs the checks in order: capability (and read-only/toolsets), audit
 // health, rate limit.
-func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
+func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
 	c := g.callerFor(pol, p)
-	if e := g.refusal(c, t); e != nil {
+	if e := g.refusalIn(ctx, c, t); e != nil {
 		return e
 	}
 	if mode := g.opts.OnAuditFailure; mode != OnAuditFailureContinue {

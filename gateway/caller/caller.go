@@ -40,6 +40,10 @@ type Principal struct {
 	Transport string
 	// Authenticated is true when a bearer token was verified.
 	Authenticated bool
+	// Session names the stdio client among several a daemon serves (the
+	// attach session id, e.g. "c-3f9a..."); empty for a process serving
+	// its own stdin and for HTTP.
+	Session string
 }
 
 // Request is what one request says about its caller.
