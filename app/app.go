@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -24,6 +26,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/gate"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
@@ -61,6 +64,21 @@ type App struct {
 	Gateway *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// Gate counts tool calls and operator requests in flight; a restore
+	// through the daemon holds new ones while it swaps the file, and
+	// shutdown drains it.
+	Gate *gate.Gate
+
+	// audit is what the gateway and the tools write to and read from: it
+	// follows the log across a restore (Audit is replaced then).
+	audit     auditRef
+	auditOpts audit.Options
+	// restoreMu lets one restore run at a time.
+	restoreMu sync.Mutex
+	// clients are the attached stdio clients, by session id.
+	clients    clientRegistry
+	attachOnce sync.Once
+	attachSrv  *mcp.Server
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -68,14 +86,14 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{})
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: cfg.DBLockTimeout})
 	if err != nil {
 		return nil, err
 	}
 	if db.BackupPath != "" {
 		logger.Info("database migrated; previous file copied aside", "backup", db.BackupPath)
 	}
-	a := &App{Config: cfg, Logger: logger, DB: db}
+	a := &App{Config: cfg, Logger: logger, DB: db, Gate: &gate.Gate{}}
 	if err := a.init(); err != nil {
 		if a.Catalog != nil {
 			a.Catalog.Close()
@@ -99,6 +117,13 @@ func (a *App) openCatalog() error {
 	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
 		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
 	}
+	return a.seedBuiltins(ctx)
+}
+
+// seedBuiltins stores the built-in cookbooks the catalog lacks or holds
+// in an older version (at start, and after a restore).
+func (a *App) seedBuiltins(ctx context.Context) error {
+	cat := a.Catalog
 	bundles, err := builtin.Bundles()
 	if err != nil {
 		return fmt.Errorf("load built-in cookbooks: %w", err)
@@ -161,9 +186,11 @@ func (a *App) init() error {
 	if err != nil {
 		return err
 	}
-	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
+	a.auditOpts = audit.Options{Retention: retention}
+	if a.Audit, err = audit.Open(a.DB, a.auditOpts); err != nil {
 		return err
 	}
+	a.audit.set(a.Audit)
 	reg, err := tools.All(tools.Deps{
 		Sessions:  a.Sessions,
 		Vault:     a.Vault,
@@ -173,7 +200,7 @@ func (a *App) init() error {
 		Handles:   a.Handles,
 		Router:    a.Router,
 		Passport:  a.Passport,
-		Audit:     a.Audit,
+		Audit:     &a.audit,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -194,8 +221,13 @@ func (a *App) init() error {
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
-		// Outside the gateway, so calls it refuses are counted too.
-		Outer: []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
+		// Outside the gateway, so calls it refuses are counted too. The
+		// gate comes first: a call held during a restore has not started.
+		Outer: []mcp.Middleware{
+			gateMiddleware(a.Gate),
+			a.clients.middleware,
+			transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger}),
+		},
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,
@@ -203,7 +235,7 @@ func (a *App) init() error {
 		PolicyFile:     a.Config.PolicyFile,
 		ReadOnly:       a.Config.ReadOnly,
 		Toolsets:       a.Config.Toolsets,
-		Audit:          a.Audit,
+		Audit:          &a.audit,
 		Hasher:         hasher,
 		OnAuditFailure: a.Config.AuditOnFailure,
 		Logger:         a.Logger,
@@ -275,8 +307,15 @@ func (a *App) HTTPHandler() http.Handler {
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
-		Health:              a.DB.Ping,
-		Logger:              a.sdkLogger(),
+		Health: func() error {
+			leave, err := a.Gate.Enter(context.Background())
+			if err != nil {
+				return err
+			}
+			defer leave()
+			return a.DB.Ping()
+		},
+		Logger: a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.
 		Extra: map[string]http.Handler{"/metrics": a.Gateway.Wrap(a.Metrics.Registry.Handler())},
@@ -317,3 +356,5 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	}
 	return nil
 }
+
+func pid() int { return os.Getpid() }

@@ -46,6 +46,8 @@ var Vars = []Var{
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
+	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
+	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
 }
 
 // Config is the resolved configuration.
@@ -81,6 +83,15 @@ type Config struct {
 	VaultMaxResponseBytes int64
 	// HandleRetention is how long terminal approval handles are kept.
 	HandleRetention time.Duration
+
+	// Standalone serves stdio in-process instead of attaching to a daemon.
+	Standalone bool
+	// DaemonIdleTimeout is how long an auto-started daemon waits without
+	// clients before it exits.
+	DaemonIdleTimeout time.Duration
+	// DBLockTimeout bounds the wait for the database lock (not from the
+	// environment: a daemon taking over waits longer than a command).
+	DBLockTimeout time.Duration
 }
 
 // Default timeouts and limits.
@@ -93,6 +104,7 @@ const (
 	DefaultVaultMaxBytes   = 16 << 20
 	DefaultHandleRetention = 7 * 24 * time.Hour
 	ShutdownGrace          = 10 * time.Second
+	DefaultDaemonIdle      = 5 * time.Minute
 )
 
 // Remote catalog limits (decision D9).
@@ -125,6 +137,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 		HandleRetention:      DefaultHandleRetention,
+		DaemonIdleTimeout:    DefaultDaemonIdle,
 	}
 	if err := c.resolvePaths(); err != nil {
 		return c, err
@@ -137,6 +150,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
 		}
 		c.ReadOnly = ro
+	}
+	if v := get("ACCORDS_MCP_STANDALONE"); v != "" {
+		sa, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_STANDALONE must be true or false, got %q", v)
+		}
+		c.Standalone = sa
 	}
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
@@ -183,6 +203,13 @@ func (c *Config) readLimits(get func(string) string) error {
 			return err
 		}
 		c.PolicyHashTTL = d
+	}
+	if v := get("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got %q", v)
+		}
+		c.DaemonIdleTimeout = d
 	}
 	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -280,4 +307,24 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// DaemonWide are the settings one daemon applies to every client it
+// serves, by variable name: a launch that attaches to a running daemon
+// with other values gets them ignored (and is told which). The per-client
+// settings (read-only, toolsets, the VC_* session) are not among them.
+func (c Config) DaemonWide() map[string]string {
+	return map[string]string{
+		"ACCORDS_MCP_SECRET_KEY":               c.SecretKey,
+		"ACCORDS_MCP_POLICY_FILE":              c.PolicyFile,
+		"ACCORDS_MCP_AUDIT_RETENTION":          c.AuditRetention,
+		"ACCORDS_MCP_AUDIT_ON_FAILURE":         c.AuditOnFailure,
+		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":   strconv.FormatInt(c.RemoteMaxIndexBytes, 10),
+		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":  strconv.FormatInt(c.RemoteMaxBundleBytes, 10),
+		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":        strconv.Itoa(c.RemoteTimeoutMS),
+		"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW":   strings.Join(c.RemoteTokenEnvAllow, ","),
+		"ACCORDS_MCP_POLICY_HASH_TTL":          c.PolicyHashTTL.String(),
+		"ACCORDS_MCP_HANDLE_RETENTION":         c.HandleRetention.String(),
+		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": strconv.FormatInt(c.VaultMaxResponseBytes, 10),
+	}
 }
