@@ -95,8 +95,8 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 			w.requestStop(reasonOr(reason, "stop requested"))
 			return nil
 		},
-		Track:    w.track,
-		Logger:   a.Logger,
+		Track:  w.track,
+		Logger: a.Logger,
 	}
 	a.clients.onChange = w.setClients
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
-	"github.com/accordsai/accords-mcp/gateway/audit"
-	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/ops/admin"
 )
 
 func init() {
@@ -22,46 +22,32 @@ func runAudit(ctx context.Context, env *environment, args []string) int {
 	}
 	switch args[0] {
 	case "verify":
-		return auditVerify(env, args[1:])
+		return auditVerify(ctx, env, args[1:])
 	case "tail":
-		return auditTail(env, args[1:])
+		return auditTail(ctx, env, args[1:])
 	}
 	fmt.Fprintf(env.stderr, "accords-mcp audit: unknown subcommand %q (verify, tail)\n", args[0])
 	return 2
 }
 
-func openAuditDB(env *environment) (*store.DB, int) {
-	cfg, err := env.config()
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return nil, 1
-	}
-	db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true})
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return nil, 1
-	}
-	return db, 0
-}
-
-func auditVerify(env *environment, args []string) int {
+func auditVerify(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	db, code := openAuditDB(env)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
-	rep, err := audit.Verify(db)
+	return withBackend(ctx, env, func(b admin.Backend, _ where) int { return verifyChain(ctx, env, b, *asJSON) })
+}
+
+// verifyChain checks the receipt chain and prints the report.
+func verifyChain(ctx context.Context, env *environment, log admin.Audit, asJSON bool) int {
+	rep, err := log.AuditVerify(ctx)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp: audit verify:", err)
 		return 1
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
@@ -87,7 +73,7 @@ func auditVerify(env *environment, args []string) int {
 	return 0
 }
 
-func auditTail(env *environment, args []string) int {
+func auditTail(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit tail", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	n := fs.Int("n", 20, "number of receipts")
@@ -99,21 +85,18 @@ func auditTail(env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp audit tail: -n must be positive")
 		return 2
 	}
-	db, code := openAuditDB(env)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
-	rs, err := audit.List(db, audit.Filter{Limit: *n})
+	return withBackend(ctx, env, func(b admin.Backend, _ where) int { return tailReceipts(ctx, env, b, *n, *asJSON) })
+}
+
+// tailReceipts prints the newest n receipts, oldest first like tail(1).
+func tailReceipts(ctx context.Context, env *environment, log admin.Audit, n int, asJSON bool) int {
+	rs, err := log.AuditTail(ctx, n)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp: audit tail:", err)
 		return 1
 	}
-	// Oldest first, like tail(1).
-	for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
-		rs[i], rs[j] = rs[j], rs[i]
-	}
-	if *asJSON {
+	slices.Reverse(rs)
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		for _, r := range rs {
 			_ = enc.Encode(r)
@@ -121,9 +104,13 @@ func auditTail(env *environment, args []string) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tCALLER\tSCOPE\tTOOL\tOUTCOME\tMS\tCALL_ID")
+	fmt.Fprintln(tw, "SEQ\tTIME\tCALLER\tSESSION\tSCOPE\tTOOL\tOUTCOME\tMS\tCALL_ID")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", r.Seq, r.Timestamp, r.Caller, r.Scope, r.Tool, r.Outcome, r.DurationMS, r.CallID)
+		sess := r.Session
+		if sess == "" {
+			sess = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", r.Seq, r.Timestamp, r.Caller, sess, r.Scope, r.Tool, r.Outcome, r.DurationMS, r.CallID)
 	}
 	_ = tw.Flush()
 	return 0

@@ -25,8 +25,12 @@ func Handler(b Backend) http.Handler {
 	handle(mux, PathSearch, func(ctx context.Context, q index.Query) (any, error) { return b.Search(ctx, q) })
 	handle(mux, PathList, func(ctx context.Context, f catalog.ListFilter) (any, error) { return b.ListCookbooks(ctx, f) })
 	handle(mux, PathImport, func(ctx context.Context, r importRequest) (any, error) { return b.ImportBundle(ctx, r.Raw, r.Policy) })
-	handle(mux, PathExport, func(ctx context.Context, r refRequest) (any, error) { return b.ExportBundle(ctx, r.CookbookID, r.Version) })
-	handle(mux, PathDelete, func(ctx context.Context, r refRequest) (any, error) { return b.DeleteCookbook(ctx, r.CookbookID, r.Version) })
+	handle(mux, PathExport, func(ctx context.Context, r refRequest) (any, error) {
+		return b.ExportBundle(ctx, r.CookbookID, r.Version)
+	})
+	handle(mux, PathDelete, func(ctx context.Context, r refRequest) (any, error) {
+		return b.DeleteCookbook(ctx, r.CookbookID, r.Version)
+	})
 	handle(mux, PathRender, func(ctx context.Context, r catalog.RenderRequest) (any, error) { return b.Render(ctx, r) })
 	handle(mux, PathAuditVerify, func(ctx context.Context, _ struct{}) (any, error) { return b.AuditVerify(ctx) })
 	handle(mux, PathAuditTail, func(ctx context.Context, r tailRequest) (any, error) { return b.AuditTail(ctx, r.N) })

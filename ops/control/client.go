@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -46,10 +47,15 @@ func NewClient(path string) *Client {
 func dial(ctx context.Context, path string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
-	if err != nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 		return nil, fmt.Errorf("%w (%s: %w)", ErrNotRunning, path, err)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return nil, fmt.Errorf("%w: %s is not accessible to uid %d (the socket and its folder belong to the daemon's user; run the command as that user): %w", ErrRefused, path, os.Getuid(), err)
 	}
-	return c, err
+	return nil, err
 }
 
 // Path is the socket.

@@ -9,6 +9,8 @@ package control
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/session"
@@ -355,4 +358,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	}
 	return nil
+}
+
+// Digests hashes setting values, so a Hello can carry them (the secret key
+// among them) without their values.
+func Digests(settings map[string]string) map[string]string {
+	out := make(map[string]string, len(settings))
+	for k, v := range settings {
+		sum := sha256.Sum256([]byte(k + "\x00" + v))
+		out[k] = hex.EncodeToString(sum[:12])
+	}
+	return out
+}
+
+// Differing names the settings whose digests differ between mine and
+// theirs, sorted.
+func Differing(mine, theirs map[string]string) []string {
+	var out []string
+	for k, v := range theirs {
+		if m, ok := mine[k]; ok && m != v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
