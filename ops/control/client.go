@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"syscall"
@@ -114,7 +115,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // Stop asks the daemon to drain and exit; it returns once the daemon has
 // accepted (use Status to see it gone).
 func (c *Client) Stop(ctx context.Context, reason string) error {
-	resp, err := c.request(ctx, http.MethodPost, PathShutdown+"?reason="+reason, http.StatusAccepted)
+	resp, err := c.request(ctx, http.MethodPost, PathShutdown+"?reason="+url.QueryEscape(reason), http.StatusAccepted)
 	if err != nil {
 		return err
 	}

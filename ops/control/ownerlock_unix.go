@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -20,6 +21,10 @@ func OwnerLockPath(dbPath string) string { return dbPath + ".owner.lock" }
 // lock is an flock on the lock file, released by the kernel if the
 // process dies.
 func LockOwner(ctx context.Context, dbPath string) (unlock func(), err error) {
+	// The database folder is created 0700, as the database would create it.
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return nil, fmt.Errorf("create the database folder: %w", err)
+	}
 	f, err := os.OpenFile(OwnerLockPath(dbPath), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open the owner lock: %w", err)

@@ -26,7 +26,6 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/transport"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Options configure Run.
@@ -60,61 +59,76 @@ func Run(ctx context.Context, o Options) error {
 	if o.Writes == nil {
 		o.Writes = func(string) bool { return true }
 	}
-	client, err := (&transport.StdioTransport{In: o.In, Out: o.Out}).Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	p := &proxy{o: o, ctx: ctx, client: client, pending: map[jsonrpc.ID]*pending{},
-		internal: map[string]chan *jsonrpc.Response{}, fromDaemon: map[string]daemonReq{}}
-	if _, err := p.upstream(ctx, nil); err != nil {
+	p := &proxy{o: o, ctx: ctx, client: transport.NewStdioFrames(o.In, o.Out), pending: map[string]*pending{},
+		internal: map[string]chan message{}, fromDaemon: map[string]daemonReq{}, drained: make(chan struct{}, 1)}
+	if _, err := p.upstream(ctx, ""); err != nil {
 		return err
 	}
 	defer p.closeUpstream()
-	for {
-		msg, err := client.Read(ctx)
-		if err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil
+	bodies := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			body, err := p.client.Next()
+			if err != nil {
+				readErr <- err
+				return
 			}
-			return err
+			select {
+			case bodies <- body:
+			case <-ctx.Done():
+				return
+			}
 		}
-		p.fromClient(ctx, msg)
+	}()
+	for {
+		select {
+		case body := <-bodies:
+			p.fromClient(ctx, body)
+		case err := <-readErr:
+			if !errors.Is(err, io.EOF) {
+				return err
+			}
+			// End of input: answer what is in flight first.
+			p.waitDrained(ctx)
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }
 
 // pending is a client request forwarded to the daemon and not yet answered.
 type pending struct {
-	req *jsonrpc.Request
-	gen int // the stream it went on
+	m   message
+	gen int // the stream it went on (0: none yet)
 }
 
 // daemonReq is a request the daemon sent the client, under the id the
 // client saw.
 type daemonReq struct {
 	gen int
-	id  jsonrpc.ID
+	id  json.RawMessage
 }
 
 type proxy struct {
 	o      Options
 	ctx    context.Context
-	client interface {
-		Write(context.Context, jsonrpc.Message) error
-	}
+	client *transport.StdioFrames
 
 	connMu sync.Mutex // one dial at a time
 
 	mu      sync.Mutex
 	up      *upstream
 	gen     int
-	pending map[jsonrpc.ID]*pending
+	pending map[string]*pending
+	drained chan struct{} // signalled when pending empties
 	// init and setLevel are replayed on every new stream; initialized
 	// says whether the client sent notifications/initialized.
-	init, setLevel *jsonrpc.Request
+	init, setLevel *message
 	initialized    bool
-	// internal are the replayed requests' answer channels, by id.
-	internal map[string]chan *jsonrpc.Response
+	// internal are the replayed requests' answer channels, by id key.
+	internal map[string]chan message
 	// fromDaemon maps the ids the client saw for the daemon's own requests
 	// (sampling, roots, elicitation, ping) back to the daemon's ids; ids
 	// are rewritten so two daemons' requests can never be confused.
@@ -131,14 +145,11 @@ type upstream struct {
 	done chan struct{}
 }
 
-func (u *upstream) send(msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return err
-	}
+func (u *upstream) send(line []byte) error {
 	u.wmu.Lock()
 	defer u.wmu.Unlock()
-	_, err = u.conn.Write(append(data, '\n'))
+	buf := make([]byte, 0, len(line)+1)
+	_, err := u.conn.Write(append(append(buf, line...), '\n'))
 	return err
 }
 
@@ -152,9 +163,9 @@ func (u *upstream) close() {
 const internalPrefix = "accords-frontend-"
 
 // upstream returns the current stream, dialing a new one when there is
-// none; a new stream gets the client's initialize replayed (unless trigger
-// is the initialize itself).
-func (p *proxy) upstream(ctx context.Context, trigger *jsonrpc.Request) (*upstream, error) {
+// none; a new stream gets the client's initialize replayed (unless the
+// request that needs the stream is the initialize itself).
+func (p *proxy) upstream(ctx context.Context, forMethod string) (*upstream, error) {
 	p.connMu.Lock()
 	defer p.connMu.Unlock()
 	p.mu.Lock()
@@ -174,7 +185,7 @@ func (p *proxy) upstream(ctx context.Context, trigger *jsonrpc.Request) (*upstre
 	init, level, initialized := p.init, p.setLevel, p.initialized
 	p.mu.Unlock()
 	go p.readUpstream(up)
-	if init == nil || (trigger != nil && trigger.Method == "initialize") {
+	if init == nil || forMethod == "initialize" {
 		return up, nil
 	}
 	if err := p.replay(ctx, up, init); err != nil {
@@ -182,7 +193,7 @@ func (p *proxy) upstream(ctx context.Context, trigger *jsonrpc.Request) (*upstre
 		return nil, fmt.Errorf("replaying the client's initialize to the new daemon: %w", err)
 	}
 	if initialized {
-		if err := up.send(&jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage("{}")}); err != nil {
+		if err := up.send(request(nil, "notifications/initialized", json.RawMessage("{}"))); err != nil {
 			p.lost(up)
 			return nil, err
 		}
@@ -196,28 +207,29 @@ func (p *proxy) upstream(ctx context.Context, trigger *jsonrpc.Request) (*upstre
 	return up, nil
 }
 
-// replay sends req under an id of the front end's own and waits for (and
+// replay sends m under an id of the front end's own and waits for (and
 // swallows) the answer.
-func (p *proxy) replay(ctx context.Context, up *upstream, req *jsonrpc.Request) error {
-	id := internalPrefix + strconv.FormatInt(p.seq.Add(1), 10)
-	ch := make(chan *jsonrpc.Response, 1)
+func (p *proxy) replay(ctx context.Context, up *upstream, m *message) error {
+	name := internalPrefix + strconv.FormatInt(p.seq.Add(1), 10)
+	key := "s:" + name
+	ch := make(chan message, 1)
 	p.mu.Lock()
-	p.internal[id] = ch
+	p.internal[key] = ch
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		delete(p.internal, id)
+		delete(p.internal, key)
 		p.mu.Unlock()
 	}()
-	if err := up.send(&jsonrpc.Request{ID: stringID(id), Method: req.Method, Params: req.Params}); err != nil {
+	if err := up.send(request(quoted(name), m.method, m.params)); err != nil {
 		return err
 	}
 	t := time.NewTimer(p.o.ReplayTimeout)
 	defer t.Stop()
 	select {
 	case resp := <-ch:
-		if resp.Error != nil {
-			return resp.Error
+		if resp.errCode != 0 {
+			return fmt.Errorf("the daemon refused it (JSON-RPC error %d)", resp.errCode)
 		}
 		return nil
 	case <-up.done:
@@ -245,7 +257,7 @@ func (p *proxy) readUpstream(up *upstream) {
 		line, err := readLine(r)
 		if err != nil {
 			select {
-			case <-up.done: // we closed it
+			case <-up.done: // closed here
 			default:
 				p.o.Logger.Warn("the daemon's stream ended; requests in flight fail, the next one starts or finds a daemon", "stream", up.gen, "error", err.Error())
 			}
@@ -255,12 +267,12 @@ func (p *proxy) readUpstream(up *upstream) {
 		if len(line) == 0 {
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
+		m, err := parseDaemon(line)
 		if err != nil {
 			p.o.Logger.Warn("undecodable message from the daemon dropped", "error", err.Error())
 			continue
 		}
-		p.fromUpstream(up, msg)
+		p.fromUpstream(up, m)
 	}
 }
 
@@ -271,6 +283,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		if len(buf)+len(chunk) > transport.MaxStdioMessageBytes {
 			return nil, errors.New("message from the daemon over the size cap")
 		}
+		// ReadSlice's bytes are overwritten by the next read: copy.
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -282,12 +295,12 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func (p *proxy) fromUpstream(up *upstream, msg jsonrpc.Message) {
-	switch m := msg.(type) {
-	case *jsonrpc.Response:
-		if s, ok := m.ID.Raw().(string); ok && strings.HasPrefix(s, internalPrefix) {
+func (p *proxy) fromUpstream(up *upstream, m message) {
+	switch m.kind {
+	case kindResponse:
+		if strings.HasPrefix(m.key, "s:"+internalPrefix) {
 			p.mu.Lock()
-			ch := p.internal[s]
+			ch := p.internal[m.key]
 			p.mu.Unlock()
 			if ch != nil {
 				ch <- m
@@ -295,12 +308,12 @@ func (p *proxy) fromUpstream(up *upstream, msg jsonrpc.Message) {
 			return
 		}
 		p.mu.Lock()
-		pr := p.pending[m.ID]
+		pr := p.pending[m.key]
 		if pr == nil || pr.gen != up.gen {
 			p.mu.Unlock()
 			return
 		}
-		if we, ok := m.Error.(*jsonrpc.Error); ok && we.Code == transport.CodeNotStarted {
+		if m.errCode == transport.CodeNotStarted {
 			// The daemon is going away and never started the call: send it
 			// to the next one. The stream is retired (not closed: calls in
 			// flight on it still get their answers), so the resend dials.
@@ -312,57 +325,90 @@ func (p *proxy) fromUpstream(up *upstream, msg jsonrpc.Message) {
 			go p.forward(p.ctx, pr)
 			return
 		}
-		delete(p.pending, m.ID)
+		p.removeLocked(m.key)
 		p.mu.Unlock()
-		p.write(m)
-	case *jsonrpc.Request:
-		if m.IsCall() {
-			id := "accords-daemon-" + strconv.FormatInt(p.seq.Add(1), 10)
-			p.mu.Lock()
-			p.fromDaemon[id] = daemonReq{gen: up.gen, id: m.ID}
-			p.mu.Unlock()
-			p.write(&jsonrpc.Request{ID: stringID(id), Method: m.Method, Params: m.Params})
-			return
-		}
-		p.write(m)
+		p.write(m.raw)
+	case kindRequest:
+		name := "accords-daemon-" + strconv.FormatInt(p.seq.Add(1), 10)
+		p.mu.Lock()
+		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: m.id}
+		p.mu.Unlock()
+		p.write(withID(m, quoted(name)))
+	case kindNotification:
+		p.write(m.raw)
 	}
 }
 
-func (p *proxy) write(msg jsonrpc.Message) {
-	if err := p.client.Write(p.ctx, msg); err != nil {
+func (p *proxy) write(body []byte) {
+	if err := p.client.Write(body); err != nil {
 		p.o.Logger.Warn("writing to the client failed", "error", err.Error())
 	}
 }
 
-func (p *proxy) fromClient(ctx context.Context, msg jsonrpc.Message) {
-	switch m := msg.(type) {
-	case *jsonrpc.Request:
-		if !m.IsCall() {
-			p.notification(m)
+// removeLocked forgets a pending request; p.mu is held.
+func (p *proxy) removeLocked(key string) {
+	delete(p.pending, key)
+	if len(p.pending) == 0 {
+		select {
+		case p.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitDrained waits until every request has been answered.
+func (p *proxy) waitDrained(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		n := len(p.pending)
+		p.mu.Unlock()
+		if n == 0 {
 			return
 		}
-		pr := &pending{req: m}
-		p.mu.Lock()
-		switch m.Method {
-		case "initialize":
-			p.init = m
-		case "logging/setLevel":
-			p.setLevel = m
+		select {
+		case <-p.drained:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return
 		}
-		p.pending[m.ID] = pr
+	}
+}
+
+func (p *proxy) fromClient(ctx context.Context, body []byte) {
+	m, err := parse(body)
+	if err != nil {
+		if errors.Is(err, errSyntax) {
+			p.client.ReplyError(nil, -32700, "parse error")
+		} else {
+			p.client.ReplyError(transport.RawID(body), -32600, "invalid request")
+		}
+		return
+	}
+	switch m.kind {
+	case kindNotification:
+		p.notification(m)
+	case kindRequest:
+		pr := &pending{m: m}
+		p.mu.Lock()
+		switch m.method {
+		case "initialize":
+			p.init = &m
+		case "logging/setLevel":
+			p.setLevel = &m
+		}
+		p.pending[m.key] = pr
 		p.mu.Unlock()
 		p.forward(ctx, pr)
-	case *jsonrpc.Response:
-		s, _ := m.ID.Raw().(string)
+	case kindResponse:
 		p.mu.Lock()
-		dr, ok := p.fromDaemon[s]
-		delete(p.fromDaemon, s)
+		dr, ok := p.fromDaemon[m.key]
+		delete(p.fromDaemon, m.key)
 		up := p.up
 		p.mu.Unlock()
 		if !ok || up == nil || up.gen != dr.gen {
 			return // the daemon that asked is gone
 		}
-		if err := up.send(&jsonrpc.Response{ID: dr.id, Result: m.Result, Error: m.Error}); err != nil {
+		if err := up.send(withID(m, dr.id)); err != nil {
 			p.lost(up)
 		}
 	}
@@ -371,19 +417,19 @@ func (p *proxy) fromClient(ctx context.Context, msg jsonrpc.Message) {
 // notification forwards a client notification to the current stream (a
 // notification needs no answer, so none is dialed for it: the replay on
 // the next stream carries notifications/initialized).
-func (p *proxy) notification(m *jsonrpc.Request) {
+func (p *proxy) notification(m message) {
 	p.mu.Lock()
 	up := p.up
-	if m.Method == "notifications/initialized" {
+	if m.method == "notifications/initialized" {
 		p.initialized = true
 	}
-	if m.Method == "notifications/cancelled" && up != nil {
+	if m.method == "notifications/cancelled" && up != nil {
 		var params struct {
-			RequestID any `json:"requestId"`
+			RequestID json.RawMessage `json:"requestId"`
 		}
-		_ = json.Unmarshal(m.Params, &params)
-		id, err := jsonrpc.MakeID(params.RequestID)
-		if pr := p.pending[id]; err != nil || pr == nil || pr.gen != up.gen {
+		_ = json.Unmarshal(m.params, &params)
+		key, ok := idKey(params.RequestID)
+		if pr := p.pending[key]; !ok || pr == nil || pr.gen != up.gen {
 			up = nil // not in flight on this stream: nothing to cancel
 		}
 	}
@@ -391,7 +437,7 @@ func (p *proxy) notification(m *jsonrpc.Request) {
 	if up == nil {
 		return
 	}
-	if err := up.send(m); err != nil {
+	if err := up.send(m.raw); err != nil {
 		p.lost(up)
 	}
 }
@@ -400,7 +446,7 @@ func (p *proxy) notification(m *jsonrpc.Request) {
 // daemon can be had the request fails at once (retryable: it never left).
 func (p *proxy) forward(ctx context.Context, pr *pending) {
 	for range 2 {
-		up, err := p.upstream(ctx, pr.req)
+		up, err := p.upstream(ctx, pr.m.method)
 		if err != nil {
 			p.fail(pr, failNotSent, err)
 			return
@@ -413,7 +459,7 @@ func (p *proxy) forward(ctx context.Context, pr *pending) {
 		}
 		pr.gen = up.gen
 		p.mu.Unlock()
-		if err := up.send(pr.req); err != nil {
+		if err := up.send(pr.m.raw); err != nil {
 			p.lost(up)
 		}
 		return
@@ -429,10 +475,10 @@ func (p *proxy) lost(up *upstream) {
 		p.up = nil
 	}
 	var failed []*pending
-	for id, pr := range p.pending {
+	for key, pr := range p.pending {
 		if pr.gen == up.gen {
 			failed = append(failed, pr)
-			delete(p.pending, id)
+			p.removeLocked(key)
 		}
 	}
 	for id, dr := range p.fromDaemon {
@@ -457,11 +503,11 @@ const (
 
 func (p *proxy) fail(pr *pending, kind failKind, cause error) {
 	p.mu.Lock()
-	if p.pending[pr.req.ID] != pr {
+	if p.pending[pr.m.key] != pr {
 		p.mu.Unlock()
 		return
 	}
-	delete(p.pending, pr.req.ID)
+	p.removeLocked(pr.m.key)
 	p.mu.Unlock()
 	p.answerFailure(pr, kind, cause)
 }
@@ -476,21 +522,20 @@ func (p *proxy) answerFailure(pr *pending, kind failKind, cause error) {
 			IdempotencyKey string `json:"idempotency_key"`
 		} `json:"arguments"`
 	}
-	if pr.req.Method == "tools/call" {
-		_ = json.Unmarshal(pr.req.Params, &call)
+	isCall := pr.m.method == "tools/call"
+	if isCall {
+		_ = json.Unmarshal(pr.m.params, &call)
 	}
-	e := daemonError(kind, cause, call.Name, kind == failInFlight && pr.req.Method == "tools/call" && p.o.Writes(call.Name))
+	e := daemonError(kind, cause, call.Name, kind == failInFlight && isCall && p.o.Writes(call.Name))
 	if call.Arguments.IdempotencyKey != "" {
 		e.With("idempotency_key", call.Arguments.IdempotencyKey)
 	}
-	var resp *jsonrpc.Response
-	if pr.req.Method == "tools/call" {
-		resp = &jsonrpc.Response{ID: pr.req.ID, Result: toolResult(e)}
-	} else {
-		data, _ := json.Marshal(map[string]any{"code": e.Code, "retryable": e.Retryable, "reason": e.Details["reason"]})
-		resp = &jsonrpc.Response{ID: pr.req.ID, Error: &jsonrpc.Error{Code: transport.CodeDaemonLost, Message: e.Message, Data: data}}
+	if isCall {
+		p.write(response(pr.m.id, toolResult(e), nil))
+		return
 	}
-	p.write(resp)
+	data, _ := json.Marshal(map[string]any{"code": e.Code, "retryable": e.Retryable, "reason": e.Details["reason"]})
+	p.write(response(pr.m.id, nil, map[string]any{"code": transport.CodeDaemonLost, "message": e.Message, "data": json.RawMessage(data)}))
 }
 
 // Reasons in the failure details.
@@ -529,9 +574,4 @@ func toolResult(e *apperr.Error) json.RawMessage {
 		"isError":           true,
 	})
 	return out
-}
-
-func stringID(s string) jsonrpc.ID {
-	id, _ := jsonrpc.MakeID(s)
-	return id
 }
