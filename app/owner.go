@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -110,8 +111,37 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 	w.mu.Lock()
 	w.armIdleLocked()
 	w.mu.Unlock()
+	go w.watchSocket(ctx)
 	a.Logger.Info("control socket listening", "socket", path, "mode", o.Mode)
 	return w, nil
+}
+
+// socketCheck is how often the daemon checks that its socket is still
+// there.
+const socketCheck = 5 * time.Second
+
+// watchSocket stops the daemon when its socket file is removed or replaced
+// (the database folder deleted, say): nobody can reach it any more.
+func (w *Owner) watchSocket(ctx context.Context) {
+	fi, err := os.Lstat(w.path)
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(socketCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now, err := os.Lstat(w.path)
+		if err != nil || !os.SameFile(fi, now) {
+			w.a.Logger.Warn("the control socket was removed or replaced; stopping", "socket", w.path)
+			w.requestStop("socket removed")
+			return
+		}
+	}
 }
 
 func reasonOr(r, def string) string {

@@ -33,6 +33,8 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_POLICY_HASH_TTL":            "45",
 		"ACCORDS_MCP_HANDLE_RETENTION":           "72h",
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
+		"ACCORDS_MCP_STANDALONE":                 "1",
+		"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT":        "90s",
 		"VC_AGENT_TOKEN":                         "tok",
 		"VC_TIMEOUT_MS":                          "1500",
 		"VAULT_UNIX_SOCKET":                      "/run/vault.sock",
@@ -46,6 +48,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
 		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
 		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
+		Standalone: true, DaemonIdleTimeout: 90 * time.Second,
 	}, c)
 }
 
@@ -61,6 +64,7 @@ func TestFromEnvDefaults(t *testing.T) {
 		RemoteMaxIndexBytes: DefaultRemoteMaxIndexBytes, RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes, RemoteTimeoutMS: DefaultRemoteTimeoutMS,
 		VaultBaseURL: "http://localhost", VaultTimeoutMS: DefaultVaultTimeoutMS, VaultUnixSocket: "/a.sock",
 		PolicyHashTTL: DefaultPolicyHashTTL, VaultMaxResponseBytes: DefaultVaultMaxBytes, HandleRetention: DefaultHandleRetention,
+		DaemonIdleTimeout: DefaultDaemonIdle,
 	}, c)
 
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock", "VC_TIMEOUT_MS": "soon"}))
@@ -90,6 +94,10 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0", "ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "0"}, `ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES must be a positive integer, got "0"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "x", "ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES must be a positive integer, got "x"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_STANDALONE": "perhaps"}, `ACCORDS_MCP_STANDALONE must be true or false, got "perhaps"`},
+		{map[string]string{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT": "5"}, `ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got "5"`},
+		{map[string]string{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT": "10ms"}, `ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got "10ms"`},
+		{map[string]string{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT": "-1m"}, `ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got "-1m"`},
 	} {
 		env := map[string]string{"ACCORDS_MCP_DB": "/x.db", "ACCORDS_MCP_HTTP_PATH": "p", "ACCORDS_MCP_POLICY_FILE": "/p.toml"}
 		maps.Copy(env, c.env)
