@@ -52,11 +52,11 @@ type Server struct {
 	// Initialize is the time from process start to the initialize answer
 	// (stdio and attach).
 	Initialize time.Duration
-	Tools   map[string]*mcp.Tool
-	stderr  *tailBuffer
-	done    chan struct{} // HTTP: closed when the process has exited
-	waitErr error
-	killed  bool
+	Tools      map[string]*mcp.Tool
+	stderr     *tailBuffer
+	done       chan struct{} // HTTP: closed when the process has exited
+	waitErr    error
+	killed     bool
 }
 
 // tailBuffer keeps the last 64 KiB of the server's stderr for diagnostics.
