@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -73,6 +74,8 @@ type App struct {
 	// follows the log across a restore (Audit is replaced then).
 	audit     auditRef
 	auditOpts audit.Options
+	// listenAddr is the HTTP bridge's bound address, once it listens.
+	listenAddr atomic.Value
 	// restoreMu lets one restore run at a time.
 	restoreMu sync.Mutex
 	// clients are the attached stdio clients, by session id.
@@ -337,6 +340,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 		Handler:           a.HTTPHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	a.listenAddr.Store(ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr())
 	}

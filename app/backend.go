@@ -37,7 +37,7 @@ func (a *App) Doctor(ctx context.Context, scope string, env session.Defaults) []
 	}
 	if a.Catalog != nil {
 		in.Index = func(context.Context) doctor.IndexState {
-			docs, irev, srev, err := a.Catalog.IndexStats()
+			docs, irev, srev, err := a.Catalog.SettledIndexStats()
 			return doctor.IndexState{Documents: int(docs), IndexRev: irev, StoreRev: srev, Err: err}
 		}
 	}

@@ -85,7 +85,13 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 	srv := &control.Server{
 		Status:   st,
 		DB:       a.DB,
-		Describe: func(s *control.Status) { s.Clients = a.Clients() },
+		Describe: func(s *control.Status) {
+			s.Clients = a.Clients()
+			if addr, ok := a.listenAddr.Load().(string); ok && o.Transport == "http" {
+				s.Addr = addr
+				s.Transports = []string{"attach", "http " + addr}
+			}
+		},
 		Ops:      admin.Handler(a.Backend()),
 		Metrics:  a.Metrics.Registry.Handler(),
 		Attach:   w.attach,
@@ -194,40 +200,50 @@ func (w *Owner) setClients(n int) {
 	w.armIdleLocked()
 }
 
+// track counts an operator request in flight: the daemon does not exit
+// under it, though requests (a status poll) do not restart the idle clock.
 func (w *Owner) track() func() {
 	w.mu.Lock()
 	w.requests++
-	w.armIdleLocked()
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
 		w.requests--
-		w.armIdleLocked()
 		w.mu.Unlock()
 	}
 }
 
-// armIdleLocked starts the idle timer of an auto daemon when nothing is
-// attached or running, and stops it otherwise.
+// armIdleLocked starts the idle clock of an auto daemon when the last
+// client detaches, and stops it when one attaches.
 func (w *Owner) armIdleLocked() {
 	if w.o.Mode != control.ModeAuto || w.o.IdleTimeout <= 0 || w.closing {
 		return
 	}
-	busy := w.clients > 0 || w.requests > 0
-	if busy {
+	if w.clients > 0 {
 		if w.idle != nil {
 			w.idle.Stop()
 			w.idle = nil
 		}
 		return
 	}
-	if w.idle != nil {
-		return
+	if w.idle == nil {
+		w.startIdleLocked(w.o.IdleTimeout)
 	}
+}
+
+// idleRecheck is how soon an idle daemon looks again when an operator
+// request was in flight as its idle time ran out.
+const idleRecheck = time.Second
+
+func (w *Owner) startIdleLocked(d time.Duration) {
 	var t *time.Timer
-	t = time.AfterFunc(w.o.IdleTimeout, func() {
+	t = time.AfterFunc(d, func() {
 		w.mu.Lock()
-		current := w.idle == t && w.clients == 0 && w.requests == 0
+		current := w.idle == t && w.clients == 0 && !w.closing
+		if current && w.requests > 0 {
+			w.startIdleLocked(idleRecheck)
+			current = false
+		}
 		w.mu.Unlock()
 		if current {
 			w.a.Logger.Info("no client attached for the idle timeout; stopping", "idle_timeout", w.o.IdleTimeout.String())

@@ -174,14 +174,16 @@ func (c *Client) Attach(ctx context.Context, h Hello) (net.Conn, Welcome, error)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", UpgradeToken)
 	req.Header.Set("Content-Type", "application/json")
-	if err := req.Write(conn); err != nil {
-		conn.Close()
-		return nil, w, fmt.Errorf("daemon control socket %s: attach: %w", c.path, err)
-	}
+	werr := req.Write(conn)
+	// Even when the write failed, the daemon may have answered (a refusal
+	// is sent at once): read that first.
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		conn.Close()
+		if werr != nil {
+			err = werr
+		}
 		return nil, w, fmt.Errorf("daemon control socket %s: attach: %w", c.path, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {

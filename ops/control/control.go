@@ -332,6 +332,13 @@ func refuse(c net.Conn, own, peer int, cause error) {
 	body, _ := json.Marshal(map[string]string{"error": msg})
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	// Let the peer finish sending its request before the close: closing
+	// with its bytes unread would reset the connection, and it might never
+	// read the answer.
+	if uc, ok := c.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 // Serve runs the control server on ln until ctx ends, then closes it (which

@@ -431,6 +431,10 @@ func (p *proxy) notification(m message) {
 		key, ok := idKey(params.RequestID)
 		if pr := p.pending[key]; !ok || pr == nil || pr.gen != up.gen {
 			up = nil // not in flight on this stream: nothing to cancel
+		} else {
+			// The client has given up on it: no answer is owed (a late
+			// one is dropped), and the end of input does not wait for it.
+			p.removeLocked(key)
 		}
 	}
 	p.mu.Unlock()
