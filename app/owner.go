@@ -83,8 +83,8 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 		st.IdleTimeout = o.IdleTimeout.String()
 	}
 	srv := &control.Server{
-		Status:   st,
-		DB:       a.DB,
+		Status: st,
+		DB:     a.DB,
 		Describe: func(s *control.Status) {
 			s.Clients = a.Clients()
 			if addr, ok := a.listenAddr.Load().(string); ok && o.Transport == "http" {
@@ -92,9 +92,9 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 				s.Transports = []string{"attach", "http " + addr}
 			}
 		},
-		Ops:      admin.Handler(a.Backend()),
-		Metrics:  a.Metrics.Registry.Handler(),
-		Attach:   w.attach,
+		Ops:     admin.Handler(a.Backend()),
+		Metrics: a.Metrics.Registry.Handler(),
+		Attach:  w.attach,
 		Shutdown: func(reason string) error {
 			if o.Mode == control.ModeStandalone {
 				return errors.New("this process serves its own stdin (standalone): it stops when its client closes it")

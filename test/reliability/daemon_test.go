@@ -719,4 +719,3 @@ func TestRestoreThroughRunningDaemon(t *testing.T) {
 	code, out, errOut = h.cmd("audit", "verify")
 	assert.Equal(t, 0, code, out+errOut)
 }
-
