@@ -119,23 +119,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	for t := range strings.SplitSeq(transports, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			if t != loadgen.Stdio && t != loadgen.HTTP && t != loadgen.Attach {
-				fmt.Fprintf(stderr, "accords-bench: unknown transport %q (stdio, http, attach)\n", t)
-				return 2
-			}
-			o.transports = append(o.transports, t)
-		}
+	var err error
+	if o.transports, err = pickList(transports, []string{loadgen.Stdio, loadgen.HTTP, loadgen.Attach}, "transport"); err != nil {
+		fmt.Fprintln(stderr, "accords-bench:", err)
+		return 2
 	}
-	for op := range strings.SplitSeq(ops, ",") {
-		if op = strings.TrimSpace(op); op != "" {
-			if !slices.Contains(allOps, op) {
-				fmt.Fprintf(stderr, "accords-bench: unknown operation %q (%s)\n", op, strings.Join(allOps, ", "))
-				return 2
-			}
-			o.ops = append(o.ops, op)
-		}
+	if o.ops, err = pickList(ops, allOps, "operation"); err != nil {
+		fmt.Fprintln(stderr, "accords-bench:", err)
+		return 2
 	}
 	if o.bundles < 0 || o.clients < 1 || o.calls < 1 || o.startupRuns < 1 || o.bundles > 1_000_000 || o.rounds < 1 {
 		fmt.Fprintln(stderr, "accords-bench: --bundles 0..1000000, --clients, --calls and --startup-runs at least 1")
@@ -182,6 +173,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.WriteTable(stdout)
 	}
 	return 0
+}
+
+// pickList splits a comma-separated flag value, refusing names not in
+// known.
+func pickList(v string, known []string, what string) ([]string, error) {
+	var out []string
+	for x := range strings.SplitSeq(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			if !slices.Contains(known, x) {
+				return nil, fmt.Errorf("unknown %s %q (%s)", what, x, strings.Join(known, ", "))
+			}
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
 
 // benchPolicy lifts the rate limit of the anonymous HTTP caller and

@@ -209,12 +209,16 @@ func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) er
 	}
 	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &ready) != nil {
 		// It died without a word: its exit status and log say why.
-		var werr error
+		status := "still running"
 		select {
-		case werr = <-exited:
+		case werr := <-exited:
+			status = "exit status 0"
+			if werr != nil {
+				status = werr.Error()
+			}
 		case <-time.After(5 * time.Second):
 		}
-		return fmt.Errorf("the daemon exited before it was ready (%v); its log %s ends with: %s", werr, logPath, tail(logPath, 5))
+		return fmt.Errorf("the daemon exited before it was ready (%s); its log %s ends with: %s", status, logPath, tail(logPath, 5))
 	}
 	if !ready.OK {
 		return fmt.Errorf("the daemon could not start: %s (log: %s)", ready.Error, logPath)

@@ -298,8 +298,6 @@ func Listen(path string) (net.Listener, error) {
 type peerListener struct {
 	net.Listener
 	uid int
-	// Refused, when set, is told about each refused connection (tests).
-	refused func(uid int, err error)
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {

@@ -571,7 +571,7 @@ func TestIdleExitAndStaleSocket(t *testing.T) {
 
 	// Killed: its socket file stays behind, stale.
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	<-done
+	assert.Error(t, <-done, "killed")
 	fi, err := os.Lstat(h.db + ".sock")
 	require.NoError(t, err, "a killed daemon leaves its socket")
 	require.NotZero(t, fi.Mode()&os.ModeSocket)

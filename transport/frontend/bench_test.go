@@ -2,7 +2,6 @@ package frontend_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -31,8 +30,7 @@ func BenchmarkForward(b *testing.B) {
 	}
 	cin, feIn := io.Pipe()
 	feOut, cout := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := b.Context()
 	go func() { _ = frontend.Run(ctx, frontend.Options{In: cin, Out: cout, Dial: dial}) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.IOTransport{Reader: feOut, Writer: feIn}, nil)
 	if err != nil {
@@ -47,8 +45,7 @@ func BenchmarkDirect(b *testing.B) {
 	srv := benchServer()
 	cin, sIn := io.Pipe()
 	sOut, cout := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := b.Context()
 	go func() { _ = srv.Run(ctx, &transport.StdioTransport{In: cin, Out: cout}) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.IOTransport{Reader: sOut, Writer: sIn}, nil)
 	if err != nil {
@@ -71,7 +68,7 @@ func benchCalls(b *testing.B, cs *mcp.ClientSession) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for b.Loop() {
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"query": fmt.Sprint("x")}}); err != nil {
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"query": "x"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

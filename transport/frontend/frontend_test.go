@@ -144,7 +144,8 @@ func start(t *testing.T) *harness {
 		cs.Close()
 		cancel()
 		select {
-		case <-h.done:
+		case err := <-h.done:
+			assert.NoError(t, err)
 		case <-time.After(5 * time.Second):
 			t.Error("the front end did not stop")
 		}
@@ -312,7 +313,7 @@ func rawFrontend(t *testing.T) (*daemons, io.Writer, *bufio.Reader) {
 		cancel()
 		feIn.Close()
 		feOut.Close()
-		<-done
+		assert.NoError(t, <-done)
 	})
 	return d, feIn, bufio.NewReader(feOut)
 }
