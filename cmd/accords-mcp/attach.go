@@ -115,6 +115,10 @@ func (d *dialer) attach(ctx context.Context, c *control.Client) (io.ReadWriteClo
 	return conn, nil
 }
 
+// spawnedMarker is set in the environment of every daemon a launch starts,
+// so that nothing started that way can start another.
+const spawnedMarker = "ACCORDS_MCP_SPAWNED_DAEMON"
+
 // daemonEnv is the environment of a daemon a launch starts: this one's,
 // without what belongs to this launch only (its view and its Vault
 // session, which it hands over per connection instead: the daemon outlives
@@ -132,7 +136,7 @@ func daemonEnv(cfg config.Config) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "ACCORDS_MCP_DB="+cfg.DBPath)
+	return append(out, "ACCORDS_MCP_DB="+cfg.DBPath, spawnedMarker+"=1")
 }
 
 // DaemonLogPath is where a daemon started by a launch logs.
@@ -152,6 +156,12 @@ func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) er
 		// which might start another: tests use a built binary, or
 		// --standalone.
 		return fmt.Errorf("refusing to start a daemon from the test binary %s; use a built accords-mcp or --standalone", exe)
+	}
+	if os.Getenv(spawnedMarker) != "" {
+		// This process was started as a daemon: if it is here, it is not
+		// the accords-mcp command (a renamed test binary, say), and must
+		// not start another.
+		return fmt.Errorf("refusing to start a daemon from a process started as one (%s is set)", spawnedMarker)
 	}
 	if err := os.MkdirAll(dirOf(cfg.DBPath), 0o700); err != nil {
 		return fmt.Errorf("create the database folder: %w", err)
