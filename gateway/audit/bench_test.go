@@ -15,7 +15,7 @@ func BenchmarkAppendSync(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	l, err := Open(db, Options{})
+	l, err := Open(db, Options{Key: testKey(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func BenchmarkAppendSync(b *testing.B) {
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
 	for range b.N {
-		if err := l.AppendSync(r); err != nil {
+		if _, err := l.AppendSync(r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -37,7 +37,7 @@ func BenchmarkAppend(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	l, err := Open(db, Options{})
+	l, err := Open(db, Options{Key: testKey(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func BenchmarkAppend(b *testing.B) {
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
 	for range b.N {
-		if err := l.Append(r); err != nil {
+		if _, err := l.Append(r); err != nil {
 			b.Fatal(err)
 		}
 	}
