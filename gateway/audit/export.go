@@ -11,8 +11,8 @@ import (
 	"io"
 
 	"github.com/accordsai/accords-mcp/store"
-	"github.com/transparency-dev/merkle/compact"
 	tlogproof "github.com/transparency-dev/formats/proof"
+	"github.com/transparency-dev/merkle/compact"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 )

@@ -54,7 +54,7 @@ const (
 	// log that failed verification.
 	TypeAcknowledgement = "audit_acknowledgement"
 	OutcomeAcknowledged = "acknowledged"
-	OutcomeOK    = "ok"
+	OutcomeOK           = "ok"
 	// OutcomeProtocolError marks calls the protocol layer rejected (for
 	// example an unknown tool name).
 	OutcomeProtocolError = "protocol_error"

@@ -483,11 +483,11 @@ func (w *walker) problem(kind string, seq uint64, format string, args ...any) {
 		return
 	}
 	for i := range w.acks {
-		if a := &w.acks[i]; a.Size >= seq && a.Size >= w.next-1 {
-			info := baseInfo(*a)
+		if a := w.acks[i]; a.Size >= seq && a.Size >= w.next-1 {
+			info := baseInfo(a)
 			info.Note = fmt.Sprintf("%s (found now: %s at receipt %d: %s)", a.Text, kind, seq, fmt.Sprintf(format, args...))
 			w.rep.Acknowledged = append(w.rep.Acknowledged, *info)
-			w.skipping = a
+			w.skipping = &a
 			w.skipUntil = a.Size
 			return
 		}
@@ -497,7 +497,7 @@ func (w *walker) problem(kind string, seq uint64, format string, args ...any) {
 
 // reseed restarts verification from the acknowledgement being skipped to.
 func (w *walker) reseed() bool {
-	a := w.skipping
+	a := *w.skipping
 	w.skipping = nil
 	rng, err := w.src.frontier(a.Size)
 	if err != nil || !bytes.Equal(rootOf(rng), a.Root) {
