@@ -255,11 +255,6 @@ func TestVerifyDetectsTamperingTheChainAloneMissed(t *testing.T) {
 			}
 			require.False(t, rep.OK, "tamper %q not detected: %+v", tc.name, rep)
 			assert.Equal(t, tc.kind, rep.Problem.Kind, rep.Problem.Message)
-			if tc.withSaved {
-				// The same tamper without the saved checkpoint is the one
-				// case that needs outside memory: it must not pass with it.
-				assert.Contains(t, rep.Problem.Message, "")
-			}
 
 			// Start-up sees it too (the stretch covers this small log):
 			// write tools would be refused, nothing more is signed.
