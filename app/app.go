@@ -55,10 +55,11 @@ type App struct {
 	Passport  *passport.Service
 	Registry  *tools.Registry
 	Builder   *transport.Builder
-	// Audit is the receipt log; Gateway applies policy, rate limits and
-	// audit to every server the app builds.
-	Audit   *audit.Log
-	Gateway *gateway.Gateway
+	// Audit is the receipt log (signed with AuditKey); Gateway applies
+	// policy, rate limits, rules and audit to every server the app builds.
+	Audit    *audit.Log
+	AuditKey *audit.Key
+	Gateway  *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
 }
@@ -153,17 +154,10 @@ func (a *App) init() error {
 	// The search fallback reads the catalog's bleve index (latest versions).
 	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
 	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
-	retention, err := audit.ParseRetention(a.Config.AuditRetention)
-	if err != nil {
-		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
-	}
-	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
-	if err != nil {
+	if err := a.openAudit(); err != nil {
 		return err
 	}
-	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
-		return err
-	}
+	hasher := a.AuditKey.Hasher()
 	reg, err := tools.All(tools.Deps{
 		Sessions:  a.Sessions,
 		Vault:     a.Vault,
@@ -213,6 +207,70 @@ func (a *App) init() error {
 		return err
 	}
 	return nil
+}
+
+// openAudit loads the audit key (outside the database folder), opens the
+// signed log and reports a log that fails its start-up verification.
+func (a *App) openAudit() error {
+	retention, err := audit.ParseRetention(a.Config.AuditRetention)
+	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
+	}
+	cadence, err := audit.ParseCadence(a.Config.AuditCheckpoint)
+	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_CHECKPOINT: %w", err)
+	}
+	anchor, err := audit.ParseAnchor(a.Config.AuditAnchor)
+	if err != nil {
+		return err
+	}
+	if a.AuditKey, err = audit.LoadKey(AuditKeySpec(a.Config), true); err != nil {
+		return fmt.Errorf("load audit key: %w", err)
+	}
+	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	if anchor != nil {
+		opts.Anchor = anchor
+		opts.OnAnchor = func(target string, err error) {
+			if err != nil {
+				a.Metrics.AuditAnchors.Inc("failed")
+				a.Logger.Error("audit checkpoint not anchored", "anchor", target, "error", err.Error())
+				return
+			}
+			a.Metrics.AuditAnchors.Inc("ok")
+		}
+	}
+	if a.Audit, err = audit.Open(a.DB, opts); err != nil {
+		return err
+	}
+	if p := a.Audit.Integrity(); p != nil {
+		a.Logger.Error("audit log failed verification: write tools are refused and nothing is signed until an operator acknowledges it",
+			"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
+	}
+	a.Metrics.Gauge(metrics.NameAuditBroken, "1 while the audit log has an unacknowledged verification failure.", func() (float64, bool) {
+		if a.Audit.Integrity() != nil {
+			return 1, true
+		}
+		return 0, true
+	})
+	return nil
+}
+
+// AuditKeySpec is where the configuration puts the audit key.
+func AuditKeySpec(cfg config.Config) audit.KeySpec {
+	return audit.KeySpec{Env: cfg.AuditKey, File: cfg.AuditKeyFile, DataDir: cfg.DataDir()}
+}
+
+// Degraded lists what is wrong while the server still serves (for
+// /healthz).
+func (a *App) Degraded() []string {
+	var out []string
+	if p := a.Audit.Integrity(); p != nil {
+		out = append(out, fmt.Sprintf("audit log failed verification (%s at receipt %d): write tools refused until acknowledged", p.Kind, p.Seq))
+	}
+	if ok, why := a.Audit.Healthy(); !ok {
+		out = append(out, "audit receipts cannot be written: "+why)
+	}
+	return out
 }
 
 const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
@@ -276,12 +334,30 @@ func (a *App) HTTPHandler() http.Handler {
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
+		Degraded:            a.Degraded,
 		Logger:              a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.
-		Extra: map[string]http.Handler{"/metrics": a.Gateway.Wrap(a.Metrics.Registry.Handler())},
+		// The audit public key is public.
+		Extra: map[string]http.Handler{
+			"/metrics":                       a.Gateway.Wrap(a.Metrics.Registry.Handler()),
+			"/.well-known/accords-audit-key": publicKeyHandler(a.AuditKey.VerifierKey),
+		},
 	})
 	return reqlog.HTTP(h, a.Logger)
+}
+
+func publicKeyHandler(vkey string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = io.WriteString(w, vkey+"\n")
+	})
 }
 
 // ServeHTTP listens on addr until ctx is cancelled, then stops accepting and

@@ -82,7 +82,7 @@ func TestEveryStdioCallIsReceiptedAndTheChainVerifies(t *testing.T) {
 	assert.Equal(t, "session_admin", rs[2].CapabilityUsed)
 	assert.Equal(t, rs[1].ParamsHash != rs[2].ParamsHash, true, "different arguments, different digests")
 
-	rep, err := audit.Verify(h.db)
+	rep, err := audit.Verify(h.db, audit.VerifyOptions{Verifier: h.key.Verifier()})
 	require.NoError(t, err)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 4, rep.Count)
@@ -382,8 +382,8 @@ type brokenRecorder struct {
 }
 
 func (brokenRecorder) Healthy() (bool, string) { return false, "disk full" }
-func (brokenRecorder) AppendSync(audit.Receipt) error {
-	return errors.New("disk full")
+func (brokenRecorder) AppendSync(audit.Receipt) (audit.Ref, error) {
+	return audit.Ref{}, errors.New("disk full")
 }
 
 func TestAuditFailureRefusesWritesOnly(t *testing.T) {

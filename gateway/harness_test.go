@@ -46,6 +46,7 @@ type harness struct {
 	dbPath string
 	db     *store.DB
 	log    *audit.Log
+	key    *audit.Key
 	gw     *Gateway
 	clock  *fakeClock
 	policy string
@@ -70,7 +71,9 @@ func newHarness(t testing.TB, s setup) *harness {
 	keys, err := keyring.New(make([]byte, 32))
 	require.NoError(t, err)
 	sessions := session.New(h.db, keys, session.Defaults{})
-	h.log, err = audit.Open(h.db, audit.Options{Now: h.clock.Now})
+	h.key, err = audit.NewKey(make([]byte, audit.KeySize), "test")
+	require.NoError(t, err)
+	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now, Cadence: audit.Cadence{Every: 1}})
 	require.NoError(t, err)
 	// Every toolset but the catalog ones (they need the bleve index and
 	// add nothing here): session, vault, approvals and audit, bound to real
@@ -83,8 +86,7 @@ func newHarness(t testing.TB, s setup) *harness {
 		Passport: &passport.Service{Sessions: sessions, Vault: client, ModuleHash: mh, Exec: exec},
 	}, tools.InToolsets(tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetAudit))
 	require.NoError(t, err)
-	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
-	require.NoError(t, err)
+	hasher := h.key.Hasher()
 	if s.policy != "" {
 		name := "policy.toml"
 		if s.policyJSON {
@@ -139,6 +141,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	t.Helper()
 	env := mcptest.Call(t, cs, name, args)
 	require.NotEmpty(t, env.Result.Meta["accords/call_id"], "every call carries its receipt id")
+	require.NotEmpty(t, env.Result.Meta[MetaReceipt], "every call carries its receipt reference")
 	return env
 }
 

@@ -159,6 +159,7 @@ func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Resul
 	out, err := d.Execution.PlanExecute(ctx, c.Scope(), sess, execution.PlanExecuteInput{
 		Plan: in.Plan, PlanInput: input, PlanInputSet: given, Orchestration: in.Orchestration.options(),
 		Analysis: in.Analysis, AnalysisAPIKeySecretID: strings.TrimSpace(in.AnalysisAPIKeySecretID), AnalysisModel: strings.TrimSpace(in.AnalysisModel),
+		BeforeSend: renderedCheck(ctx),
 	})
 	if err != nil {
 		return Result{}, err

@@ -28,6 +28,9 @@ type HTTPOptions struct {
 	GetServer func(*http.Request) *mcp.Server
 	// Health reports the health of the store; nil means healthy.
 	Health func() error
+	// Degraded lists what is wrong while the server still serves (an audit
+	// log that failed verification); /healthz then says status degraded.
+	Degraded func() []string
 	// Wrap, when set, wraps the MCP endpoint (authentication).
 	Wrap   func(http.Handler) http.Handler
 	Logger *slog.Logger
@@ -87,7 +90,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	if o.Path != "/mcp" {
 		mux.Handle("/mcp", endpoint)
 	}
-	health := healthHandler(o.Health)
+	health := healthHandler(o.Health, o.Degraded)
 	mux.Handle("/healthz", health)
 	mux.Handle("/v1/healthz", health)
 	for p, h := range o.Extra {
@@ -115,18 +118,24 @@ func writeTenantRequired(w http.ResponseWriter) {
 	envelope.WriteHTTP(w, http.StatusBadRequest, e)
 }
 
-func healthHandler(check func() error) http.Handler {
+func healthHandler(check func() error, degraded func() []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		body := map[string]any{"ok": true, "service": "accords-mcp", "version": version.Version}
+		body := map[string]any{"ok": true, "service": "accords-mcp", "version": version.Version, "status": "ok"}
 		status := http.StatusOK
+		if degraded != nil {
+			if d := degraded(); len(d) > 0 {
+				body["status"], body["degraded"] = "degraded", d
+			}
+		}
 		if check != nil {
 			if err := check(); err != nil {
 				body["ok"] = false
+				body["status"] = "unhealthy"
 				body["error"] = err.Error()
 				status = http.StatusServiceUnavailable
 			}

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
@@ -68,6 +70,11 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
 		in := doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)}
+		if k, err := audit.LoadKey(app.AuditKeySpec(cfg), false); err != nil {
+			in.AuditKeyProblem = err.Error()
+		} else {
+			in.AuditKey = k
+		}
 		if in.Sessions == nil {
 			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
 		}

@@ -103,6 +103,13 @@ type Report struct {
 	Problem *Problem `json:"problem,omitempty"`
 }
 
+// ChainOK reports whether the log verified, counting a log of an older
+// version with an intact chain and no signed history yet (adopted at the
+// next start) as verified: backups and restores of such files are valid.
+func (r Report) ChainOK() bool {
+	return r.OK || (r.Legacy && r.Problem != nil && r.Problem.Kind == ProblemUnsigned)
+}
+
 func (r *Report) fail(kind string, seq uint64, format string, args ...any) {
 	if r.Problem != nil {
 		return
@@ -188,6 +195,9 @@ func dbSource(tx *bolt.Tx) (*source, error) {
 	src.checkpoints = readKeyed(b.checkpoints)
 	src.bases = readKeyed(b.bases)
 	src.receipts = func(from uint64, yield func(uint64, []byte) bool) error {
+		if b.receipts == nil {
+			return nil
+		}
 		c := b.receipts.Cursor()
 		for k, v := c.Seek(store.U64(from)); k != nil; k, v = c.Next() {
 			if len(k) != 8 {
@@ -198,6 +208,10 @@ func dbSource(tx *bolt.Tx) (*source, error) {
 			}
 		}
 		return nil
+	}
+	if b.tree == nil {
+		src.frontier = func(size uint64) (*compact.Range, error) { return nil, errors.New("the audit tree bucket is missing") }
+		return src, nil
 	}
 	src.frontier = func(size uint64) (*compact.Range, error) { return loadRange(b.tree, size) }
 	src.tree = func(from uint64) *treeChecker { return newTreeChecker(b.tree, from) }
@@ -213,6 +227,9 @@ func dbSource(tx *bolt.Tx) (*source, error) {
 
 func readKeyed(bk *bolt.Bucket) []keyed {
 	var out []keyed
+	if bk == nil {
+		return nil
+	}
 	c := bk.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		out = append(out, keyed{key: u64(k), raw: append([]byte(nil), v...)})

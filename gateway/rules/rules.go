@@ -225,6 +225,9 @@ const costLimit = 1_000_000
 // must name at least one); lines[i], when given, is the file line of rule
 // i for error messages.
 func Compile(specs []Spec, known []string, lines []int) (*Set, error) {
+	if len(specs) == 0 {
+		return &Set{}, nil
+	}
 	e, err := Env()
 	if err != nil {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)

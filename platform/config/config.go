@@ -30,6 +30,10 @@ var Vars = []Var{
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
+	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
+	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
+	{"ACCORDS_MCP_AUDIT_CHECKPOINT", "1000,30s", "sign an audit checkpoint every N receipts and/or, when receipts were added, every interval (also at the first receipt and at shutdown)"},
+	{"ACCORDS_MCP_AUDIT_ANCHOR", "(none)", "hand each signed checkpoint elsewhere: file:/path (appended, synced) or exec:command (checkpoint on stdin); failures are logged and counted, never block calls"},
 	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
 	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
@@ -65,6 +69,11 @@ type Config struct {
 	Toolsets       []string
 	AuditRetention string
 	AuditOnFailure string
+	// AuditKey (the variable) wins over AuditKeyFile.
+	AuditKey        string
+	AuditKeyFile    string
+	AuditCheckpoint string
+	AuditAnchor     string
 
 	RemoteMaxIndexBytes  int64
 	RemoteMaxBundleBytes int64
@@ -107,6 +116,7 @@ const (
 func FromEnv(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	c := Config{
+		AuditKeyFile:    get("ACCORDS_MCP_AUDIT_KEY_FILE"),
 		DBPath:          get("ACCORDS_MCP_DB"),
 		SecretKey:       get("ACCORDS_MCP_SECRET_KEY"),
 		HTTPAddr:        get("ACCORDS_MCP_HTTP_ADDR"),
@@ -141,6 +151,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
 	c.AuditOnFailure = get("ACCORDS_MCP_AUDIT_ON_FAILURE")
+	c.AuditKey = get("ACCORDS_MCP_AUDIT_KEY")
+	c.AuditCheckpoint = get("ACCORDS_MCP_AUDIT_CHECKPOINT")
+	c.AuditAnchor = get("ACCORDS_MCP_AUDIT_ANCHOR")
 	if err := c.readLimits(get); err != nil {
 		return c, err
 	}
@@ -164,6 +177,13 @@ func (c *Config) resolvePaths() error {
 	}
 	if c.HTTPPath == "" {
 		c.HTTPPath = DefaultHTTPPath
+	}
+	if c.AuditKeyFile == "" {
+		// Outside the database folder by default: its holder must not be
+		// able to re-sign the log.
+		if dir, err := os.UserConfigDir(); err == nil {
+			c.AuditKeyFile = filepath.Join(dir, "accords-mcp-audit", "audit.key")
+		}
 	}
 	if !strings.HasPrefix(c.HTTPPath, "/") {
 		c.HTTPPath = "/" + c.HTTPPath
@@ -267,6 +287,9 @@ func (c *Config) resolveVault(get func(string) string) {
 func (c Config) KeyFile() string {
 	return filepath.Join(filepath.Dir(c.DBPath), "accords.key")
 }
+
+// DataDir is the database folder.
+func (c Config) DataDir() string { return filepath.Dir(c.DBPath) }
 
 // IndexDir is the bleve index folder beside the database.
 func (c Config) IndexDir() string { return c.DBPath + ".index" }

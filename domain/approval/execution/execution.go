@@ -262,6 +262,10 @@ type PlanExecuteInput struct {
 	// Source names the caller in the durable handle (default
 	// "vaultclaw_plan_execute").
 	Source string
+	// BeforeSend, when set, sees the request before anything reaches
+	// Vault: the plan with its defaults, as it would be sent (profile
+	// bindings, resolved later, aside). An error stops the call.
+	BeforeSend func(ctx context.Context, rendered map[string]any) error
 }
 
 // PlanExecute runs vaultclaw_plan_execute: strict profile preflight, plan
@@ -269,6 +273,16 @@ type PlanExecuteInput struct {
 // and the approval handoff. On MCP_APPROVAL_REQUIRED the handle is already
 // stored under scope.
 func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Session, in PlanExecuteInput) (Outcome, error) {
+	if in.BeforeSend != nil {
+		rendered, err := copyObject(in.Plan, "plan")
+		if err != nil {
+			return Outcome{}, err
+		}
+		vault.PlanModuleHashPreflight(rendered)
+		if err := in.BeforeSend(ctx, planBody(rendered, in)); err != nil {
+			return Outcome{}, err
+		}
+	}
 	var plan map[string]any
 	preflight := map[string]any{"orchestrated": in.Orchestration.UnboundedProfiles}
 	if in.Orchestration.UnboundedProfiles {
@@ -286,19 +300,7 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 		}
 	}
 	preflight["module_hash"] = vault.PlanModuleHashPreflight(plan)
-	body := map[string]any{"plan": plan}
-	if in.PlanInputSet {
-		body["plan_input"] = in.PlanInput
-	}
-	if in.Analysis != nil {
-		body["analysis"] = *in.Analysis
-	}
-	if in.AnalysisAPIKeySecretID != "" {
-		body["analysis_api_key_secret_id"] = in.AnalysisAPIKeySecretID
-	}
-	if in.AnalysisModel != "" {
-		body["analysis_model"] = in.AnalysisModel
-	}
+	body := planBody(plan, in)
 	source := in.Source
 	if source == "" {
 		source = "vaultclaw_plan_execute"
@@ -316,6 +318,24 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 		RequestID:  resp.RequestID,
 		HTTPStatus: resp.Status,
 	}, nil
+}
+
+// planBody is the plans/execute request for plan.
+func planBody(plan map[string]any, in PlanExecuteInput) map[string]any {
+	body := map[string]any{"plan": plan}
+	if in.PlanInputSet {
+		body["plan_input"] = in.PlanInput
+	}
+	if in.Analysis != nil {
+		body["analysis"] = *in.Analysis
+	}
+	if in.AnalysisAPIKeySecretID != "" {
+		body["analysis_api_key_secret_id"] = in.AnalysisAPIKeySecretID
+	}
+	if in.AnalysisModel != "" {
+		body["analysis_model"] = in.AnalysisModel
+	}
+	return body
 }
 
 // PlanValidate runs vaultclaw_plan_validate: plan defaults (no module hash)
