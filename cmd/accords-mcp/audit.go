@@ -187,11 +187,11 @@ func verifyLog(db *store.DB, opts audit.VerifyOptions) (audit.Report, error) {
 // writeReport prints a verification report for people.
 func writeReport(w io.Writer, rep audit.Report, pub note.Verifier) {
 	if !rep.OK {
-		fmt.Fprintf(w, "audit log FAILED (%s at receipt %d): %s\n", rep.Problem.Kind, rep.Problem.Seq, rep.Problem.Message)
+		fmt.Fprintf(w, "audit chain FAILED (%s at receipt %d): %s\n", rep.Problem.Kind, rep.Problem.Seq, rep.Problem.Message)
 		fmt.Fprintf(w, "%d receipts verified before the problem\n", rep.Count)
 		return
 	}
-	fmt.Fprintf(w, "audit log OK: %d receipts", rep.Count)
+	fmt.Fprintf(w, "audit chain OK: %d receipts", rep.Count)
 	if rep.Count > 0 {
 		fmt.Fprintf(w, " (seq %d..%d)", rep.FirstSeq, rep.LastSeq)
 	}

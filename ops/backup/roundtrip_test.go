@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/accordsai/accords-mcp/migrations"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -191,7 +192,7 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	info, err := backup.Check(out)
 	require.NoError(t, err)
-	assert.Equal(t, 1, info.SchemaVersion)
+	assert.Equal(t, migrations.Latest(), info.SchemaVersion)
 	assert.GreaterOrEqual(t, info.Audit.Count, before.Audit.Count, "receipts committed before the backup are in it")
 
 	cancel()

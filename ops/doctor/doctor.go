@@ -228,7 +228,7 @@ func auditCheck(in Inputs) Result {
 	}
 	rep, err := audit.Verify(in.DB, opts)
 	if err != nil {
-		return fail("audit log", "restore a backup whose log verifies", "cannot read the audit log: %v", err)
+		return fail("audit chain", "restore a backup whose log verifies", "cannot read the audit log: %v", err)
 	}
 	if !rep.OK {
 		detail := "does not verify"
@@ -239,18 +239,18 @@ func auditCheck(in Inputs) Result {
 		if rep.Legacy {
 			hint = "start the server once: it signs the log written by the older version"
 		}
-		return fail("audit log", hint, "%s", detail)
+		return fail("audit chain", hint, "%s", detail)
 	}
 	if in.AuditKey == nil {
 		why := in.AuditKeyProblem
 		if why == "" {
 			why = "no audit key"
 		}
-		return fail("audit log", "restore the audit key (ACCORDS_MCP_AUDIT_KEY_FILE) from where you keep it, or acknowledge the log under a new key",
+		return fail("audit chain", "restore the audit key (ACCORDS_MCP_AUDIT_KEY_FILE) from where you keep it, or acknowledge the log under a new key",
 			"chain and tree verify (%d receipts) but checkpoint signatures cannot be checked: %s", rep.Count, why)
 	}
 	if rep.Count == 0 {
-		return ok("audit log", "empty (no tool calls recorded yet)")
+		return ok("audit chain", "empty (no tool calls recorded yet)")
 	}
 	detail := fmt.Sprintf("%d receipts verify (seq %d..%d); %d signed checkpoints match", rep.Count, rep.FirstSeq, rep.LastSeq, rep.Checkpoints)
 	if rep.Newest != nil {
@@ -259,7 +259,7 @@ func auditCheck(in Inputs) Result {
 	if len(rep.Acknowledged) > 0 {
 		detail += fmt.Sprintf("; %d acknowledged break(s)", len(rep.Acknowledged))
 	}
-	return ok("audit log", "%s", detail)
+	return ok("audit chain", "%s", detail)
 }
 
 func vaultCheck(ctx context.Context, in Inputs) Result {

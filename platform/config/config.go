@@ -26,7 +26,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
-	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits; SIGHUP reloads it (docs/gateway.md)"},
+	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},

@@ -25,6 +25,10 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_TOOLSETS":                   "vault, ,catalog",
 		"ACCORDS_MCP_AUDIT_RETENTION":            "7d",
 		"ACCORDS_MCP_AUDIT_ON_FAILURE":           "continue",
+		"ACCORDS_MCP_AUDIT_KEY":                  "ak",
+		"ACCORDS_MCP_AUDIT_KEY_FILE":             "/keys/audit.key",
+		"ACCORDS_MCP_AUDIT_CHECKPOINT":           "10,5s",
+		"ACCORDS_MCP_AUDIT_ANCHOR":               "file:/anchors/a.log",
 		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":     "10",
 		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":    "20",
 		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":          "30",
@@ -43,6 +47,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		HTTPAddr: "127.0.0.1:1", HTTPPath: "/rpc", RequireTenantHeader: true, MaxBodyBytes: 2048,
 		LogLevel:   "debug",
 		PolicyFile: "/p.toml", ReadOnly: true, Toolsets: []string{"vault", "catalog"}, AuditRetention: "7d", AuditOnFailure: "continue",
+		AuditKey: "ak", AuditKeyFile: "/keys/audit.key", AuditCheckpoint: "10,5s", AuditAnchor: "file:/anchors/a.log",
 		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
 		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
 		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
@@ -58,6 +63,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Config{
 		DBPath: filepath.Join(dir, "accords-mcp", "accords.db"), HTTPPath: DefaultHTTPPath, MaxBodyBytes: DefaultMaxBodyBytes,
+		AuditKeyFile:        filepath.Join(dir, "accords-mcp-audit", "audit.key"),
 		RemoteMaxIndexBytes: DefaultRemoteMaxIndexBytes, RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes, RemoteTimeoutMS: DefaultRemoteTimeoutMS,
 		VaultBaseURL: "http://localhost", VaultTimeoutMS: DefaultVaultTimeoutMS, VaultUnixSocket: "/a.sock",
 		PolicyHashTTL: DefaultPolicyHashTTL, VaultMaxResponseBytes: DefaultVaultMaxBytes, HandleRetention: DefaultHandleRetention,
