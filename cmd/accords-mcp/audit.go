@@ -311,16 +311,25 @@ func auditProve(env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit prove", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	tlog := fs.Bool("tlog", false, "print the C2SP tlog-proof text instead of JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// SEQ may come before or after the flags.
+	var positional []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() != 1 {
+	if len(positional) != 1 {
 		fmt.Fprintln(env.stderr, "usage: accords-mcp audit prove SEQ [--tlog]")
 		return 2
 	}
-	seq, err := strconv.ParseUint(fs.Arg(0), 10, 64)
+	seq, err := strconv.ParseUint(positional[0], 10, 64)
 	if err != nil || seq == 0 {
-		fmt.Fprintf(env.stderr, "accords-mcp audit prove: SEQ must be a receipt sequence number (1, 2, …), got %q\n", fs.Arg(0))
+		fmt.Fprintf(env.stderr, "accords-mcp audit prove: SEQ must be a receipt sequence number (1, 2, …), got %q\n", positional[0])
 		return 2
 	}
 	db, _, code := openAuditDB(env, true)

@@ -213,12 +213,14 @@ func receiptOfLine(line []byte) ([]byte, uint64, error) {
 
 // Proof is a receipt with its inclusion proof in a signed checkpoint.
 type Proof struct {
-	Seq       uint64          `json:"seq"`
-	LeafIndex uint64          `json:"leaf_index"`
-	LeafHash  string          `json:"leaf_hash"`
-	Receipt   json.RawMessage `json:"receipt"`
-	TreeSize  uint64          `json:"tree_size"`
-	Root      string          `json:"root"`
+	Seq       uint64 `json:"seq"`
+	LeafIndex uint64 `json:"leaf_index"`
+	LeafHash  string `json:"leaf_hash"`
+	// Receipt is the stored receipt, byte for byte (the leaf data), as a
+	// JSON string so no reformatting can change it.
+	Receipt  string `json:"receipt"`
+	TreeSize uint64 `json:"tree_size"`
+	Root     string `json:"root"`
 	// Path is the RFC 6962 audit path, base64, leaf to root.
 	Path       []string `json:"inclusion_proof"`
 	Checkpoint string   `json:"checkpoint"`
@@ -261,9 +263,9 @@ func Prove(db *store.DB, seq uint64) (Proof, error) {
 			return err
 		}
 		leaf := LeafHash(raw)
-		p = Proof{Seq: seq, LeafIndex: seq - 1, LeafHash: hex.EncodeToString(leaf), Receipt: append(json.RawMessage(nil), raw...),
+		p = Proof{Seq: seq, LeafIndex: seq - 1, LeafHash: hex.EncodeToString(leaf), Receipt: string(raw),
 			TreeSize: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Root), Checkpoint: string(cpRaw)}
-		tp := tlogproof.TLogProof{Index: seq - 1, Checkpoint: append([]byte(nil), cpRaw...), ExtraData: p.Receipt}
+		tp := tlogproof.TLogProof{Index: seq - 1, Checkpoint: append([]byte(nil), cpRaw...), ExtraData: []byte(p.Receipt)}
 		for _, h := range path {
 			p.Path = append(p.Path, base64.StdEncoding.EncodeToString(h))
 			tp.Hashes = append(tp.Hashes, [hashSize]byte(h))
@@ -282,14 +284,14 @@ func VerifyProof(p Proof, v note.Verifier, wantLeaf string) (Checkpoint, error) 
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	leaf := LeafHash(p.Receipt)
+	leaf := LeafHash([]byte(p.Receipt))
 	if hex.EncodeToString(leaf) != p.LeafHash || (wantLeaf != "" && wantLeaf != p.LeafHash) {
 		return cp, errors.New("the receipt's leaf hash does not match the one named")
 	}
 	var r struct {
 		Seq uint64 `json:"seq"`
 	}
-	if err := json.Unmarshal(p.Receipt, &r); err != nil || r.Seq != p.LeafIndex+1 {
+	if err := json.Unmarshal([]byte(p.Receipt), &r); err != nil || r.Seq != p.LeafIndex+1 {
 		return cp, errors.New("the receipt's seq does not match the proof's leaf index")
 	}
 	path := make([][]byte, len(p.Path))

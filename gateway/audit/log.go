@@ -870,13 +870,14 @@ func (l *Log) writeAckBase(b buckets, rng *compact.Range, head Head) error {
 	if err != nil {
 		return err
 	}
-	c := b.checkpoints.Cursor()
-	var doomed [][]byte
-	for k, _ := c.Seek(store.U64(rng.End() + 1)); k != nil; k, _ = c.Next() {
-		doomed = append(doomed, append([]byte(nil), k...))
-	}
-	for _, k := range doomed {
-		if err := b.checkpoints.Delete(k); err != nil {
+	// Whatever lies beyond the acknowledged size belongs to no receipt the
+	// log continues from: checkpoints that covered more, tree hashes and
+	// receipts past the head (added or left behind outside the server).
+	for _, cut := range []struct {
+		bk   *bolt.Bucket
+		from uint64
+	}{{b.checkpoints, rng.End() + 1}, {b.tree, leafKey(rng.End())}, {b.receipts, head.Seq + 1}} {
+		if err := deleteFrom(cut.bk, cut.from); err != nil {
 			return err
 		}
 	}
@@ -975,6 +976,21 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 		}
 	}
 	return deleted, nil
+}
+
+// deleteFrom deletes keys >= from.
+func deleteFrom(bk *bolt.Bucket, from uint64) error {
+	var doomed [][]byte
+	c := bk.Cursor()
+	for k, _ := c.Seek(store.U64(from)); k != nil; k, _ = c.Next() {
+		doomed = append(doomed, append([]byte(nil), k...))
+	}
+	for _, k := range doomed {
+		if err := bk.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteBelow deletes keys < limit except those in keep.

@@ -379,6 +379,9 @@ func (w *walker) readNotes() *Base {
 		// Acknowledgements before the retention base are moot.
 		w.acks = slices.DeleteFunc(w.acks, func(a Base) bool { return a.Size <= retention.Size })
 	}
+	for _, a := range w.acks {
+		w.rep.Acknowledged = append(w.rep.Acknowledged, *baseInfo(a))
+	}
 	for _, k := range w.src.checkpoints {
 		var cp Checkpoint
 		var err error
@@ -447,7 +450,7 @@ func (w *walker) skipCheckpoints() {
 	}
 	for w.si < len(w.saved) && w.saved[w.si].Size < end {
 		status := "before_retention"
-		if w.skipping != nil || len(w.rep.Acknowledged) > 0 {
+		if w.rng.End() > w.start {
 			status = "acknowledged"
 		}
 		w.rep.Saved = append(w.rep.Saved, savedInfo(w.saved[w.si], status))
@@ -501,9 +504,11 @@ func (w *walker) problem(kind string, seq uint64, format string, args ...any) {
 	}
 	for i := range w.acks {
 		if a := w.acks[i]; a.Size >= seq && a.Size >= w.next-1 {
-			info := baseInfo(a)
-			info.Note = fmt.Sprintf("%s (found now: %s at receipt %d: %s)", a.Text, kind, seq, fmt.Sprintf(format, args...))
-			w.rep.Acknowledged = append(w.rep.Acknowledged, *info)
+			for j := range w.rep.Acknowledged {
+				if w.rep.Acknowledged[j].Size == a.Size {
+					w.rep.Acknowledged[j].Note += fmt.Sprintf(" (found now: %s at receipt %d: %s)", kind, seq, fmt.Sprintf(format, args...))
+				}
+			}
 			w.skipping = &a
 			w.skipUntil = a.Size
 			return
