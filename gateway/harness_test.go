@@ -73,7 +73,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	sessions := session.New(h.db, keys, session.Defaults{})
 	h.key, err = audit.NewKey(make([]byte, audit.KeySize), "test")
 	require.NoError(t, err)
-	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now, Cadence: audit.Cadence{Every: 1}})
+	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now})
 	require.NoError(t, err)
 	// Every toolset but the catalog ones (they need the bleve index and
 	// add nothing here): session, vault, approvals and audit, bound to real
