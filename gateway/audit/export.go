@@ -113,7 +113,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 	}
 	for {
 		line, err := readLine()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -124,7 +124,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 		}
 		var l exportLine
 		if err := json.Unmarshal(line, &l); err != nil {
-			return Report{}, fmt.Errorf("export line %d: %v", lineNo, err)
+			return Report{}, fmt.Errorf("export line %d: %w", lineNo, err)
 		}
 		if lineNo == 1 && (l.Type != "log" || l.Format != ExportFormat) {
 			return Report{}, fmt.Errorf("export line 1: not an %s file", ExportFormat)
@@ -145,7 +145,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 			}
 			rng, err := factory.NewRange(0, l.Size, hs)
 			if err != nil {
-				return Report{}, fmt.Errorf("export line %d: %v", lineNo, err)
+				return Report{}, fmt.Errorf("export line %d: %w", lineNo, err)
 			}
 			frontiers[l.Size] = rng
 		case "receipt":
@@ -169,7 +169,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 		for line != nil {
 			raw, seq, err := receiptOfLine(line)
 			if err != nil {
-				return fmt.Errorf("export line %d: %v", lineNo, err)
+				return fmt.Errorf("export line %d: %w", lineNo, err)
 			}
 			if !yield(seq, raw) {
 				return nil
@@ -177,7 +177,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 			line = nil
 			for line == nil {
 				l, err := readLine()
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					return nil
 				}
 				if err != nil {
@@ -297,7 +297,7 @@ func VerifyProof(p Proof, v note.Verifier, wantLeaf string) (Checkpoint, error) 
 	path := make([][]byte, len(p.Path))
 	for i, h := range p.Path {
 		if path[i], err = base64.StdEncoding.DecodeString(h); err != nil {
-			return cp, fmt.Errorf("proof hash %d: %v", i, err)
+			return cp, fmt.Errorf("proof hash %d: %w", i, err)
 		}
 	}
 	if err := VerifyInclusion(p.LeafIndex, cp.Size, leaf, path, cp.Root); err != nil {

@@ -70,7 +70,7 @@ var ErrSignature = errors.New("signature does not verify")
 func OpenCheckpoint(raw []byte, origin string, v note.Verifier) (Checkpoint, error) {
 	n, err := note.Open(raw, note.VerifierList(v))
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("%w: %v", ErrSignature, err)
+		return Checkpoint{}, fmt.Errorf("%w: %w", ErrSignature, err)
 	}
 	var cp log.Checkpoint
 	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
@@ -129,7 +129,7 @@ func openBase(raw []byte, v note.Verifier) (Base, error) {
 	if v != nil {
 		n, err := note.Open(raw, note.VerifierList(v))
 		if err != nil {
-			return Base{}, fmt.Errorf("%w: %v", ErrSignature, err)
+			return Base{}, fmt.Errorf("%w: %w", ErrSignature, err)
 		}
 		text = n.Text
 	} else {

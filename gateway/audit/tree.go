@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 
@@ -138,16 +137,6 @@ func inclusionProof(read nodeReader, index, size uint64) ([][]byte, error) {
 	return fetchProof(read, nodes)
 }
 
-// consistencyProof proves the tree of size1 is a prefix of the tree of
-// size2.
-func consistencyProof(read nodeReader, size1, size2 uint64) ([][]byte, error) {
-	nodes, err := proof.Consistency(size1, size2)
-	if err != nil {
-		return nil, err
-	}
-	return fetchProof(read, nodes)
-}
-
 func fetchProof(read nodeReader, nodes proof.Nodes) ([][]byte, error) {
 	hashes := make([][]byte, len(nodes.IDs))
 	for i, id := range nodes.IDs {
@@ -165,13 +154,6 @@ func fetchProof(read nodeReader, nodes proof.Nodes) ([][]byte, error) {
 func VerifyInclusion(index, size uint64, leafHash []byte, path [][]byte, root []byte) error {
 	return proof.VerifyInclusion(hasher, index, size, leafHash, path, root)
 }
-
-// VerifyConsistency checks a consistency proof between two tree heads.
-func VerifyConsistency(size1, size2 uint64, p [][]byte, root1, root2 []byte) error {
-	return proof.VerifyConsistency(hasher, size1, size2, p, root1, root2)
-}
-
-var errTreeEnd = errors.New("end of tree")
 
 // treeChecker compares the nodes a walk recomputes with the stored ones,
 // reading the tree bucket in key order alongside.

@@ -218,9 +218,6 @@ func emailDomain(s string) string {
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
-// costLimit bounds one evaluation (a comprehension over a huge list).
-const costLimit = 1_000_000
-
 // Compile validates and compiles specs. known lists every tool name (a glob
 // must name at least one); lines[i], when given, is the file line of rule
 // i for error messages.

@@ -3,12 +3,13 @@ package control_test
 import (
 	"bytes"
 	"context"
-	"github.com/accordsai/accords-mcp/migrations"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/accordsai/accords-mcp/migrations"
 
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/ops/control"
