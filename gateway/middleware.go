@@ -81,7 +81,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else {
-			if pol.Rules.Applies(t.Name, rules.PhaseRendered) {
+			if t.Renders && pol.Rules.Applies(t.Name, rules.PhaseRendered) {
 				ctx = tools.WithRenderedCheck(ctx, g.renderedCheck(pol.Rules, p, t, args, &decision))
 			}
 			res, err = next(ctx, method, req)
@@ -125,13 +125,18 @@ func (g *Gateway) ruleInput(p caller.Principal, t tools.Tool, args json.RawMessa
 	return rules.Input{Tool: t.Name, Caller: p.ID, Tenant: p.Scope, Capability: t.Capability, Args: args, Now: g.opts.Now()}
 }
 
-// rulesBefore evaluates the rules that read only the call (before the tool
-// runs, so a denial reaches nothing).
+// rulesBefore evaluates, before the tool runs (so a denial reaches
+// nothing), the rules that read only the call; for a tool that builds no
+// request to hand over, every rule (`rendered` is then empty).
 func (g *Gateway) rulesBefore(_ context.Context, set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) *apperr.Error {
-	if !set.Applies(t.Name, rules.PhaseArgs) {
+	phase := rules.PhaseArgs
+	if !t.Renders {
+		phase = rules.PhaseAll
+	}
+	if !set.Applies(t.Name, phase) {
 		return nil
 	}
-	dec := set.Evaluate(g.ruleInput(p, t, args), rules.PhaseArgs)
+	dec := set.Evaluate(g.ruleInput(p, t, args), phase)
 	d.Merge(dec)
 	return violation(t, dec)
 }

@@ -145,6 +145,7 @@ var planExecute = Define(Tool{
 	Capability: CapVaultExecute,
 	Hints:      Hints{OpenWorld: true},
 	Needs:      NeedSessions | NeedExecution,
+	Renders:    true,
 }, func(s *jsonschema.Schema) {
 	orchestrationDefaults(s)
 	anyJSON(s, "plan_input")

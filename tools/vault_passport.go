@@ -34,6 +34,7 @@ var passportEmailWorkflow = Define(Tool{
 	Capability: CapVaultExecute,
 	Hints:      Hints{OpenWorld: true},
 	Needs:      NeedPassport,
+	Renders:    true,
 }, func(s *jsonschema.Schema) {
 	Default(s, "execute", true)
 }, runPassportWorkflow)

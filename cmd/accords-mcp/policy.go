@@ -150,9 +150,13 @@ func policyTest(env *environment, args []string) int {
 		}
 	}
 	in := rules.Input{Tool: def.Name, Caller: c.ID, Tenant: *tenant, Capability: def.Capability, Args: json.RawMessage(*argsJSON), Now: now}
-	d := p.Rules.Evaluate(in, rules.PhaseArgs)
+	phase := rules.PhaseArgs
+	if !def.Renders {
+		phase = rules.PhaseAll
+	}
+	d := p.Rules.Evaluate(in, phase)
 	out := policyDecision{Tool: def.Name, Caller: c.ID, Tenant: *tenant, Capability: def.Capability, CapabilityHeld: c.Allows(def.Capability) && !(c.ReadOnly && def.Writes())}
-	if p.Rules.Applies(def.Name, rules.PhaseRendered) {
+	if def.Renders && p.Rules.Applies(def.Name, rules.PhaseRendered) {
 		if *renderedJSON == "" {
 			for _, r := range p.Rules.Rules() {
 				if r.Rendered {

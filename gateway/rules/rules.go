@@ -114,12 +114,18 @@ type Input struct {
 // Phase selects which rules run.
 type Phase int
 
-// Phases: before the tool (rules that do not read `rendered`), and when
-// the request to Vault is built (rules that do).
+// Phases: before the tool (rules that do not read `rendered`), when the
+// request to Vault is built (rules that do), or every rule at once (tools
+// that build no request: `rendered` is then empty).
 const (
 	PhaseArgs Phase = iota
 	PhaseRendered
+	PhaseAll
 )
+
+func (r *Rule) inPhase(p Phase) bool {
+	return p == PhaseAll || r.Rendered == (p == PhaseRendered)
+}
 
 var (
 	envOnce sync.Once
@@ -350,7 +356,7 @@ func (s *Set) forTool(tool string) []*Rule {
 // Applies reports whether any rule names tool in phase.
 func (s *Set) Applies(tool string, phase Phase) bool {
 	for _, r := range s.forTool(tool) {
-		if r.Rendered == (phase == PhaseRendered) {
+		if r.inPhase(phase) {
 			return true
 		}
 	}
@@ -367,7 +373,7 @@ func (s *Set) Evaluate(in Input, phase Phase) Decision {
 	}
 	act := &activation{in: in}
 	for _, r := range rs {
-		if r.Rendered != (phase == PhaseRendered) {
+		if !r.inPhase(phase) {
 			continue
 		}
 		d.Evaluated = append(d.Evaluated, r.ID)

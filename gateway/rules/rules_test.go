@@ -215,3 +215,12 @@ func TestTimeFunctionsAgreeWithTheStandardOnes(t *testing.T) {
 		assert.Equal(t, []string{"bad-zone"}, d.MatchedIDs(), "hour %d", h)
 	}
 }
+
+func TestPhaseAllRunsRenderedRulesOnAnEmptyRequest(t *testing.T) {
+	s, err := Compile([]Spec{{ID: "r", Tools: []string{"*"}, DenyIf: `has(rendered.plan)`},
+		{ID: "strict", Tools: []string{"*"}, DenyIf: `rendered.plan.steps.size() > 1`}}, known, nil)
+	require.NoError(t, err)
+	d := s.Evaluate(Input{Tool: "vaultclaw_connector_execute", Args: json.RawMessage(`{}`)}, PhaseAll)
+	assert.Equal(t, []string{"r", "strict"}, d.Evaluated)
+	assert.Equal(t, []string{"strict"}, d.MatchedIDs(), "rendered is {}: has() is false, a field access fails and denies")
+}
