@@ -25,6 +25,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/store"
@@ -32,6 +33,7 @@ import (
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 )
 
 // App holds the open database and every service built on it.
@@ -61,6 +63,9 @@ type App struct {
 	Gateway *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// Drain is the shutdown signal: long waits answer at once when it
+	// begins (ServeHTTP and ServeStdio begin it when their context ends).
+	Drain *lifecycle.Drain
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -190,7 +195,9 @@ func (a *App) init() error {
 		return float64(n), err == nil
 	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
+	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
+		Drain:        a.Drain,
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
@@ -214,6 +221,10 @@ func (a *App) init() error {
 	}
 	return nil
 }
+
+// maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
+// headers and tokens are short.
+const maxHeaderBytes = 64 << 10
 
 const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
 	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +
@@ -258,9 +269,28 @@ func (a *App) MCPServer() *mcp.Server { return a.Gateway.StdioServer() }
 // Reload re-reads the policy file (the serve command calls it on SIGHUP).
 func (a *App) Reload() error { return a.Gateway.Reload() }
 
-// ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
+// ServeStdio serves MCP on in/out until in ends or ctx is cancelled. On
+// cancellation it begins the drain (waits answer at once), lets in-flight
+// calls answer within config.ShutdownGrace, then closes the session.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.MCPServer().Run(ctx, &transport.StdioTransport{In: in, Out: out})
+	t := &transport.StdioTransport{In: in, Out: out, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.MCPServer().Run(runCtx, t) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		a.Drain.Begin()
+		graceCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
+		if werr := t.WaitIdle(graceCtx); werr != nil {
+			a.Logger.Warn("stdio shutdown: calls still running after the grace period are abandoned", "grace", config.ShutdownGrace.String())
+		}
+		cancel()
+		stop()
+		err = <-done
+	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -272,6 +302,8 @@ func (a *App) HTTPHandler() http.Handler {
 	h := transport.NewHTTPHandler(transport.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
+		BodyTimeout:         a.Config.HTTPBodyTimeout,
+		AllowedOrigins:      a.Config.AllowedOrigins,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
@@ -284,8 +316,14 @@ func (a *App) HTTPHandler() http.Handler {
 	return reqlog.HTTP(h, a.Logger)
 }
 
-// ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
-// lets in-flight requests finish within config.ShutdownGrace.
+// ServeHTTP listens on addr until ctx is cancelled, then stops accepting,
+// begins the drain (waits answer at once) and lets in-flight requests
+// finish within config.ShutdownGrace.
+//
+// The server has header and idle timeouts and a connection cap; the body
+// deadline is set per request by the handler, because http.Server's
+// ReadTimeout would also cut the connection of a long call after its body
+// was read. There is no write timeout: an approval wait may last an hour.
 func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
 	if err := a.Gateway.CheckListen(addr); err != nil {
 		return err
@@ -294,9 +332,12 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	ln = netutil.LimitListener(ln, a.Config.HTTPMaxConns)
 	hs := &http.Server{
 		Handler:           a.HTTPHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: a.Config.HTTPHeaderTimeout,
+		IdleTimeout:       a.Config.HTTPIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	if ready != nil {
 		ready(ln.Addr())
@@ -310,6 +351,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	case <-ctx.Done():
 	}
 	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
+	a.Drain.Begin()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
