@@ -96,7 +96,7 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 // built-in cookbooks.
 func (a *App) openCatalog() error {
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger})
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: a.Config.MaxBundleBytes})
 	if err != nil {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}

@@ -342,6 +342,7 @@ func (c *stdioConn) readLine() ([]byte, error) {
 			if len(buf) < headBytes {
 				buf = append(buf, chunk[:min(len(chunk), headBytes-len(buf))]...)
 			}
+			head := buf[:min(len(buf), headBytes)]
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = c.in.ReadSlice('\n')
 			}
@@ -349,7 +350,7 @@ func (c *stdioConn) readLine() ([]byte, error) {
 				return nil, err
 			}
 			c.framed.Store(false)
-			return nil, &tooLongError{id: headID(buf)}
+			return nil, &tooLongError{id: headID(head)}
 		}
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {

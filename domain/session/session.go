@@ -112,6 +112,11 @@ func ValidateBaseURL(raw string) error {
 		if u.Host == "" {
 			return apperr.Validation("base_url", "base_url must include a host")
 		}
+		if u.User != nil {
+			// Credentials in the URL would be sent to Vault, stored in clear
+			// and shown by session_status; the token has its own argument.
+			return apperr.Validation("base_url", "base_url must not contain credentials (user:password@); pass the agent token as token")
+		}
 	default:
 		return apperr.Validation("base_url", "base_url scheme must be http, https, unix or http+unix")
 	}
@@ -174,7 +179,16 @@ func (s *Service) Status(ctx context.Context, scope string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{Configured: true, BaseURL: sess.BaseURL, TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+	return Status{Configured: true, BaseURL: redactURL(sess.BaseURL), TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+}
+
+// redactURL hides credentials in a base URL stored before they were
+// refused.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 func notConfigured() *apperr.Error {
