@@ -55,6 +55,7 @@ func newHarness(t *testing.T, opts vaultsim.Options, env map[string]string) *har
 	sim, err := vaultsim.Start("", opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { sim.Close() })
+	t.Cleanup(func() { requireKeysInLog(t, sim.Requests()) })
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(t.TempDir(), "a.db"), "ACCORDS_MCP_SECRET_KEY": testKey}
 	for k, v := range env {
 		vars[k] = strings.ReplaceAll(v, "{{SIM}}", sim.URL)
