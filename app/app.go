@@ -214,6 +214,9 @@ func (a *App) init() error {
 		Hasher:         hasher,
 		OnAuditFailure: a.Config.AuditOnFailure,
 		Logger:         a.Logger,
+
+		MaxAnonymousTenants: a.Config.MaxAnonTenants,
+		StoredTenants:       a.storedTenants,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -225,6 +228,16 @@ func (a *App) init() error {
 // maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
 // headers and tokens are short.
 const maxHeaderBytes = 64 << 10
+
+// storedTenants lists the scopes holding sessions or approval handles.
+func (a *App) storedTenants() ([]string, error) {
+	sessions, err := a.Sessions.Scopes()
+	if err != nil {
+		return nil, err
+	}
+	handles, err := a.Handles.Scopes()
+	return append(sessions, handles...), err
+}
 
 const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
 	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +270,54 @@ func TestHTTPShutdownDuringWait(t *testing.T) {
 	assert.True(t, env.Error.Retryable)
 	assert.Equal(t, "server_shutting_down", env.Error.Details["reason"])
 	assert.Equal(t, h["job_id"], env.Error.Details["handle"].(map[string]any)["job_id"], "the handle is kept")
+}
+
+// TestAnonymousRateLimitFollowsTheAddress: rotating tenant headers let 60
+// of 60 calls through; the address's own bucket now stops them at the
+// burst.
+func TestAnonymousRateLimitFollowsTheAddress(t *testing.T) {
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS=100"))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	limited := 0
+	for i := range 60 {
+		env := mcptest.PostCall(t, srv.URL+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, map[string]string{"X-Tenant-Id": fmt.Sprintf("rotating-%d", i)})
+		if env.Code() == "MCP_RATE_LIMITED" {
+			limited++
+		}
+	}
+	assert.GreaterOrEqual(t, limited, 30, "beyond the burst of 20, calls from one address are limited whatever the tenant")
+}
+
+// TestAnonymousTenantsAreBounded: any tenant header made a new scope; now
+// anonymous callers get at most ACCORDS_MCP_HTTP_MAX_ANON_TENANTS of them,
+// counting the ones that already hold data, and those stay usable.
+func TestAnonymousTenantsAreBounded(t *testing.T) {
+	cfg := testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS=3")
+	a, err := app.Open(cfg, testenv.Logger())
+	require.NoError(t, err)
+	srv := httptest.NewServer(a.HTTPHandler())
+	post := func(url, tenant string) mcptest.Reply {
+		return mcptest.Post(t, url+"/v1/mcp", mcptest.ToolsCall(1, "vaultclaw_session_configure", map[string]any{"token": "tok-" + tenant}), map[string]string{"X-Tenant-Id": tenant})
+	}
+	for _, tn := range []string{"a", "b", "c"} {
+		require.Equal(t, http.StatusOK, post(srv.URL, tn).StatusCode)
+	}
+	rep := post(srv.URL, "d")
+	require.Equal(t, http.StatusForbidden, rep.StatusCode, string(rep.Body))
+	var env mcptest.Envelope
+	require.NoError(t, json.Unmarshal(rep.Body, &env))
+	assert.Equal(t, "MCP_PERMISSION_DENIED", env.Error.Code)
+	assert.Equal(t, "tenant_limit", env.Error.Details["reason"])
+	assert.Equal(t, http.StatusOK, post(srv.URL, "a").StatusCode, "a tenant in use stays usable")
+	assert.Equal(t, http.StatusOK, mcptest.Post(t, srv.URL+"/v1/mcp", mcptest.ToolsCall(2, "vaultclaw_session_status", map[string]any{}), nil).StatusCode, "the default tenant is always there")
+	srv.Close()
+	require.NoError(t, a.Close())
+
+	// After a restart the tenants holding sessions still count.
+	a2 := testenv.Open(t, cfg)
+	srv2 := httptest.NewServer(a2.HTTPHandler())
+	defer srv2.Close()
+	assert.Equal(t, http.StatusForbidden, post(srv2.URL, "e").StatusCode)
+	assert.Equal(t, http.StatusOK, post(srv2.URL, "b").StatusCode)
 }

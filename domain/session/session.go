@@ -5,6 +5,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -224,4 +225,41 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 		return Session{}, e.WithCause(err)
 	}
 	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "configured"}, nil
+}
+
+// Scopes lists the scopes that hold a session record (tombstones
+// included).
+func (s *Service) Scopes() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SealedCount counts the stored sessions whose token is sealed with the
+// secret key (the ones a lost key file makes unreadable).
+func SealedCount(db *store.DB) (int, error) {
+	n := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) == nil && len(rec.SealedToken) > 0 {
+				n++
+			}
+			return nil
+		})
+	})
+	return n, err
 }

@@ -42,6 +42,9 @@ type Principal struct {
 	Transport string
 	// Authenticated is true when a bearer token was verified.
 	Authenticated bool
+	// Addr is the HTTP client's IP address ("" on stdio): anonymous
+	// callers are rate limited by it as well as by tenant.
+	Addr string
 }
 
 // Request is what one request says about its caller.
@@ -55,6 +58,8 @@ type Request struct {
 	// the one the policy binds it to.
 	VerifiedID     string
 	VerifiedTenant string
+	// Addr is the client's IP address.
+	Addr string
 }
 
 // Fixed are the tenants a policy pins for the callers without a token (""
@@ -78,7 +83,7 @@ func Resolve(r Request, fixed Fixed) Principal {
 		}
 		return p
 	case r.VerifiedID != "":
-		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true}
+		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true, Addr: r.Addr}
 	}
 	scope := fixed.Anonymous
 	if scope == "" {
@@ -87,7 +92,7 @@ func Resolve(r Request, fixed Fixed) Principal {
 	if scope == "" {
 		scope = DefaultScope
 	}
-	return Principal{ID: AnonymousID, Scope: scope, Transport: TransportHTTP}
+	return Principal{ID: AnonymousID, Scope: scope, Transport: TransportHTTP, Addr: r.Addr}
 }
 
 // MaxTenantLen bounds a tenant name; tenants are database keys and appear
