@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -23,6 +27,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
@@ -73,6 +78,15 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// A backup or restore killed midway leaves a temporary copy of the
+	// database (tens of megabytes) beside it.
+	removed, err := backup.CleanStale(filepath.Dir(cfg.DBPath))
+	for _, l := range removed {
+		logger.Info("removed a temporary file left by a killed backup or restore", "path", l.Path, "bytes", l.Size)
+	}
+	if err != nil {
+		logger.Warn("could not remove every leftover temporary file", "error", err.Error())
+	}
 	db, err := store.Open(cfg.DBPath, store.Options{})
 	if err != nil {
 		return nil, err
@@ -119,6 +133,9 @@ func (a *App) openCatalog() error {
 }
 
 func (a *App) init() error {
+	if err := a.checkKeyFile(); err != nil {
+		return err
+	}
 	keys, err := keyring.Load(a.Config.SecretKey, a.Config.KeyFile())
 	if err != nil {
 		return fmt.Errorf("load secret key: %w", err)
@@ -228,6 +245,26 @@ func (a *App) init() error {
 // maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
 // headers and tokens are short.
 const maxHeaderBytes = 64 << 10
+
+// checkKeyFile refuses to start when the key file is gone but sessions
+// sealed with it remain: keyring.Load would create a new key, and every
+// session would then fail to open, one by one, later.
+func (a *App) checkKeyFile() error {
+	if strings.TrimSpace(a.Config.SecretKey) != "" {
+		return nil
+	}
+	kf := a.Config.KeyFile()
+	if _, err := os.Stat(kf); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	n, err := session.SealedCount(a.DB)
+	if err != nil || n == 0 {
+		return err
+	}
+	return fmt.Errorf("the key file %s is missing, but %d stored session(s) are sealed with it: put the key file back "+
+		"(backups do not contain it) or set ACCORDS_MCP_SECRET_KEY to the same key; if the key is lost, "+
+		"`accords-mcp doctor --forget-sealed-sessions` drops those sessions so they can be configured again", kf, n)
+}
 
 // storedTenants lists the scopes holding sessions or approval handles.
 func (a *App) storedTenants() ([]string, error) {

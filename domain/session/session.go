@@ -263,3 +263,37 @@ func SealedCount(db *store.DB) (int, error) {
 	})
 	return n, err
 }
+
+// ForgetUnreadable deletes the stored sessions keys cannot open (sealed
+// with a key that is lost: they can never be read again) and reports how
+// many it deleted. Readable sessions and cleared tombstones stay.
+func ForgetUnreadable(db *store.DB, keys *keyring.Keyring) (int, error) {
+	n := 0
+	err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		var doomed [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) != nil || len(rec.SealedToken) == 0 {
+				return nil
+			}
+			if _, err := keys.Open(rec.SealedToken, aad(string(k))); err != nil {
+				doomed = append(doomed, append([]byte(nil), k...))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(doomed)
+		return nil
+	})
+	return n, err
+}
