@@ -321,3 +321,19 @@ func TestAnonymousTenantsAreBounded(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, post(srv2.URL, "e").StatusCode)
 	assert.Equal(t, http.StatusOK, post(srv2.URL, "b").StatusCode)
 }
+
+// TestInvalidTenantHeadersDoNotUseUpTheBound: a refused tenant header never
+// counts as a tenant in use.
+func TestInvalidTenantHeadersDoNotUseUpTheBound(t *testing.T) {
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS=2"))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	for i := range 5 {
+		rep := mcptest.Post(t, srv.URL+"/v1/mcp", mcptest.ToolsCall(1, "vaultclaw_session_status", map[string]any{}), map[string]string{"X-Tenant-Id": fmt.Sprintf("bad tenant %d", i)})
+		require.Equal(t, http.StatusBadRequest, rep.StatusCode)
+	}
+	for _, tn := range []string{"good-1", "good-2"} {
+		env := mcptest.PostCall(t, srv.URL+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, map[string]string{"X-Tenant-Id": tn})
+		require.True(t, env.OK, "%v", env.Error)
+	}
+}

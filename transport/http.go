@@ -90,10 +90,6 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if e := caller.CheckTenantHeaders(r.Header); e != nil {
-			envelope.WriteHTTP(w, http.StatusBadRequest, e)
-			return
-		}
 		if o.RequireTenantHeader && caller.TenantFromHeader(r.Header) == "" {
 			writeTenantRequired(w)
 			return
@@ -140,8 +136,10 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	if o.Wrap != nil {
 		endpoint = o.Wrap(endpoint)
 	}
-	// The client address is known before authentication runs.
-	endpoint = withClientIP(endpoint)
+	// Before authentication: the client address is known, and a tenant
+	// header that is not a tenant never reaches the gateway (which counts
+	// the tenants anonymous callers bring into use).
+	endpoint = withClientIP(checkTenantHeaders(endpoint))
 
 	mux := http.NewServeMux()
 	mux.Handle(o.Path, guard.wrap(endpoint, false))
@@ -155,6 +153,16 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		mux.Handle(p, guard.wrap(h, false))
 	}
 	return mux
+}
+
+func checkTenantHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := caller.CheckTenantHeaders(r.Header); e != nil {
+			envelope.WriteHTTP(w, http.StatusBadRequest, e)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func withClientIP(next http.Handler) http.Handler {
