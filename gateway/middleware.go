@@ -204,7 +204,12 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	if l.Unlimited() {
 		return nil
 	}
-	ok, wait := g.limiter.Allow(limitKey(p, c, tool), l)
+	ok, wait := true, time.Duration(0)
+	for _, key := range limitKeys(p, c, tool) {
+		if ok, wait = g.limiter.Allow(key, l); !ok {
+			break
+		}
+	}
 	if ok {
 		return nil
 	}
@@ -221,16 +226,20 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
 }
 
-// limitKey buckets authenticated callers by caller id and anonymous HTTP by
-// tenant; never by MCP session id, which stateless HTTP leaves empty.
-func limitKey(p caller.Principal, c *policy.Caller, tool string) string {
+// limitKeys are the buckets a call takes a token from: authenticated
+// callers by caller id; anonymous HTTP by client address and by tenant
+// (a caller rotating tenant headers still drains its address's bucket);
+// never by MCP session id, which stateless HTTP leaves empty.
+func limitKeys(p caller.Principal, c *policy.Caller, tool string) []string {
 	switch {
 	case p.Transport == caller.TransportStdio:
-		return "stdio|" + tool
+		return []string{"stdio|" + tool}
 	case p.Authenticated:
-		return "caller:" + c.ID + "|" + tool
+		return []string{"caller:" + c.ID + "|" + tool}
+	case p.Addr != "":
+		return []string{"addr:" + p.Addr + "|" + tool, "tenant:" + p.Scope + "|" + tool}
 	default:
-		return "tenant:" + p.Scope + "|" + tool
+		return []string{"tenant:" + p.Scope + "|" + tool}
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // Receipt is one audited tool call. Field order is the canonical encoding:
@@ -137,10 +139,19 @@ func (h *Hasher) Sum(b []byte) string {
 // sorted keys so equal arguments give equal digests whatever the client's
 // key order or whitespace. Arguments that are not valid JSON are digested as
 // sent.
+// maxCanonicalValues bounds the arguments SumArgs canonicalizes; it
+// matches the tool layer's limit on argument values.
+const maxCanonicalValues = 200_000
+
 func (h *Hasher) SumArgs(raw json.RawMessage) string {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return h.Sum([]byte("{}"))
+	}
+	if jsonscan.Scan(trimmed).Values > maxCanonicalValues {
+		// Refused by the tool layer anyway; canonicalizing would cost
+		// tens of bytes per value.
+		return h.Sum(trimmed)
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))

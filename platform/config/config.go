@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +27,14 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS", "(none: only the server's own origin)", "comma-separated browser origins (scheme://host[:port]) allowed to call the HTTP bridge, e.g. a local MCP Inspector; other web pages get 403 (docs/security.md)"},
+	{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", "10s", "time a client has to send its request headers (a Go duration)"},
+	{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", "30s", "time a client has to send its request body once the headers are in; slower bodies get 408"},
+	{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", "60s", "how long an idle keep-alive connection stays open"},
+	{"ACCORDS_MCP_HTTP_MAX_CONNS", "256", "most HTTP connections open at once; further clients wait in the listen queue"},
+	{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", "64", "most tenants anonymous HTTP callers (no policy file) can use, counting those already holding data; a new one beyond it gets 403"},
+	{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", "8388608", "largest stdio message; a longer one gets a JSON-RPC error and the session goes on"},
+	{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", "4194304", "largest cookbook bundle stored by any path (tools, CLI import, remote install, legacy import), in canonical JSON bytes"},
 	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
@@ -61,6 +70,18 @@ type Config struct {
 	HTTPPath            string
 	RequireTenantHeader bool
 	MaxBodyBytes        int64
+	// AllowedOrigins are browser origins, normalized to scheme://host[:port].
+	AllowedOrigins    []string
+	HTTPHeaderTimeout time.Duration
+	HTTPBodyTimeout   time.Duration
+	HTTPIdleTimeout   time.Duration
+	HTTPMaxConns      int
+	// MaxAnonTenants bounds the tenants anonymous HTTP callers can use.
+	MaxAnonTenants int
+	// StdioMaxMessageBytes caps one stdio message.
+	StdioMaxMessageBytes int
+	// MaxBundleBytes caps a stored bundle (canonical JSON).
+	MaxBundleBytes int64
 
 	LogLevel string
 
@@ -104,6 +125,17 @@ const (
 	ShutdownGrace          = 10 * time.Second
 )
 
+// HTTP and stdio limits (docs/security.md).
+const (
+	DefaultHTTPHeaderTimeout    = 10 * time.Second
+	DefaultHTTPBodyTimeout      = 30 * time.Second
+	DefaultHTTPIdleTimeout      = 60 * time.Second
+	DefaultHTTPMaxConns         = 256
+	DefaultMaxAnonTenants       = 64
+	DefaultStdioMaxMessageBytes = 8 << 20
+	DefaultMaxBundleBytes       = 4 << 20
+)
+
 // Remote catalog limits (decision D9).
 const (
 	DefaultRemoteMaxIndexBytes  = 8 << 20
@@ -135,6 +167,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 		HandleRetention:      DefaultHandleRetention,
+
+		HTTPHeaderTimeout:    DefaultHTTPHeaderTimeout,
+		HTTPBodyTimeout:      DefaultHTTPBodyTimeout,
+		HTTPIdleTimeout:      DefaultHTTPIdleTimeout,
+		HTTPMaxConns:         DefaultHTTPMaxConns,
+		MaxAnonTenants:       DefaultMaxAnonTenants,
+		StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
+		MaxBundleBytes:       DefaultMaxBundleBytes,
 	}
 	if err := c.resolvePaths(); err != nil {
 		return c, err
@@ -162,7 +202,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
 		}
 	}
+	if err := c.readTransportLimits(get); err != nil {
+		return c, err
+	}
 	c.resolveVault(get)
+	if err := checkBaseURL(c.VaultBaseURL); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -229,6 +275,89 @@ func (c *Config) readLimits(get func(string) string) error {
 			return fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
 		}
 		c.RemoteTimeoutMS = n
+	}
+	return nil
+}
+
+// readTransportLimits reads the HTTP and stdio limits and the allowed
+// browser origins.
+func (c *Config) readTransportLimits(get func(string) string) error {
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", &c.HTTPHeaderTimeout},
+		{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", &c.HTTPBodyTimeout},
+		{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout},
+	} {
+		if v := get(d.name); v != "" {
+			n, err := time.ParseDuration(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%s must be a positive duration such as 30s, got %q", d.name, v)
+			}
+			*d.dst = n
+		}
+	}
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{
+		{"ACCORDS_MCP_HTTP_MAX_CONNS", &c.HTTPMaxConns},
+		{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", &c.MaxAnonTenants},
+		{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", &c.StdioMaxMessageBytes},
+	} {
+		if v := get(n.name); v != "" {
+			x, err := strconv.Atoi(v)
+			if err != nil || x <= 0 {
+				return fmt.Errorf("%s must be a positive integer, got %q", n.name, v)
+			}
+			*n.dst = x
+		}
+	}
+	if err := positiveInt64(get, "ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", &c.MaxBundleBytes); err != nil {
+		return err
+	}
+	for _, raw := range SplitList(get("ACCORDS_MCP_HTTP_ALLOWED_ORIGINS")) {
+		o, err := NormalizeOrigin(raw)
+		if err != nil {
+			return fmt.Errorf("ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: %w", err)
+		}
+		c.AllowedOrigins = append(c.AllowedOrigins, o)
+	}
+	return nil
+}
+
+// NormalizeOrigin checks a browser origin and writes it as browsers send
+// it: lower-case scheme://host, the port only when not the default.
+func NormalizeOrigin(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(raw), "/"))
+	if err != nil {
+		return "", fmt.Errorf("%q is not an origin: %w", raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if (scheme != "http" && scheme != "https") || u.Hostname() == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("%q is not an origin: write scheme://host[:port], e.g. http://localhost:6274", raw)
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, nil
+}
+
+// checkBaseURL refuses a VC_BASE_URL carrying credentials: they would be
+// sent to Vault and shown in session_status (the token belongs in
+// VC_AGENT_TOKEN).
+func checkBaseURL(raw string) error {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return fmt.Errorf("VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN")
 	}
 	return nil
 }
