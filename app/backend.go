@@ -17,7 +17,11 @@ import (
 // control socket serves them: each one passes the gate (a restore holds
 // them like tool calls), and restore swaps the file in place.
 func (a *App) Backend() admin.Backend {
-	svc := &admin.Services{DB: a.DB, Sessions: a.Sessions, DoctorFunc: a.Doctor, RestoreFunc: a.Restore}
+	svc := &admin.Services{DB: a.DB, Sessions: a.Sessions, DoctorFunc: a.Doctor, RestoreFunc: a.Restore,
+		Log: a.audit.current}
+	if a.AuditKey != nil {
+		svc.AuditKey = a.AuditKey.VerifierKey
+	}
 	if a.Catalog != nil {
 		svc.Catalog = a.Catalog
 	}
@@ -31,7 +35,7 @@ func (a *App) Doctor(ctx context.Context, scope string, env session.Defaults) []
 	if env.Token != "" {
 		ctx = session.WithDefaults(ctx, env)
 	}
-	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope}
+	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope, AuditKey: a.AuditKey}
 	if a.Vault != nil {
 		in.Probe = doctor.VaultProbe(a.Vault)
 	}
@@ -88,8 +92,24 @@ func (g *gatedBackend) Reindex(ctx context.Context, progress func(done, total in
 	return gated(ctx, g.g, func() (admin.ReindexResult, error) { return g.b.Reindex(ctx, progress) })
 }
 
-func (g *gatedBackend) AuditVerify(ctx context.Context) (audit.Report, error) {
-	return gated(ctx, g.g, func() (audit.Report, error) { return g.b.AuditVerify(ctx) })
+func (g *gatedBackend) AuditVerify(ctx context.Context, r admin.AuditVerifyRequest) (admin.AuditVerifyResult, error) {
+	return gated(ctx, g.g, func() (admin.AuditVerifyResult, error) { return g.b.AuditVerify(ctx, r) })
+}
+
+func (g *gatedBackend) AuditCheckpoint(ctx context.Context) ([]byte, error) {
+	return gated(ctx, g.g, func() ([]byte, error) { return g.b.AuditCheckpoint(ctx) })
+}
+
+func (g *gatedBackend) AuditProve(ctx context.Context, seq uint64) (audit.Proof, error) {
+	return gated(ctx, g.g, func() (audit.Proof, error) { return g.b.AuditProve(ctx, seq) })
+}
+
+func (g *gatedBackend) AuditExport(ctx context.Context, w io.Writer) (int, error) {
+	return gated(ctx, g.g, func() (int, error) { return g.b.AuditExport(ctx, w) })
+}
+
+func (g *gatedBackend) AuditAcknowledge(ctx context.Context, operator, note string) (string, error) {
+	return gated(ctx, g.g, func() (string, error) { return g.b.AuditAcknowledge(ctx, operator, note) })
 }
 
 func (g *gatedBackend) AuditTail(ctx context.Context, n int) ([]audit.Receipt, error) {

@@ -153,7 +153,7 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		if conn == nil {
 			return
 		}
-		ss, err := a.attachServer().Connect(ctx, &transport.AttachTransport{Conn: conn, Session: c.id}, nil)
+		ss, err := a.attachServer().Connect(ctx, &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}, nil)
 		if err != nil {
 			conn.Close()
 			a.Logger.Warn("attached client could not connect", "session", c.id, "error", err.Error())

@@ -17,6 +17,7 @@ import (
 	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
@@ -179,9 +180,10 @@ func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
 		assert.True(t, mcptest.Call(t, c, loadgen.ToolGet, map[string]any{"cookbook_id": "kept"}).OK)
 		assert.Equal(t, "MCP_CATALOG_NOT_FOUND", mcptest.Call(t, c, loadgen.ToolGet, map[string]any{"cookbook_id": "gone"}).Code())
 	}
-	rep, err := a.Backend().AuditVerify(context.Background())
+	vres, err := a.Backend().AuditVerify(context.Background(), admin.AuditVerifyRequest{})
 	require.NoError(t, err)
-	assert.True(t, rep.OK, "%+v", rep.Problem)
+	assert.True(t, vres.Report.OK, "%+v", vres.Report.Problem)
+	assert.Equal(t, a.AuditKey.VerifierKey, vres.Key, "the daemon verifies with its own key when asked for none")
 }
 
 // TestRestoreRefusesABadBackupAndChangesNothing: the clients never pause

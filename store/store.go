@@ -85,12 +85,9 @@ func Open(path string, opts Options) (*DB, error) {
 
 // open opens the file and checks or migrates its schema.
 func (db *DB) open() error {
-	b, err := bolt.Open(db.path, 0o600, &bolt.Options{Timeout: db.opts.LockTimeout, ReadOnly: db.opts.ReadOnly})
+	b, err := openLocked(db.path, db.opts)
 	if err != nil {
-		if errors.Is(err, bolterr.ErrTimeout) {
-			return fmt.Errorf("open %s: %w (another accords-mcp may be running: stop it first; backup and doctor reach a running daemon through its control socket)", db.path, ErrLocked)
-		}
-		return fmt.Errorf("open database %s: %w", db.path, err)
+		return err
 	}
 	db.bolt.Store(b)
 	migs := db.opts.Migrations
@@ -144,6 +141,46 @@ func (db *DB) Replace(swap func() error, undo func() error) error {
 }
 
 func (db *DB) b() *bolt.DB { return db.bolt.Load() }
+
+// openLocked opens path with bbolt, which waits for the file lock, and
+// then checks that path still names the file it locked. restore replaces
+// the file by a rename while holding the old file's lock; a process that
+// opened the old file just before and waited for that lock would otherwise
+// serve the replaced database (now only the .bak). It then opens again.
+func openLocked(path string, opts Options) (*bolt.DB, error) {
+	for range 3 {
+		var opened *os.File
+		b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, perm)
+				opened = f
+				return f, err
+			}})
+		if err != nil {
+			if errors.Is(err, bolterr.ErrTimeout) {
+				return nil, fmt.Errorf("open %s: %w (held by a process that is not a daemon answering on its socket: an accords-mcp command in progress, or an older accords-mcp; find it with fuser)", path, ErrLocked)
+			}
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		if stillThere(path, opened) {
+			return b, nil
+		}
+		_ = b.Close()
+	}
+	return nil, fmt.Errorf("open database %s: the file was replaced again and again while it was being opened", path)
+}
+
+func stillThere(path string, f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	locked, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(locked, now)
+}
 
 // SchemaVersion reads the stored schema version (0 for a new file).
 func (db *DB) SchemaVersion() (int, error) {

@@ -34,6 +34,7 @@ var passportEmailWorkflow = Define(Tool{
 	Capability: CapVaultExecute,
 	Hints:      Hints{OpenWorld: true},
 	Needs:      NeedPassport,
+	Renders:    true,
 }, func(s *jsonschema.Schema) {
 	Default(s, "execute", true)
 }, runPassportWorkflow)
@@ -42,7 +43,7 @@ func runPassportWorkflow(ctx context.Context, d *Deps, c *Call, in passportWorkf
 	res, err := d.Passport.Run(ctx, c.Scope(), passport.Input{
 		RequestText: firstNonBlank(in.RequestText, in.Request, in.Text), RecipientEmail: in.RecipientEmail,
 		Subject: in.Subject, BodyStyle: in.BodyStyle, PassportDocumentID: in.PassportDocumentID,
-		ManualFields: in.ManualFields, Execute: in.Execute, RunID: in.RunID,
+		ManualFields: in.ManualFields, Execute: in.Execute, RunID: in.RunID, BeforeSend: renderedCheck(ctx),
 	})
 	if err != nil {
 		return Result{}, err

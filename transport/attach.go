@@ -31,17 +31,25 @@ const CodeDaemonLost = -32011
 type AttachTransport struct {
 	Conn    net.Conn
 	Session string
+	// MaxMessageBytes caps one message (DefaultMaxMessageBytes when <= 0);
+	// the front end already refused longer ones from its client.
+	MaxMessageBytes int
 }
 
 // Connect implements mcp.Transport.
 func (t *AttachTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, closed: make(chan struct{})}, nil
+	limit := t.MaxMessageBytes
+	if limit <= 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	return &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{})}, nil
 }
 
 type attachConn struct {
 	conn   net.Conn
 	r      *bufio.Reader
 	id     string
+	limit  int
 	wmu    sync.Mutex
 	once   sync.Once
 	closed chan struct{}
@@ -57,7 +65,7 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		line, err := readLine(c.r)
+		line, err := readLine(c.r, c.limit)
 		if err != nil {
 			select {
 			case <-c.closed:
@@ -88,14 +96,17 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// errLineTooLong ends an attached stream whose line is over the cap.
+var errLineTooLong = errors.New("attached stream: message over the size cap")
+
 // readLine reads one newline-terminated line without the newline, refusing
-// lines over MaxStdioMessageBytes.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// lines over limit (with room for the newline).
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(buf)+len(chunk) > MaxStdioMessageBytes {
-			return nil, errTooLong
+		if len(buf)+len(chunk) > limit+1 {
+			return nil, errLineTooLong
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			buf = append(buf, chunk...)

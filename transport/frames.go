@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -10,12 +11,18 @@ import (
 // stdout with StdioTransport's framing (newline-delimited JSON, or
 // Content-Length framed; answers go out in the framing of the last input;
 // a malformed frame gets a -32700 reply and reading goes on), without
-// decoding them: the stdio front end forwards the bytes it reads.
+// decoding them: the stdio front end forwards the bytes it reads. A
+// message over the limit gets the same refusal as from the standalone
+// server.
 type StdioFrames struct{ c *stdioConn }
 
-// NewStdioFrames reads frames from in and writes them to out.
-func NewStdioFrames(in io.Reader, out io.Writer) *StdioFrames {
-	return &StdioFrames{c: &stdioConn{in: bufio.NewReaderSize(in, 64<<10), out: out}}
+// NewStdioFrames reads frames of at most limit bytes
+// (DefaultMaxMessageBytes when <= 0) from in and writes them to out.
+func NewStdioFrames(in io.Reader, out io.Writer, limit int) *StdioFrames {
+	if limit <= 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	return &StdioFrames{c: &stdioConn{in: bufio.NewReaderSize(in, 64<<10), out: out, limit: limit}}
 }
 
 // Next returns the body of the next message (blank lines skipped), or
@@ -24,7 +31,11 @@ func (f *StdioFrames) Next() ([]byte, error) {
 	for {
 		body, framed, err := f.c.next()
 		if err != nil {
-			if errors.Is(err, errTooLong) || errors.Is(err, errBadHeader) {
+			if tl, ok := errors.AsType[*tooLongError](err); ok {
+				f.c.replyError(tl.id, -32600, fmt.Sprintf("invalid request: message exceeds the %d-byte limit", f.c.limit))
+				continue
+			}
+			if errors.Is(err, errBadHeader) {
 				f.c.replyError(nil, -32700, "parse error")
 				continue
 			}

@@ -190,12 +190,56 @@ func (l *localBackend) Reindex(ctx context.Context, progress func(done, total in
 	return s.Reindex(ctx, progress)
 }
 
-func (l *localBackend) AuditVerify(ctx context.Context) (rep audit.Report, err error) {
+func (l *localBackend) AuditVerify(ctx context.Context, r admin.AuditVerifyRequest) (res admin.AuditVerifyResult, err error) {
 	err = l.readOnly(func(s *admin.Services) error {
-		rep, err = s.AuditVerify(ctx)
+		res, err = s.AuditVerify(ctx, r)
 		return err
 	})
-	return rep, err
+	return res, err
+}
+
+func (l *localBackend) AuditCheckpoint(ctx context.Context) (cp []byte, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		cp, err = s.AuditCheckpoint(ctx)
+		return err
+	})
+	return cp, err
+}
+
+func (l *localBackend) AuditProve(ctx context.Context, seq uint64) (p audit.Proof, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		p, err = s.AuditProve(ctx, seq)
+		return err
+	})
+	return p, err
+}
+
+func (l *localBackend) AuditExport(ctx context.Context, w io.Writer) (n int, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		n, err = s.AuditExport(ctx, w)
+		return err
+	})
+	return n, err
+}
+
+// AuditAcknowledge opens the log for writing with the audit key, which
+// signs the acknowledgement.
+func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string) (string, error) {
+	db, err := store.Open(l.cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	key, err := audit.LoadKey(app.AuditKeySpec(l.cfg), false)
+	if err != nil {
+		return "", fmt.Errorf("the audit key is needed to sign the acknowledgement: %w", err)
+	}
+	lg, err := audit.Open(db, audit.Options{Key: key})
+	if err != nil {
+		return "", err
+	}
+	defer lg.Close()
+	return admin.Acknowledge(lg, operator, note)
 }
 
 func (l *localBackend) AuditTail(ctx context.Context, n int) (rs []audit.Receipt, err error) {
@@ -239,6 +283,11 @@ func (l *localBackend) Doctor(ctx context.Context, scope string, _ session.Defau
 	}
 	defer db.Close()
 	in := doctor.Inputs{DB: db, Sessions: localSessions(l.cfg, db), Scope: scope, Index: standaloneIndex(l.cfg, db)}
+	if k, err := audit.LoadKey(app.AuditKeySpec(l.cfg), false); err != nil {
+		in.AuditKeyProblem = err.Error()
+	} else {
+		in.AuditKey = k
+	}
 	if in.Sessions == nil {
 		in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
 	}

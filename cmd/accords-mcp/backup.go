@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/backup"
@@ -69,6 +70,13 @@ func writeBackup(ctx context.Context, env *environment, m admin.Maintenance, w w
 		}
 		fmt.Fprintf(env.stderr, "backup: %d bytes streamed to stdout (%s)\n", n, via)
 		return 0
+	}
+	removed, cerr := backup.CleanStale(filepath.Dir(out))
+	for _, l := range removed {
+		fmt.Fprintf(env.stderr, "backup: removed %s (%d bytes), left by a backup or restore that was killed\n", l.Path, l.Size)
+	}
+	if cerr != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp backup: warning:", cerr)
 	}
 	var n int64
 	err := backup.WriteFile(out, func(wr io.Writer) error {

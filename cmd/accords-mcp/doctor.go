@@ -30,6 +30,7 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	fs.SetOutput(env.stderr)
 	scope := fs.String("scope", caller.DefaultScope, "tenant scope whose Vaultclaw session is probed")
 	asJSON := fs.Bool("json", false, "print the results as a JSON array")
+	forget := fs.Bool("forget-sealed-sessions", false, "delete the stored sessions sealed with a secret key that is lost (the server must be stopped), then check")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,6 +38,11 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
 		return 1
+	}
+	if *forget {
+		if code := forgetSealedSessions(env, cfg); code != 0 {
+			return code
+		}
 	}
 	rs := doctorResults(ctx, env, cfg, *scope)
 	if *asJSON {
@@ -88,6 +94,17 @@ func doctorResults(ctx context.Context, env *environment, cfg config.Config, sco
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
+		if db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err == nil {
+			if r, bad := doctor.SealedWithoutKey(cfg, db); bad {
+				// It replaces the file check's "created on first start".
+				for i := range rs {
+					if rs[i].Check == r.Check {
+						rs[i] = r
+					}
+				}
+			}
+			db.Close()
+		}
 		return append(rs, local...)
 	case errors.Is(err, store.ErrLocked):
 		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
@@ -100,24 +117,50 @@ func doctorResults(ctx context.Context, env *environment, cfg config.Config, sco
 	}
 }
 
+// doctorKeys loads the configured key without creating a key file: with no
+// key at all it is a random one, which opens nothing.
+func doctorKeys(cfg config.Config) (*keyring.Keyring, error) {
+	if strings.TrimSpace(cfg.SecretKey) == "" {
+		if _, err := os.Stat(cfg.KeyFile()); errors.Is(err, fs.ErrNotExist) {
+			k := make([]byte, keyring.KeySize)
+			_, _ = rand.Read(k)
+			return keyring.New(k)
+		}
+	}
+	return keyring.Load(cfg.SecretKey, cfg.KeyFile())
+}
+
 // localSessions builds the session service for doctor without creating a
 // key file: with no key at all, stored sessions are reported as unreadable;
 // nil when the configured key itself is unusable.
 func localSessions(cfg config.Config, db *store.DB) *session.Service {
-	var keys *keyring.Keyring
-	var err error
-	if strings.TrimSpace(cfg.SecretKey) == "" {
-		if _, serr := os.Stat(cfg.KeyFile()); errors.Is(serr, fs.ErrNotExist) {
-			k := make([]byte, keyring.KeySize)
-			_, _ = rand.Read(k)
-			keys, err = keyring.New(k)
-		}
-	}
-	if keys == nil && err == nil {
-		keys, err = keyring.Load(cfg.SecretKey, cfg.KeyFile())
-	}
+	keys, err := doctorKeys(cfg)
 	if err != nil {
 		return nil
 	}
 	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
+}
+
+// forgetSealedSessions deletes the sessions the configured key (or, with
+// the key file gone, no key) cannot open. It opens the database for
+// writing, so it refuses while the server runs.
+func forgetSealedSessions(env *environment, cfg config.Config) int {
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor: --forget-sealed-sessions needs the server stopped:", err)
+		return 1
+	}
+	defer db.Close()
+	keys, err := doctorKeys(cfg)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor: the secret key cannot be loaded, so nothing is forgotten:", err)
+		return 1
+	}
+	n, err := session.ForgetUnreadable(db, keys)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "doctor: forgot %d session(s) the secret key cannot open; configure them again (vaultclaw_session_configure)\n", n)
+	return 0
 }

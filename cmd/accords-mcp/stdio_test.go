@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/require"
 )
 
@@ -315,10 +317,11 @@ func TestAttachedSIGTERMLeavesTheDaemonServing(t *testing.T) {
 	p.recv(t)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.wait(t))
-	code, out, _ := binCmd(t, dbPath, "status")
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "auto")
-	require.Contains(t, out, "0 attached", "the front end's session ended with it")
+	// The daemon notices the closed stream a moment later.
+	require.Eventually(t, func() bool {
+		code, out, _ := binCmd(t, dbPath, "status")
+		return code == 0 && strings.Contains(out, "auto") && strings.Contains(out, "0 attached")
+	}, 10*time.Second, 20*time.Millisecond, "the daemon still runs, and the front end's session ended with it")
 	p2 := startAttached(t, dbPath)
 	p2.send(t, initMsg)
 	require.Equal(t, 1.0, p2.recv(t)["id"])
@@ -360,4 +363,38 @@ func TestLaunchesShareTheOwner(t *testing.T) {
 	bad := launch(t, dbPath, "ACCORDS_MCP_STANDALONE=false", "ACCORDS_MCP_TOOLSETS=vault,nope")
 	require.Equal(t, 1, bad.wait(t))
 	require.Contains(t, bad.stderr.String(), `unknown toolset "nope"`, "the daemon refuses the view and the launch says why")
+}
+
+// TestStdioSIGTERMDuringWait: SIGTERM while an approval wait runs answers
+// the wait at once with the retryable envelope that keeps the handle, and
+// the process exits within 2 s (it used to sit out its 10 s grace and
+// leave the client an empty reply).
+func TestStdioSIGTERMDuringWait(t *testing.T) {
+	sim := vaultsim.New(vaultsim.Options{AgentToken: simToken})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	p := start(t, filepath.Join(t.TempDir(), "accords.db"), "VC_AGENT_TOKEN="+simToken, "VC_BASE_URL="+srv.URL, "ACCORDS_MCP_SECRET_KEY="+strings.Repeat("cd", 32))
+	p.send(t, initMsg)
+	p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vaultclaw_connector_execute_job","arguments":{"request":{"connector_id":"google","verb":"google.gmail.send.v1","policy_version":"1","request":{"user_id":"me","to":["bob@example.com"],"subject":"s","text_plain":"t"}}}}}`)
+	env := structured(t, p.recv(t))
+	handle := env["error"].(map[string]any)["details"].(map[string]any)["approval"].(map[string]any)["next_action"].(map[string]any)["arguments"].(map[string]any)["handle"]
+	args, _ := json.Marshal(map[string]any{"handle": handle, "timeout_ms": 600000, "poll_interval_ms": 250})
+	p.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"vaultclaw_approval_wait","arguments":`+string(args)+`}}`)
+	require.Eventually(t, func() bool {
+		return len(sim.RequestsTo("GET", "/v0/jobs/"+handle.(map[string]any)["job_id"].(string))) > 0
+	},
+		10*time.Second, 20*time.Millisecond)
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	msg := p.recv(t)
+	require.Equal(t, 3.0, msg["id"])
+	e := structured(t, msg)["error"].(map[string]any)
+	require.Equal(t, "MCP_WAIT_TIMEOUT", e["code"])
+	require.Equal(t, true, e["retryable"])
+	require.Equal(t, "server_shutting_down", e["details"].(map[string]any)["reason"])
+	require.Equal(t, handle.(map[string]any)["job_id"], e["details"].(map[string]any)["handle"].(map[string]any)["job_id"])
+	require.Equal(t, 0, p.wait(t))
+	require.Less(t, time.Since(start), 2*time.Second, "shutdown finishes within 2 s")
 }

@@ -35,11 +35,34 @@ type Catalog interface {
 	Reindex(ctx context.Context, progress func(done, total int)) (ReindexResult, error)
 }
 
-// Audit is the receipt log as the audit command uses it.
+// Audit is the signed receipt log as the audit command uses it.
 type Audit interface {
-	AuditVerify(ctx context.Context) (audit.Report, error)
+	AuditVerify(ctx context.Context, r AuditVerifyRequest) (AuditVerifyResult, error)
 	// AuditTail returns the newest n receipts, newest first.
 	AuditTail(ctx context.Context, n int) ([]audit.Receipt, error)
+	// AuditCheckpoint is the newest signed checkpoint (a signed note).
+	AuditCheckpoint(ctx context.Context) ([]byte, error)
+	// AuditProve is receipt seq with its inclusion proof.
+	AuditProve(ctx context.Context, seq uint64) (audit.Proof, error)
+	// AuditExport writes the NDJSON export into w and counts the receipts.
+	AuditExport(ctx context.Context, w io.Writer) (int, error)
+	// AuditAcknowledge records an operator's acceptance of a log that
+	// failed verification, and says what it recorded.
+	AuditAcknowledge(ctx context.Context, operator, note string) (string, error)
+}
+
+// AuditVerifyRequest says what to verify the log against: the public key
+// (verifier form, "" for the log's own key where it is known: the daemon's)
+// and saved checkpoints the log must be consistent with.
+type AuditVerifyRequest struct {
+	Key   string   `json:"key,omitempty"`
+	Saved [][]byte `json:"saved,omitempty"`
+}
+
+// AuditVerifyResult is the report and the key it was checked with.
+type AuditVerifyResult struct {
+	Report audit.Report `json:"report"`
+	Key    string       `json:"key"`
 }
 
 // Sessions are the stored Vaultclaw sessions as the session command uses

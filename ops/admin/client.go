@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/domain/session"
@@ -153,9 +154,47 @@ func (c *Client) Reindex(ctx context.Context, progress func(done, total int)) (R
 }
 
 // AuditVerify implements Audit.
-func (c *Client) AuditVerify(ctx context.Context) (audit.Report, error) {
-	var out audit.Report
-	return out, c.call(ctx, PathAuditVerify, struct{}{}, &out)
+func (c *Client) AuditVerify(ctx context.Context, r AuditVerifyRequest) (AuditVerifyResult, error) {
+	var out AuditVerifyResult
+	return out, c.call(ctx, PathAuditVerify, r, &out)
+}
+
+// AuditCheckpoint implements Audit.
+func (c *Client) AuditCheckpoint(ctx context.Context) ([]byte, error) {
+	var out checkpointResult
+	err := c.call(ctx, PathAuditCP, struct{}{}, &out)
+	return out.Note, err
+}
+
+// AuditProve implements Audit.
+func (c *Client) AuditProve(ctx context.Context, seq uint64) (audit.Proof, error) {
+	var out audit.Proof
+	return out, c.call(ctx, PathAuditProve, proveRequest{Seq: seq}, &out)
+}
+
+// AuditAcknowledge implements Audit.
+func (c *Client) AuditAcknowledge(ctx context.Context, operator, note string) (string, error) {
+	var out ackResult
+	err := c.call(ctx, PathAuditAck, ackRequest{Operator: operator, Note: note}, &out)
+	return out.Message, err
+}
+
+// AuditExport implements Audit: the daemon streams the export; its
+// receipt count comes last, as a trailer, so a broken stream is an error.
+func (c *Client) AuditExport(ctx context.Context, w io.Writer) (int, error) {
+	resp, err := c.do(ctx, http.MethodPost, PathAuditExport, http.NoBody, "")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return 0, fmt.Errorf("audit export stream from the daemon broke: %w", err)
+	}
+	n, err := strconv.Atoi(resp.Trailer.Get(trailerReceipts))
+	if err != nil {
+		return 0, errors.New("audit export stream from the daemon ended early (no receipt count)")
+	}
+	return n, nil
 }
 
 // AuditTail implements Audit.

@@ -32,8 +32,34 @@ func Handler(b Backend) http.Handler {
 		return b.DeleteCookbook(ctx, r.CookbookID, r.Version)
 	})
 	handle(mux, PathRender, func(ctx context.Context, r catalog.RenderRequest) (any, error) { return b.Render(ctx, r) })
-	handle(mux, PathAuditVerify, func(ctx context.Context, _ struct{}) (any, error) { return b.AuditVerify(ctx) })
+	handle(mux, PathAuditVerify, func(ctx context.Context, r AuditVerifyRequest) (any, error) { return b.AuditVerify(ctx, r) })
 	handle(mux, PathAuditTail, func(ctx context.Context, r tailRequest) (any, error) { return b.AuditTail(ctx, r.N) })
+	handle(mux, PathAuditCP, func(ctx context.Context, _ struct{}) (any, error) {
+		n, err := b.AuditCheckpoint(ctx)
+		return checkpointResult{Note: n}, err
+	})
+	handle(mux, PathAuditProve, func(ctx context.Context, r proveRequest) (any, error) { return b.AuditProve(ctx, r.Seq) })
+	handle(mux, PathAuditAck, func(ctx context.Context, r ackRequest) (any, error) {
+		msg, err := b.AuditAcknowledge(ctx, r.Operator, r.Note)
+		return ackResult{Message: msg}, err
+	})
+	mux.HandleFunc("POST "+PathAuditExport, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", trailerReceipts)
+		sw := &startedWriter{w: w}
+		n, err := b.AuditExport(r.Context(), sw)
+		if err != nil {
+			if !sw.started {
+				reply(w, nil, err)
+				return
+			}
+			panic(http.ErrAbortHandler)
+		}
+		if !sw.started {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+		}
+		w.Header().Set(trailerReceipts, strconv.Itoa(n))
+	})
 	handle(mux, PathSessionStatus, func(ctx context.Context, r SessionRequest) (any, error) { return b.SessionStatus(ctx, r) })
 	handle(mux, PathSessionConfig, func(ctx context.Context, r SessionRequest) (any, error) { return b.SessionConfigure(ctx, r) })
 	handle(mux, PathSessionClear, func(ctx context.Context, r SessionRequest) (any, error) {
@@ -142,4 +168,19 @@ func (s *sizedWriter) Write(p []byte) (int, error) {
 // before writing, so the response can carry Content-Length.
 type SizeAnnouncer interface {
 	Begin(size int64, schema int)
+}
+
+// startedWriter sends the success headers before the first byte.
+type startedWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *startedWriter) Write(p []byte) (int, error) {
+	if !s.started {
+		s.w.Header().Set("Content-Type", "application/x-ndjson")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	return s.w.Write(p)
 }

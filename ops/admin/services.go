@@ -35,6 +35,11 @@ type Services struct {
 	// Restore swaps a backup in; nil means the operation is not offered
 	// here (the command restores offline through backup.Restore itself).
 	RestoreFunc func(ctx context.Context, src string, r io.Reader) (RestoreResult, error)
+	// AuditKey is the verifier key audit verify uses when the request
+	// names none (the daemon knows its own); Log is the open audit log an
+	// acknowledgement is recorded in.
+	AuditKey string
+	Log      func() *audit.Log
 }
 
 var _ Backend = (*Services)(nil)
@@ -141,12 +146,86 @@ func (s *Services) db() (*store.DB, error) {
 }
 
 // AuditVerify implements Audit.
-func (s *Services) AuditVerify(context.Context) (audit.Report, error) {
+func (s *Services) AuditVerify(_ context.Context, r AuditVerifyRequest) (AuditVerifyResult, error) {
 	db, err := s.db()
 	if err != nil {
-		return audit.Report{}, err
+		return AuditVerifyResult{}, err
 	}
-	return audit.Verify(db)
+	key := r.Key
+	if key == "" {
+		key = s.AuditKey
+	}
+	if key == "" {
+		return AuditVerifyResult{}, errors.New("no audit public key to verify with; pass it with --key (accords-mcp audit key prints it)")
+	}
+	v, err := audit.ParseVerifierKey(key)
+	if err != nil {
+		return AuditVerifyResult{}, err
+	}
+	rep, err := audit.Verify(db, audit.VerifyOptions{Verifier: v, Saved: r.Saved})
+	return AuditVerifyResult{Report: rep, Key: key}, err
+}
+
+// AuditCheckpoint implements Audit.
+func (s *Services) AuditCheckpoint(context.Context) ([]byte, error) {
+	db, err := s.db()
+	if err != nil {
+		return nil, err
+	}
+	return audit.NewestCheckpoint(db)
+}
+
+// AuditProve implements Audit.
+func (s *Services) AuditProve(_ context.Context, seq uint64) (audit.Proof, error) {
+	db, err := s.db()
+	if err != nil {
+		return audit.Proof{}, err
+	}
+	return audit.Prove(db, seq)
+}
+
+// AuditExport implements Audit.
+func (s *Services) AuditExport(_ context.Context, w io.Writer) (int, error) {
+	db, err := s.db()
+	if err != nil {
+		return 0, err
+	}
+	return audit.Export(db, w)
+}
+
+// AuditAcknowledge implements Audit: on the open log, whose writer must
+// be the one that records it.
+func (s *Services) AuditAcknowledge(_ context.Context, operator, note string) (string, error) {
+	if s.Log == nil {
+		return "", errNotOpen
+	}
+	return Acknowledge(s.Log(), operator, note)
+}
+
+// ErrNothingToAcknowledge means the log verifies.
+var ErrNothingToAcknowledge = errors.New("the audit log verifies: nothing to acknowledge")
+
+// Acknowledge verifies the whole log with l's key and, when it fails,
+// records the operator's acceptance (on an open log: the command's own, or
+// the daemon's).
+func Acknowledge(l *audit.Log, operator, text string) (string, error) {
+	rep, err := audit.Verify(l.DB(), audit.VerifyOptions{Verifier: l.Key().Verifier()})
+	if err != nil {
+		return "", err
+	}
+	p := rep.Problem
+	if p == nil {
+		p = l.Integrity()
+	}
+	if p == nil {
+		return "", ErrNothingToAcknowledge
+	}
+	ref, err := l.Acknowledge(operator, text, p)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("acknowledged: %s at receipt %d (%s); recorded as receipt %d; verification restarts after receipt %d and write tools are allowed again",
+		p.Kind, p.Seq, p.Message, ref.Seq, ref.Seq-1), nil
 }
 
 // AuditTail implements Audit.

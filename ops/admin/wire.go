@@ -19,6 +19,10 @@ const (
 	PathReindex       = "/v1/ops/reindex"
 	PathAuditVerify   = "/v1/ops/audit/verify"
 	PathAuditTail     = "/v1/ops/audit/tail"
+	PathAuditCP       = "/v1/ops/audit/checkpoint"
+	PathAuditProve    = "/v1/ops/audit/prove"
+	PathAuditExport   = "/v1/ops/audit/export"
+	PathAuditAck      = "/v1/ops/audit/acknowledge"
 	PathSessionStatus = "/v1/ops/session/status"
 	PathSessionConfig = "/v1/ops/session/configure"
 	PathSessionClear  = "/v1/ops/session/clear"
@@ -120,6 +124,27 @@ type importRequest struct {
 type tailRequest struct {
 	N int `json:"n"`
 }
+
+type proveRequest struct {
+	Seq uint64 `json:"seq"`
+}
+
+type ackRequest struct {
+	Operator string `json:"operator"`
+	Note     string `json:"note"`
+}
+
+type ackResult struct {
+	Message string `json:"message"`
+}
+
+type checkpointResult struct {
+	Note []byte `json:"note"`
+}
+
+// trailerReceipts is the trailer of an export stream: how many receipts
+// it held.
+const trailerReceipts = "X-Accords-Receipts"
 
 type doctorRequest struct {
 	Scope string          `json:"scope"`

@@ -42,7 +42,10 @@ type Options struct {
 	Writes func(tool string) bool
 	// ReplayTimeout bounds the replayed initialize (default 30s).
 	ReplayTimeout time.Duration
-	Logger        *slog.Logger
+	// MaxMessageBytes caps one message from the client
+	// (transport.DefaultMaxMessageBytes when <= 0).
+	MaxMessageBytes int
+	Logger          *slog.Logger
 }
 
 // Run serves the client until its input ends (after every request has been
@@ -59,7 +62,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Writes == nil {
 		o.Writes = func(string) bool { return true }
 	}
-	p := &proxy{o: o, ctx: ctx, client: transport.NewStdioFrames(o.In, o.Out), pending: map[string]*pending{},
+	p := &proxy{o: o, ctx: ctx, client: transport.NewStdioFrames(o.In, o.Out, o.MaxMessageBytes), pending: map[string]*pending{},
 		internal: map[string]chan message{}, fromDaemon: map[string]daemonReq{}, drained: make(chan struct{}, 1)}
 	if _, err := p.upstream(ctx, ""); err != nil {
 		return err
@@ -276,11 +279,15 @@ func (p *proxy) readUpstream(up *upstream) {
 	}
 }
 
+// maxDaemonMessage bounds one message from the daemon (a large result:
+// the daemon's own limits bound what it sends).
+const maxDaemonMessage = 64 << 20
+
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(buf)+len(chunk) > transport.MaxStdioMessageBytes {
+		if len(buf)+len(chunk) > maxDaemonMessage {
 			return nil, errors.New("message from the daemon over the size cap")
 		}
 		// ReadSlice's bytes are overwritten by the next read: copy.
