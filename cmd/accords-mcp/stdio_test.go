@@ -398,3 +398,19 @@ func TestStdioSIGTERMDuringWait(t *testing.T) {
 	require.Equal(t, 0, p.wait(t))
 	require.Less(t, time.Since(start), 2*time.Second, "shutdown finishes within 2 s")
 }
+
+// TestDaemonThatCannotStartSaysWhy: a launch whose daemon fails to start
+// (here: a broken policy file, a daemon-wide setting) prints the daemon's
+// own reason and exits 1, leaving nothing running.
+func TestDaemonThatCannotStartSaysWhy(t *testing.T) {
+	dir := shortTemp(t)
+	dbPath := filepath.Join(dir, "accords.db")
+	policy := filepath.Join(dir, "policy.toml")
+	require.NoError(t, os.WriteFile(policy, []byte("version = 1\n[[callers]]\nid = \n"), 0o600))
+	p := launch(t, dbPath, "ACCORDS_MCP_STANDALONE=false", "ACCORDS_MCP_POLICY_FILE="+policy)
+	require.Equal(t, 1, p.wait(t))
+	require.Contains(t, p.stderr.String(), "the daemon could not start")
+	require.Contains(t, p.stderr.String(), "policy", "the daemon's reason, not just that it failed")
+	code, _, _ := binCmd(t, dbPath, "status")
+	require.Equal(t, 3, code, "nothing is left running")
+}

@@ -115,8 +115,8 @@ func (h *home) receipts() []audit.Receipt {
 	return rs
 }
 
-// stdioClient is an MCP client that launched accords-mcp over stdio.
-type stdioClient struct {
+// launchedClient is an MCP client that launched accords-mcp over stdio.
+type launchedClient struct {
 	name string
 	cs   *mcp.ClientSession
 	cmd  *exec.Cmd
@@ -146,7 +146,7 @@ func (l *lockedBuffer) String() string {
 // launch starts `accords-mcp` as a stdio client configures it (no
 // arguments) and connects: the go-sdk client's default handshake
 // (server/discover, stateless requests).
-func (h *home) launch(name string, extra ...string) *stdioClient {
+func (h *home) launch(name string, extra ...string) *launchedClient {
 	h.t.Helper()
 	return h.launchWith(name, nil, extra...)
 }
@@ -157,14 +157,14 @@ const legacyProtocol = "2025-06-18"
 
 // launchLegacy connects with initialize, so the session has state the
 // front end must replay to a new daemon.
-func (h *home) launchLegacy(name string, extra ...string) *stdioClient {
+func (h *home) launchLegacy(name string, extra ...string) *launchedClient {
 	h.t.Helper()
 	return h.launchWith(name, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}, extra...)
 }
 
-func (h *home) launchWith(name string, opts *mcp.ClientSessionOptions, extra ...string) *stdioClient {
+func (h *home) launchWith(name string, opts *mcp.ClientSessionOptions, extra ...string) *launchedClient {
 	h.t.Helper()
-	c := &stdioClient{name: name, errb: &lockedBuffer{}}
+	c := &launchedClient{name: name, errb: &lockedBuffer{}}
 	cmd := exec.Command(binary(h.t))
 	cmd.Env = append(append([]string(nil), h.env...), extra...)
 	cmd.Stderr = c.errb
@@ -185,7 +185,7 @@ func (h *home) launchWith(name string, opts *mcp.ClientSessionOptions, extra ...
 	return c
 }
 
-func (c *stdioClient) progressTokens() []string {
+func (c *launchedClient) progressTokens() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.progress...)
@@ -193,7 +193,7 @@ func (c *stdioClient) progressTokens() []string {
 
 // call makes a tool call and returns its envelope and the receipt call id
 // the gateway put in _meta.
-func (c *stdioClient) call(ctx context.Context, tool string, args map[string]any) (mcptest.Envelope, string, error) {
+func (c *launchedClient) call(ctx context.Context, tool string, args map[string]any) (mcptest.Envelope, string, error) {
 	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return mcptest.Envelope{}, "", err

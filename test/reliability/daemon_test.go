@@ -64,7 +64,7 @@ func (l *callLog) fail(format string, a ...any) {
 // work is one stdio client's part: sequential calls (search, render, list,
 // session status, upsert of its own cookbook), and two approval waits with
 // their own progress tokens, one approved and one cancelled.
-func work(ctx context.Context, c *stdioClient, sim *vaultsim.Sim, rounds int, l *callLog) {
+func work(ctx context.Context, c *launchedClient, sim *vaultsim.Sim, rounds int, l *callLog) {
 	must := func(tool string, args map[string]any) (mcptest.Envelope, bool) {
 		env, id, err := c.call(ctx, tool, args)
 		if err != nil || !env.OK {
@@ -99,7 +99,7 @@ func work(ctx context.Context, c *stdioClient, sim *vaultsim.Sim, rounds int, l 
 // approvalWaits starts a Gmail send that needs approval, waits on it with
 // a progress token and approves it once progress arrives; then starts a
 // second wait and cancels it.
-func approvalWaits(ctx context.Context, c *stdioClient, sim *vaultsim.Sim, l *callLog, must func(string, map[string]any) (mcptest.Envelope, bool)) {
+func approvalWaits(ctx context.Context, c *launchedClient, sim *vaultsim.Sim, l *callLog, must func(string, map[string]any) (mcptest.Envelope, bool)) {
 	handle := func() map[string]any {
 		env, id, err := c.call(ctx, "vaultclaw_connector_execute_job", map[string]any{"request": map[string]any{
 			"connector_id": "google", "verb": "google.gmail.send.v1", "policy_version": "1",
@@ -258,7 +258,7 @@ func manyClients(t *testing.T, mode string) {
 	}
 
 	const clients, rounds = 3, 5
-	cs := make([]*stdioClient, clients)
+	cs := make([]*launchedClient, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
 		// client0 opens its session with initialize, the others with the
@@ -449,7 +449,7 @@ func TestDaemonSIGKILLWithTwoClients(t *testing.T) {
 	// alpha opened its session with initialize, which the front end
 	// replays to the new daemon; beta's requests carry their own session
 	// metadata (server/discover).
-	cs := []*stdioClient{h.launchLegacy("alpha"), h.launch("beta")}
+	cs := []*launchedClient{h.launchLegacy("alpha"), h.launch("beta")}
 	corpus := loadgen.Corpus{Seed: 3}
 	acked := map[string][]string{}
 	for _, c := range cs {
@@ -659,7 +659,7 @@ func TestRestoreThroughRunningDaemon(t *testing.T) {
 	h := newHome(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cs := []*stdioClient{h.launch("r1"), h.launch("r2")}
+	cs := []*launchedClient{h.launch("r1"), h.launch("r2")}
 	corpus := loadgen.Corpus{Seed: 11}
 	b, _ := corpus.Bundle(0, "1.0.0")
 	b["cookbook_id"] = "restore.before"
