@@ -68,7 +68,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer p.closeUpstream()
-	bodies := make(chan []byte)
+	// The reading goroutine forwards each message itself: a hand-over to
+	// another goroutine would cost a wake-up per call.
 	readErr := make(chan error, 1)
 	go func() {
 		for {
@@ -77,27 +78,22 @@ func Run(ctx context.Context, o Options) error {
 				readErr <- err
 				return
 			}
-			select {
-			case bodies <- body:
-			case <-ctx.Done():
+			if ctx.Err() != nil {
 				return
 			}
+			p.fromClient(ctx, body)
 		}
 	}()
-	for {
-		select {
-		case body := <-bodies:
-			p.fromClient(ctx, body)
-		case err := <-readErr:
-			if !errors.Is(err, io.EOF) {
-				return err
-			}
-			// End of input: answer what is in flight first.
-			p.waitDrained(ctx)
-			return nil
-		case <-ctx.Done():
-			return nil
+	select {
+	case err := <-readErr:
+		if !errors.Is(err, io.EOF) {
+			return err
 		}
+		// End of input: answer what is in flight first.
+		p.waitDrained(ctx)
+		return nil
+	case <-ctx.Done():
+		return nil
 	}
 }
 
@@ -144,6 +140,7 @@ type upstream struct {
 	conn io.ReadWriteCloser
 	gen  int
 	wmu  sync.Mutex
+	buf  []byte
 	once sync.Once
 	done chan struct{}
 }
@@ -151,8 +148,12 @@ type upstream struct {
 func (u *upstream) send(line []byte) error {
 	u.wmu.Lock()
 	defer u.wmu.Unlock()
-	buf := make([]byte, 0, len(line)+1)
-	_, err := u.conn.Write(append(append(buf, line...), '\n'))
+	// One write per message, through a buffer kept for the next one.
+	u.buf = append(append(u.buf[:0], line...), '\n')
+	_, err := u.conn.Write(u.buf)
+	if cap(u.buf) > 1<<20 {
+		u.buf = nil // do not keep a huge message's buffer
+	}
 	return err
 }
 
@@ -283,14 +284,24 @@ func (p *proxy) readUpstream(up *upstream) {
 // the daemon's own limits bound what it sends).
 const maxDaemonMessage = 64 << 20
 
+// readLine returns the next line without its newline. A line that fits
+// the reader's buffer is returned in place, valid only until the next
+// read: readUpstream handles each message before reading the next, and
+// keeps (copies) only ids.
 func readLine(r *bufio.Reader) ([]byte, error) {
-	var buf []byte
+	chunk, err := r.ReadSlice('\n')
+	if err == nil {
+		return chunk[:len(chunk)-1], nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	buf := append([]byte(nil), chunk...)
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > maxDaemonMessage {
 			return nil, errors.New("message from the daemon over the size cap")
 		}
-		// ReadSlice's bytes are overwritten by the next read: copy.
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -338,7 +349,7 @@ func (p *proxy) fromUpstream(up *upstream, m message) {
 	case kindRequest:
 		name := "accords-daemon-" + strconv.FormatInt(p.seq.Add(1), 10)
 		p.mu.Lock()
-		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: m.id}
+		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: append(json.RawMessage(nil), m.id...)}
 		p.mu.Unlock()
 		p.write(withID(m, quoted(name)))
 	case kindNotification:
