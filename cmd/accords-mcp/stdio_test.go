@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -413,4 +414,37 @@ func TestDaemonThatCannotStartSaysWhy(t *testing.T) {
 	require.Contains(t, p.stderr.String(), "policy", "the daemon's reason, not just that it failed")
 	code, _, _ := binCmd(t, dbPath, "status")
 	require.Equal(t, 3, code, "nothing is left running")
+}
+
+// TestExplicitDaemonTakesOverFromAnAutoOne: `serve --http` on a database a
+// stdio launch's daemon owns asks that one to hand over; the launch's next
+// request goes to the HTTP daemon, with its session re-initialised.
+func TestExplicitDaemonTakesOverFromAnAutoOne(t *testing.T) {
+	dbPath := filepath.Join(shortTemp(t), "accords.db")
+	p := startAttached(t, dbPath)
+	p.send(t, initMsg)
+	p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	code, before, _ := binCmd(t, dbPath, "status")
+	require.Equal(t, 0, code)
+	require.Contains(t, before, "auto")
+
+	srv := exec.Command(binary(t), "serve", "--http", "127.0.0.1:0")
+	srv.Env = append(os.Environ(), "ACCORDS_MCP_DB="+dbPath, "VC_AGENT_TOKEN=")
+	errb := &syncBuffer{}
+	srv.Stderr = errb
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
+	require.Eventually(t, func() bool { return strings.Contains(errb.String(), `"msg":"ready"`) }, 60*time.Second, 20*time.Millisecond, errb.String())
+	assert.Contains(t, errb.String(), "taking over")
+	code, after, _ := binCmd(t, dbPath, "status")
+	require.Equal(t, 0, code)
+	assert.Contains(t, after, "explicit")
+	assert.Contains(t, after, "http 127.0.0.1:")
+
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vaultclaw_session_status","arguments":{}}}`)
+	msg := p.recv(t)
+	require.Equal(t, 2.0, msg["id"])
+	assert.Equal(t, true, structured(t, msg)["ok"], "the launch goes on with the new owner: %v\n%s", msg, p.stderr.String())
+	assert.Contains(t, p.stderr.String(), "re-initialised")
 }
