@@ -446,5 +446,6 @@ func TestExplicitDaemonTakesOverFromAnAutoOne(t *testing.T) {
 	msg := p.recv(t)
 	require.Equal(t, 2.0, msg["id"])
 	assert.Equal(t, true, structured(t, msg)["ok"], "the launch goes on with the new owner: %v\n%s", msg, p.stderr.String())
-	assert.Contains(t, p.stderr.String(), "re-initialised")
+	// stderr arrives through a pipe: give it a moment.
+	assert.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "re-initialised") }, 5*time.Second, 10*time.Millisecond, p.stderr.String())
 }

@@ -523,7 +523,8 @@ func TestDaemonSIGKILLWithTwoClients(t *testing.T) {
 			assert.True(t, env.OK, "acknowledged %s@%s survived the kill: %v", c.name, v, env.Raw)
 		}
 	}
-	assert.Contains(t, cs[0].errb.String(), "re-initialised", "alpha's front end replayed its initialize")
+	assert.Eventually(t, func() bool { return strings.Contains(cs[0].errb.String(), "re-initialised") }, 5*time.Second, 10*time.Millisecond,
+		"alpha's front end replayed its initialize: %s", cs[0].errb.String())
 	names := map[string]bool{}
 	for _, cl := range st.Clients {
 		names[cl.Name] = true
