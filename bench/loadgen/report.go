@@ -69,6 +69,9 @@ type TransportReport struct {
 	SeedLastP50MS  float64    `json:"seed_last_tenth_p50_ms,omitempty"`
 	MissingTools   []string   `json:"missing_tools,omitempty"`
 	Ops            []OpResult `json:"ops"`
+	// Floor is tools/list and the cheap call alternating with the floor
+	// server's tools/list and ping (stdio and attach).
+	Floor *SideBySide `json:"floor,omitempty"`
 }
 
 // Report is the whole run.
@@ -80,6 +83,8 @@ type Report struct {
 	Transports []TransportReport `json:"transports"`
 	// Attach is the attached-front-end comparison (--compare-attach).
 	Attach *AttachComparison `json:"attach_comparison,omitempty"`
+	// SideBySide is the --compare run (ours, the other server, the floor).
+	SideBySide *SideBySide `json:"side_by_side,omitempty"`
 }
 
 // WriteTable prints the report for people.
@@ -123,9 +128,15 @@ func (rep Report) WriteTable(w io.Writer) {
 				fmt.Fprintf(w, "  %s: %s\n", o.Op, o.Note)
 			}
 		}
+		if tr.Floor != nil {
+			tr.Floor.Write(w)
+		}
 	}
 	if rep.Attach != nil {
 		rep.Attach.Write(w)
+	}
+	if rep.SideBySide != nil {
+		rep.SideBySide.Write(w)
 	}
 }
 
@@ -172,6 +183,12 @@ func (rep Report) WriteMarkdown(w io.Writer) {
 			}
 			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond)
 		}
+		if tr.Floor != nil {
+			tr.Floor.WriteMarkdown(w)
+		}
+	}
+	if rep.SideBySide != nil {
+		rep.SideBySide.WriteMarkdown(w)
 	}
 	if c := rep.Attach; c != nil {
 		fmt.Fprintf(w, "\n#### attached front end vs in-process, %d bundles, %d alternating search calls x %d rounds\n\n", c.Bundles, c.Calls, c.Rounds)

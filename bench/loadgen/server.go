@@ -30,7 +30,10 @@ const (
 
 // ServerOptions say how to start the built server binary.
 type ServerOptions struct {
-	Bin       string
+	Bin string
+	// Args are the binary's arguments over stdio (none for accords-mcp,
+	// which serves stdio by default; "floor" for the floor server).
+	Args      []string
 	DBPath    string
 	Transport string
 	// Clients is the number of MCP client sessions (HTTP only; stdio has one).
@@ -118,7 +121,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "accords-bench", Version: "1"}, nil)
 	switch o.Transport {
 	case Stdio, Attach:
-		cmd := exec.Command(o.Bin)
+		cmd := exec.Command(o.Bin, o.Args...)
 		mode := "ACCORDS_MCP_STANDALONE=true"
 		if o.Transport == Attach {
 			mode = "ACCORDS_MCP_STANDALONE=false"
@@ -377,6 +380,45 @@ const (
 	CodeNoEnvelope = "no_envelope"
 )
 
+// envelopeOf reads the envelope from the decoded structured content
+// without a second encode/decode round trip, so the client's own cost
+// stays small next to the server's.
+func envelopeOf(sc any) (Envelope, bool) {
+	m, ok := sc.(map[string]any)
+	if !ok {
+		return Envelope{}, false
+	}
+	var env Envelope
+	if env.OK, ok = m["ok"].(bool); !ok {
+		return Envelope{}, false
+	}
+	env.Data = m["data"]
+	env.Meta, _ = m["meta"].(map[string]any)
+	if e, isMap := m["error"].(map[string]any); isMap {
+		env.Error = &EnvelopeError{}
+		env.Error.Code, _ = e["code"].(string)
+		env.Error.Category, _ = e["category"].(string)
+		env.Error.Message, _ = e["message"].(string)
+		env.Error.Retryable, _ = e["retryable"].(bool)
+		env.Error.Details, _ = e["details"].(map[string]any)
+	}
+	return env, true
+}
+
+// CallRaw invokes a tool and reports only whether the exchange worked and
+// whether the result says it is an error: for servers (the floor, another
+// MCP server under --compare) whose results are not envelopes.
+func CallRaw(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return CodeTransport
+	}
+	if res.IsError {
+		return "is_error"
+	}
+	return ""
+}
+
 // Call invokes a tool and returns its envelope and an outcome code: "" when
 // ok, the envelope's error code, or CodeTransport / CodeNoEnvelope.
 func Call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (Envelope, string, error) {
@@ -384,9 +426,8 @@ func Call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[stri
 	if err != nil {
 		return Envelope{}, CodeTransport, err
 	}
-	var env Envelope
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil || res.StructuredContent == nil || json.Unmarshal(raw, &env) != nil {
+	env, ok := envelopeOf(res.StructuredContent)
+	if !ok {
 		return Envelope{}, CodeNoEnvelope, fmt.Errorf("tool %s returned no envelope", tool)
 	}
 	if env.OK {

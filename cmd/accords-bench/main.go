@@ -33,24 +33,29 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 type options struct {
-	bin         string
-	transports  []string
-	bundles     int
-	clients     int
-	calls       int
-	duration    time.Duration
-	startupRuns int
-	dbDir       string
-	ops         []string
-	seed        uint64
-	json        bool
-	markdown    bool
-	fromJSON    string
-	env         []string
-	bearer      string
-	policy      string
-	compare     bool
-	rounds      int
+	bin           string
+	transports    []string
+	bundles       int
+	clients       int
+	calls         int
+	duration      time.Duration
+	startupRuns   int
+	dbDir         string
+	ops           []string
+	seed          uint64
+	json          bool
+	markdown      bool
+	fromJSON      string
+	env           []string
+	bearer        string
+	policy        string
+	compareAttach bool
+	rounds        int
+	// compareBin is another stdio MCP server run side by side with bin
+	// (--compare), started with compareArgs.
+	compareBin  string
+	compareArgs []string
+	floor       bool
 }
 
 var allOps = []string{"status", "search", "render", "route", "route-search", "list", "upsert", "mixed"}
@@ -62,11 +67,19 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == loadgen.FloorArg {
+		// The floor server itself, started by a run as its own process.
+		if err := loadgen.ServeFloor(ctx); err != nil {
+			fmt.Fprintln(stderr, "accords-bench floor:", err)
+			return 1
+		}
+		return 0
+	}
 	fs := flag.NewFlagSet("accords-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
 	var transports, ops string
-	var env multiFlag
+	var env, cmpArgs multiFlag
 	fs.StringVar(&o.bin, "bin", "bin/accords-mcp", "the built server binary (make build)")
 	fs.StringVar(&transports, "transport", "stdio,http", "transports to measure: stdio (standalone), http, attach (a front end attached to a daemon)")
 	fs.IntVar(&o.bundles, "bundles", 1000, "catalog size to seed (five entries a bundle)")
@@ -82,7 +95,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.fromJSON, "from-json", "", "render a report saved with --json (as a table, or with --markdown) instead of running")
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
 	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
-	fs.BoolVar(&o.compare, "compare-attach", false, "instead of the workloads: alternate search calls between a standalone stdio server and a front end attached to a daemon (same catalog), and time launches attaching to the running daemon")
+	fs.StringVar(&o.compareBin, "compare", "", "instead of the per-transport runs: run another stdio MCP server BIN side by side with --bin over stdio (same calls, alternating, one run) with the floor, and print both and the ratios")
+	fs.Var(&cmpArgs, "compare-arg", "an argument for the --compare binary (repeatable)")
+	fs.BoolVar(&o.floor, "floor", true, "also measure the floor (a bare go-sdk server with one tool, started as `accords-bench floor`) in the same run, alternating with tools/list and status calls to the server")
+	fs.BoolVar(&o.compareAttach, "compare-attach", false, "instead of the workloads: alternate search calls between a standalone stdio server and a front end attached to a daemon (same catalog), and time launches attaching to the running daemon")
 	fs.IntVar(&o.rounds, "rounds", 3, "--compare-attach rounds (fresh processes each)")
 	fs.StringVar(&o.policy, "policy", "", "policy file for the HTTP server (default: one lifting the anonymous caller's rate limit, since a load test against the default 60 calls a minute measures refusals; \"none\" keeps the server's default)")
 	fs.Usage = func() {
@@ -101,6 +117,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.env = env
+	o.compareArgs = cmpArgs
+	if o.compareBin != "" && o.compareAttach {
+		fmt.Fprintln(stderr, "accords-bench: --compare and --compare-attach exclude each other")
+		return 2
+	}
+	if o.compareBin != "" {
+		cb, err := filepath.Abs(o.compareBin)
+		if err == nil {
+			_, err = os.Stat(cb)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "accords-bench: --compare binary: %v\n", err)
+			return 2
+		}
+		o.compareBin = cb
+	}
 	if o.fromJSON != "" {
 		raw, err := os.ReadFile(o.fromJSON)
 		if err != nil {
@@ -144,7 +176,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	rep := loadgen.Report{Machine: loadgen.ThisMachine(), Binary: bin, Seed: o.seed,
 		Command: "accords-bench " + strings.Join(args, " ")}
-	if o.compare {
+	if o.compareBin != "" {
+		o.transports = nil
+		sbs, err := sideBySide(ctx, o, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "accords-bench: compare:", err)
+			return 1
+		}
+		rep.SideBySide = &sbs
+	}
+	if o.compareAttach {
 		o.transports = nil
 		c, err := compareAttach(ctx, o, stderr)
 		if err != nil {
@@ -257,8 +298,25 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 	}
 	defer srv.Close()
 
-	if err := m.runOps(ctx, srv, w.Ops(srv), seeded); err != nil {
+	ops := w.Ops(srv)
+	if err := m.runOps(ctx, srv, ops, seeded); err != nil {
 		return tr, err
+	}
+	if o.floor && transport != loadgen.HTTP {
+		// tools/list and the cheap call against the floor, alternating, so
+		// the ratios hold on a noisy machine.
+		floor, err := startFloor(ctx)
+		if err != nil {
+			return tr, err
+		}
+		ops[loadgen.OpToolsList] = loadgen.ListToolsOp()
+		m.logf("running tools-list, status and the floor")
+		sbs := loadgen.RunSideBySide(ctx, []*loadgen.Target{
+			{Name: "ours", Binary: o.bin, Server: srv, Ops: ops, Seeded: seeded, StartupMS: tr.StartupMS},
+			floor,
+		}, []string{loadgen.OpToolsList, "status", loadgen.FloorTool}, loadgen.Limits{Calls: o.calls, Duration: o.duration}, o.seed, o.bundles)
+		_ = floor.Server.Close()
+		tr.Floor = &sbs
 	}
 	if rss, err := srv.PeakRSSBytes(); err == nil {
 		tr.PeakRSSMiB = mib(rss)
@@ -267,6 +325,104 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 		return tr, err
 	}
 	return tr, nil
+}
+
+// floorStartups is how many times the floor is started to time it.
+const floorStartups = 3
+
+// startFloor starts this binary as the floor server (`accords-bench
+// floor`) a few times, timing its start-up, and returns the last start.
+func startFloor(ctx context.Context) (*loadgen.Target, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("floor server: %w", err)
+	}
+	t := &loadgen.Target{Name: "floor", Binary: self + " floor", Ops: loadgen.FloorOps(), Raw: true}
+	var runs []float64
+	for i := range floorStartups {
+		srv, err := loadgen.StartServer(ctx, loadgen.ServerOptions{Bin: self, Args: []string{loadgen.FloorArg}, Transport: loadgen.Stdio})
+		if err != nil {
+			return nil, fmt.Errorf("floor server: %w", err)
+		}
+		runs = append(runs, msf(srv.Startup))
+		if i < floorStartups-1 {
+			_ = srv.Close()
+			continue
+		}
+		t.Server = srv
+	}
+	t.StartupMS = median(runs)
+	return t, nil
+}
+
+// sideBySide seeds the same catalog into --bin and --compare (when it has
+// the tools to take it), times their start-ups, starts the floor and runs
+// every operation on all three, call by call.
+func sideBySide(ctx context.Context, o options, logw io.Writer) (loadgen.SideBySide, error) {
+	root, cleanup, err := benchRoot(o)
+	if err != nil {
+		return loadgen.SideBySide{}, err
+	}
+	defer cleanup()
+	logf := func(format string, a ...any) { fmt.Fprintf(logw, "[compare] "+format+"\n", a...) }
+	var targets []*loadgen.Target
+	defer func() {
+		for _, t := range targets {
+			_ = t.Server.Close()
+		}
+	}()
+	for _, side := range []struct {
+		name, bin string
+		args      []string
+	}{{"ours", o.bin, nil}, {"compare", o.compareBin, o.compareArgs}} {
+		dir := filepath.Join(root, "compare-"+side.name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return loadgen.SideBySide{}, err
+		}
+		tr := &loadgen.TransportReport{}
+		m := &measurement{o: o, transport: loadgen.Stdio, tr: tr, dir: dir, dbPath: filepath.Join(dir, "accords.db"),
+			markerPath: filepath.Join(dir, "accords-bench.json"), corpus: loadgen.Corpus{Seed: o.seed},
+			logf: func(format string, a ...any) { logf(side.name+": "+format, a...) }}
+		m.so = loadgen.ServerOptions{Bin: side.bin, Args: side.args, DBPath: m.dbPath, Transport: loadgen.Stdio, Clients: 1, Env: o.env}
+		reuse, err := m.prepareDB()
+		if err != nil {
+			return loadgen.SideBySide{}, err
+		}
+		seeded, err := m.seed(ctx, reuse)
+		if err != nil {
+			return loadgen.SideBySide{}, fmt.Errorf("%s: %w", side.name, err)
+		}
+		srv, err := m.startups(ctx)
+		if err != nil {
+			return loadgen.SideBySide{}, fmt.Errorf("%s: %w", side.name, err)
+		}
+		w := &loadgen.Workload{Corpus: m.corpus, Bundles: o.bundles, RunID: time.Now().Unix() % 1_000_000}
+		ops := w.Ops(srv)
+		ops[loadgen.OpToolsList] = loadgen.ListToolsOp()
+		bin := side.bin
+		if len(side.args) > 0 {
+			bin += " " + strings.Join(side.args, " ")
+		}
+		targets = append(targets, &loadgen.Target{Name: side.name, Binary: bin, Server: srv, Ops: ops, Seeded: seeded, StartupMS: tr.StartupMS})
+	}
+	if o.floor {
+		floor, err := startFloor(ctx)
+		if err != nil {
+			return loadgen.SideBySide{}, err
+		}
+		targets = append(targets, floor)
+	}
+	names := []string{loadgen.OpToolsList}
+	for _, n := range o.ops {
+		if n != "mixed" {
+			names = append(names, n)
+		}
+	}
+	if o.floor {
+		names = append(names, loadgen.FloorTool)
+	}
+	logf("running %s side by side", strings.Join(names, ", "))
+	return loadgen.RunSideBySide(ctx, targets, names, loadgen.Limits{Calls: o.calls, Duration: o.duration}, o.seed, o.bundles), nil
 }
 
 // compareAttach seeds two copies of the catalog (one per side) and runs

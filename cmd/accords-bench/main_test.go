@@ -175,3 +175,83 @@ func TestCompareAttach(t *testing.T) {
 	rep.WriteTable(&table)
 	assert.Contains(t, table.String(), "added at the median")
 }
+
+// TestMain lets the test binary stand in for accords-bench when a run
+// starts the floor server (os.Executable is the test binary here).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == loadgen.FloorArg {
+		if err := loadgen.ServeFloor(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestCompareSideBySide runs --compare twice: against a second copy of
+// the server (every operation on both, same calls, ratios near one and no
+// errors) and against the floor server as a foreign MCP server (only
+// tools/list is comparable; the catalog operations are skipped for it
+// with the reason, never faked).
+func TestCompareSideBySide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and drives the server binary")
+	}
+	bin := buildServer(t)
+	second := filepath.Join(t.TempDir(), "accords-mcp-copy")
+	raw, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(second, raw, 0o755))
+
+	runCompare := func(extra ...string) loadgen.SideBySide {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"--bin", bin, "--bundles", "20", "--calls", "25", "--startup-runs", "1",
+			"--ops", "status,search,render,upsert,mixed", "--json"}, extra...)
+		code := run(context.Background(), args, &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		var rep loadgen.Report
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+		require.NotNil(t, rep.SideBySide)
+		require.Empty(t, rep.Transports, "--compare replaces the per-transport runs")
+		return *rep.SideBySide
+	}
+	byOp := func(s loadgen.SideBySide) map[string]loadgen.SideOp {
+		m := map[string]loadgen.SideOp{}
+		for _, o := range s.Ops {
+			m[o.Op] = o
+		}
+		return m
+	}
+
+	s := runCompare("--compare", second)
+	require.Len(t, s.Targets, 3)
+	assert.Equal(t, []string{"ours", "compare", "floor"}, []string{s.Targets[0].Name, s.Targets[1].Name, s.Targets[2].Name})
+	ops := byOp(s)
+	assert.NotContains(t, ops, "mixed", "mixed is not run side by side")
+	for _, name := range []string{loadgen.OpToolsList, "status", "search", "render", "upsert"} {
+		o, ok := ops[name]
+		require.True(t, ok, name)
+		for _, who := range []string{"ours", "compare"} {
+			r := o.Results[who]
+			require.Empty(t, r.Skipped, "%s %s", who, name)
+			assert.Equal(t, 25, r.Calls, "%s %s", who, name)
+			assert.Empty(t, r.Errors, "%s %s", who, name)
+		}
+		assert.Greater(t, o.RatioP50, 0.0, name)
+		assert.Greater(t, o.FloorRatioP50, 0.0, name)
+	}
+	assert.Equal(t, 25, ops[loadgen.OpToolsList].Results["floor"].Calls, "the floor answers tools/list")
+	assert.Equal(t, 25, ops[loadgen.FloorTool].Results["floor"].Calls, "the floor's one tool")
+	assert.NotContains(t, ops[loadgen.FloorTool].Results, "ours")
+
+	self, err := os.Executable()
+	require.NoError(t, err)
+	s = runCompare("--compare", self, "--compare-arg", loadgen.FloorArg)
+	ops = byOp(s)
+	assert.Equal(t, 25, ops[loadgen.OpToolsList].Results["compare"].Calls)
+	assert.Contains(t, ops["search"].Results["compare"].Skipped, "not registered")
+	assert.Equal(t, 25, ops["search"].Results["ours"].Calls)
+	assert.Zero(t, ops["search"].RatioP50, "no ratio against a skipped side")
+	assert.Contains(t, s.Targets[1].Missing, loadgen.ToolSearch)
+}

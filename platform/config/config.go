@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/accordsai/accords-mcp/platform/profiling"
 )
 
 // Var documents one environment variable.
@@ -60,6 +62,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
+	{"ACCORDS_MCP_PPROF", "(off)", "serve Go pprof profiles on this loopback address, e.g. 127.0.0.1:6060 (/debug/pprof/); any other host is refused. For profiling only: profiles show memory contents"},
 	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
 }
 
@@ -119,6 +122,9 @@ type Config struct {
 	// DaemonIdleTimeout is how long an auto-started daemon waits without
 	// clients before it exits.
 	DaemonIdleTimeout time.Duration
+	// PprofAddr is the loopback address of the opt-in profiling listener
+	// ("" when off).
+	PprofAddr string
 	// DBLockTimeout bounds the wait for the database lock (not from the
 	// environment: a daemon taking over waits longer than a command).
 	DBLockTimeout time.Duration
@@ -214,6 +220,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.AuditKey = get("ACCORDS_MCP_AUDIT_KEY")
 	c.AuditCheckpoint = get("ACCORDS_MCP_AUDIT_CHECKPOINT")
 	c.AuditAnchor = get("ACCORDS_MCP_AUDIT_ANCHOR")
+	if c.PprofAddr = get("ACCORDS_MCP_PPROF"); c.PprofAddr != "" {
+		if err := profiling.CheckAddr(c.PprofAddr); err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_PPROF: %w", err)
+		}
+	}
 	if err := c.readLimits(get); err != nil {
 		return c, err
 	}

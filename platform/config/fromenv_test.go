@@ -39,6 +39,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
 		"ACCORDS_MCP_STANDALONE":                 "1",
 		"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT":        "90s",
+		"ACCORDS_MCP_PPROF":                      "127.0.0.1:6060",
 		"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS":       "HTTP://LocalHost:6274/, https://inspector.example:443",
 		"ACCORDS_MCP_HTTP_HEADER_TIMEOUT":        "2s",
 		"ACCORDS_MCP_HTTP_BODY_TIMEOUT":          "3s",
@@ -61,7 +62,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
 		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
 		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
-		Standalone: true, DaemonIdleTimeout: 90 * time.Second,
+		Standalone: true, DaemonIdleTimeout: 90 * time.Second, PprofAddr: "127.0.0.1:6060",
 		AllowedOrigins:    []string{"http://localhost:6274", "https://inspector.example"},
 		HTTPHeaderTimeout: 2 * time.Second, HTTPBodyTimeout: 3 * time.Second, HTTPIdleTimeout: 4 * time.Second,
 		HTTPMaxConns: 5, MaxAnonTenants: 6, StdioMaxMessageBytes: 7, MaxBundleBytes: 8,
@@ -125,6 +126,8 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES": "-1"}, `ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES must be a positive integer, got "-1"`},
 		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274, localhost:6274"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "localhost:6274" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},
 		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274/app"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "http://localhost:6274/app" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},
+		{map[string]string{"ACCORDS_MCP_PPROF": "0.0.0.0:6060"}, `ACCORDS_MCP_PPROF: "0.0.0.0:6060": the profiling listener is loopback only (127.0.0.1, [::1] or localhost)`},
+		{map[string]string{"ACCORDS_MCP_PPROF": "6060"}, `ACCORDS_MCP_PPROF: "6060" is not host:port: address 6060: missing port in address`},
 		{map[string]string{"VC_BASE_URL": "http://agent:secret@vault:8080"}, `VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN`},
 	} {
 		env := map[string]string{"ACCORDS_MCP_DB": "/x.db", "ACCORDS_MCP_HTTP_PATH": "p", "ACCORDS_MCP_POLICY_FILE": "/p.toml"}
