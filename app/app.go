@@ -287,7 +287,13 @@ func (a *App) openAudit() error {
 	if a.AuditKey, err = audit.LoadKey(AuditKeySpec(a.Config), true); err != nil {
 		return fmt.Errorf("load audit key: %w", err)
 	}
-	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence,
+		// The newest receipts are verified beside start-up; a failure is
+		// logged as soon as it is found (before Integrity reports it).
+		OnStartProblem: func(p *audit.Problem) {
+			a.Logger.Error("audit log failed verification: write tools are refused and nothing is signed until an operator acknowledges it",
+				"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
+		}}
 	defer func() { a.auditOpts = opts }()
 	if anchor != nil {
 		opts.Anchor = anchor
@@ -302,10 +308,6 @@ func (a *App) openAudit() error {
 	}
 	if a.Audit, err = audit.Open(a.DB, opts); err != nil {
 		return err
-	}
-	if p := a.Audit.Integrity(); p != nil {
-		a.Logger.Error("audit log failed verification: write tools are refused and nothing is signed until an operator acknowledges it",
-			"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
 	}
 	a.Metrics.Gauge(metrics.NameAuditBroken, "1 while the audit log has an unacknowledged verification failure.", func() (float64, bool) {
 		if a.audit.current() != nil && a.audit.Integrity() != nil {

@@ -65,9 +65,9 @@ func TestBrokenChainAtStartIsLoud(t *testing.T) {
 	a, err = app.Open(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	require.NoError(t, err, "the server still starts: reads go on")
 	defer a.Close()
-	assert.Contains(t, logs.String(), `"level":"ERROR"`)
+	require.NotNil(t, a.Audit.Integrity(), "found by the start-up verification (Integrity waits for it)")
+	assert.Contains(t, logs.String(), `"level":"ERROR"`, "logged before Integrity reports it")
 	assert.Contains(t, logs.String(), "audit log failed verification")
-	require.NotNil(t, a.Audit.Integrity())
 
 	h := healthz(t, a)
 	assert.Equal(t, "degraded", h["status"])

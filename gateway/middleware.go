@@ -178,11 +178,12 @@ func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Princi
 	if e := g.refusalIn(ctx, c, t); e != nil {
 		return e
 	}
-	if p := g.opts.Audit.Integrity(); p != nil && t.Writes() {
-		e := apperr.New(apperr.CodeInternal, "the audit log failed verification (%s at receipt %d: %s), so %s is refused until an operator checks it "+
-			"(accords-mcp audit verify) and acknowledges it (accords-mcp audit acknowledge)", p.Kind, p.Seq, p.Message, t.Name)
-		return e.With("reason", "audit_chain_broken").With("problem", map[string]any{"kind": p.Kind, "seq": p.Seq, "message": p.Message}).
-			With("hint", fmt.Sprintf("run accords-mcp audit verify, then accords-mcp audit acknowledge --note %q", "why this is accepted"))
+	// Only write tools ask: Integrity waits for the start-up verification,
+	// which read tools need not.
+	if t.Writes() {
+		if e := chainBroken(g.opts.Audit.Integrity(), t); e != nil {
+			return e
+		}
 	}
 	if mode := g.opts.OnAuditFailure; mode != OnAuditFailureContinue {
 		if ok, why := g.opts.Audit.Healthy(); !ok && (t.Writes() || mode == OnAuditFailureRefuseAll) {
@@ -192,6 +193,16 @@ func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Princi
 		}
 	}
 	return g.limit(p, c, t.Name)
+}
+
+func chainBroken(p *audit.Problem, t tools.Tool) *apperr.Error {
+	if p == nil {
+		return nil
+	}
+	e := apperr.New(apperr.CodeInternal, "the audit log failed verification (%s at receipt %d: %s), so %s is refused until an operator checks it "+
+		"(accords-mcp audit verify) and acknowledges it (accords-mcp audit acknowledge)", p.Kind, p.Seq, p.Message, t.Name)
+	return e.With("reason", "audit_chain_broken").With("problem", map[string]any{"kind": p.Kind, "seq": p.Seq, "message": p.Message}).
+		With("hint", fmt.Sprintf("run accords-mcp audit verify, then accords-mcp audit acknowledge --note %q", "why this is accepted"))
 }
 
 // unknownToolKey is the rate-limit bucket of calls naming no known tool.

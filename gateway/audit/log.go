@@ -184,6 +184,9 @@ type Options struct {
 	// StartupStretch is how many of the newest receipts Open verifies
 	// (default 4096).
 	StartupStretch int
+	// OnStartProblem, when set, is told of a verification failure found
+	// at start, before Integrity reports it.
+	OnStartProblem func(*Problem)
 }
 
 type item struct {
@@ -219,6 +222,11 @@ type Log struct {
 	queue   chan item
 	done    chan struct{}
 	backlog atomic.Int64
+	// verified is closed once the start-up verification has finished:
+	// Integrity waits for it and the writer commits nothing before it, so
+	// no receipt is signed and no write tool admitted before the newest
+	// stretch is known to be intact, while start-up itself does not wait.
+	verified chan struct{}
 
 	healthy atomic.Bool
 	lastErr atomic.Value // string
@@ -270,7 +278,8 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.StartupStretch <= 0 {
 		opts.StartupStretch = DefaultStartupStretch
 	}
-	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{})}
+	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{}),
+		verified: make(chan struct{})}
 	var startProblem *Problem
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := auditBuckets(tx)
@@ -280,12 +289,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		if err := l.load(b); err != nil {
 			return err
 		}
-		startProblem = l.checkStretch(b)
-		if startProblem != nil {
-			if err := store.PutJSON(b.root, keyIntegrity, startProblem); err != nil {
-				return err
-			}
-		} else if b.root.Get(keyIntegrity) != nil {
+		if b.root.Get(keyIntegrity) != nil {
 			// A failure found earlier stays until it is acknowledged.
 			var p Problem
 			if _, err := store.GetJSON(b.root, keyIntegrity, &p); err != nil || p.Kind == "" {
@@ -298,9 +302,6 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	if startProblem != nil {
-		l.problem.Store(startProblem)
-	}
 	l.nextSeq = l.head.Seq + 1
 	l.tip = l.head.Hash
 	l.lastCPAt = opts.Now()
@@ -308,14 +309,61 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Anchor != nil {
 		l.anchors = newAnchorQueue(opts.Anchor, opts.OnAnchor)
 	}
-	if startProblem == nil {
-		if _, err := l.prune(); err != nil {
-			l.setErr(err)
-		}
-	}
+	// Verifying the newest stretch reads and re-hashes thousands of
+	// receipts: it runs beside start-up instead of before it.
+	go l.verifyStart(startProblem)
 	go l.run()
 	return l, nil
 }
+
+// verifyStart verifies the newest stretch (in a read transaction; the
+// writer waits for it) and records a failure; a failure recorded earlier
+// (recorded) stands unless a new one replaces it. It applies retention
+// when the log is intact, then lets Integrity and the writer go on.
+func (l *Log) verifyStart(recorded *Problem) {
+	defer close(l.verified)
+	var p *Problem
+	err := l.db.View(func(tx *bolt.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		p = l.checkStretch(b)
+		return nil
+	})
+	if err != nil {
+		p = &Problem{Kind: ProblemCorrupt, Message: err.Error()}
+	}
+	if p == nil && recorded != nil {
+		l.problem.Store(recorded)
+		if l.opts.OnStartProblem != nil {
+			l.opts.OnStartProblem(recorded)
+		}
+		return
+	}
+	if p == nil {
+		if _, err := l.prune(); err != nil {
+			l.setErr(err)
+		}
+		return
+	}
+	if err := l.db.Update(func(tx *bolt.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		return store.PutJSON(b.root, keyIntegrity, p)
+	}); err != nil {
+		l.setErr(err)
+	}
+	l.problem.Store(p)
+	if l.opts.OnStartProblem != nil {
+		l.opts.OnStartProblem(p)
+	}
+}
+
+// Verified is closed once the start-up verification has finished.
+func (l *Log) Verified() <-chan struct{} { return l.verified }
 
 // buckets are the audit sub-buckets of one transaction.
 type buckets struct {
@@ -509,7 +557,11 @@ func (l *Log) DB() *store.DB { return l.db }
 
 // Integrity reports the unacknowledged verification failure, if any: write
 // tools are refused while it stands and no checkpoint is signed.
-func (l *Log) Integrity() *Problem { return l.problem.Load() }
+// It waits for the start-up verification.
+func (l *Log) Integrity() *Problem {
+	<-l.verified
+	return l.problem.Load()
+}
 
 // Append numbers and chains r and queues it; it returns at once with the
 // receipt's reference. It fails when the log is closed or the backlog of
@@ -643,6 +695,7 @@ func (l *Log) Close() error {
 
 func (l *Log) run() {
 	defer close(l.done)
+	<-l.verified
 	batch := make([]item, 0, 512)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
