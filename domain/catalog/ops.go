@@ -199,14 +199,13 @@ func (s *Service) Render(ctx context.Context, r RenderRequest) (*RenderResult, e
 	if _, err := NormalizeOutputKind(r.OutputKind); err != nil {
 		return nil, err
 	}
-	st, err := s.Get(ctx, r.CookbookID, r.Version)
+	b, err := s.template(r.CookbookID, r.Version, tid)
 	if err != nil {
 		return nil, err
 	}
-	e := st.Bundle.Entry(tid)
-	if e == nil {
+	if len(b.Entries) == 0 {
 		return nil, apperr.New(apperr.CodeTemplateNotFound, "template not found in cookbook").
-			With("cookbook_id", st.Bundle.CookbookID).With("version", st.Bundle.Version).With("template_id", clip(tid))
+			With("cookbook_id", b.CookbookID).With("version", b.Version).With("template_id", clip(tid))
 	}
-	return RenderEntry(st.Bundle, e, r.Inputs, r.OutputKind)
+	return RenderEntry(b, &b.Entries[0], r.Inputs, r.OutputKind)
 }

@@ -86,6 +86,41 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 	return out, nil
 }
 
+// template reads id@version (latest when version is empty) with only its
+// entry entryID decoded: a bundle whose Entries hold that entry, or none
+// when the bundle has no such entry. Render uses it instead of Get, which
+// decodes, copies and hashes the whole bundle.
+func (s *Service) template(id, version, entryID string) (*Bundle, error) {
+	id, version, err := checkRef(id, version)
+	if err != nil {
+		return nil, err
+	}
+	var out *Bundle
+	err = s.db.View(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		v, raw, err := resolve(root, id, version)
+		if err != nil {
+			return err
+		}
+		cid, ver, e, derr := decodeBundleEntry(raw, entryID)
+		if derr != nil {
+			return schemaErr("stored bundle is not valid json").With("cookbook_id", id).With("version", v).With("cause", derr.Error())
+		}
+		out = &Bundle{CookbookID: cid, Version: ver}
+		if e != nil {
+			out.Entries = []Entry{*e}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapStoreErr("get cookbook", err)
+	}
+	return out, nil
+}
+
 func wrapStoreErr(op string, err error) error {
 	if ae, ok := errors.AsType[*apperr.Error](err); ok {
 		return ae

@@ -159,7 +159,35 @@ func checkShape(kind string, r map[string]any) error {
 	return nil
 }
 
+// deepCopy copies a JSON value. Values decoded from JSON (maps, slices,
+// strings, float64 numbers, booleans, null) are copied directly; anything
+// else goes through an encode/decode round trip, which normalises it (a
+// json.Number or an int becomes a float64, as before).
 func deepCopy(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, float64, bool:
+		return x, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, err := deepCopy(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, err := deepCopy(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -173,13 +201,11 @@ func deepCopyObject(m map[string]any) (map[string]any, error) {
 	if m == nil {
 		return map[string]any{}, nil
 	}
-	raw, err := json.Marshal(m)
+	out, err := deepCopy(m)
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
-	err = json.Unmarshal(raw, &out)
-	return out, err
+	return out.(map[string]any), nil
 }
 
 // ---------------------------------------------------------------------------
