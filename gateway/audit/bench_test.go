@@ -1,11 +1,14 @@
 package audit
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
+	bolt "go.etcd.io/bbolt"
 )
 
 // BenchmarkAppendSync is one durable commit per receipt (write tools).
@@ -104,4 +107,58 @@ func BenchmarkEnqueue(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+}
+
+// BenchmarkGrowthPer1000 reports what 1,000 tool calls add to the
+// database: the bytes in use in the audit buckets (receipts, tree hashes,
+// checkpoints) per 1,000 receipts with realistic field sizes (full-length
+// call ids and digests), and the file's growth. Retention (default 90
+// days and 100,000 receipts) bounds the total at about 100 times this.
+func BenchmarkGrowthPer1000(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	l, err := Open(db, Options{Key: testKey(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	digest := "hmac-sha256:" + strings.Repeat("ab", 32)
+	inUse := func() int {
+		n := 0
+		_ = db.View(func(tx *bolt.Tx) error {
+			s := tx.Bucket(store.BucketAudit).Stats()
+			n = s.LeafInuse + s.BranchInuse
+			return nil
+		})
+		return n
+	}
+	size := func() int64 {
+		st, err := os.Stat(db.Path())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st.Size()
+	}
+	used0, size0 := inUse(), size()
+	b.ResetTimer()
+	for i := range b.N * 1000 {
+		r := receipt(i, "default", time.Now())
+		r.CallID = "call_" + strings.Repeat("0f", 12)
+		r.Tool = "vaultclaw_recipes_search"
+		r.CapabilityUsed = "catalog_view"
+		r.ParamsHash, r.ResultHash = digest, digest
+		r.Session = "stdio-" + strings.Repeat("1", 16)
+		if _, err := l.Append(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(inUse()-used0)/float64(b.N), "bytes-in-use/1000calls")
+	b.ReportMetric(float64(size()-size0)/float64(b.N), "file-bytes/1000calls")
 }
