@@ -44,11 +44,13 @@ type SideBySide struct {
 
 // TargetInfo describes a target in the report.
 type TargetInfo struct {
-	Name       string   `json:"name"`
-	Binary     string   `json:"binary"`
-	StartupMS  float64  `json:"startup_ms"`
-	PeakRSSMiB float64  `json:"peak_rss_mib"`
-	Missing    []string `json:"missing_tools,omitempty"`
+	Name       string  `json:"name"`
+	Binary     string  `json:"binary"`
+	StartupMS  float64 `json:"startup_ms"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// GCCPUPercent: see TransportReport.
+	GCCPUPercent float64  `json:"gc_cpu_percent,omitempty"`
+	Missing      []string `json:"missing_tools,omitempty"`
 }
 
 // SideOp is one operation's figures per target; RatioP50 is ours over
@@ -161,6 +163,9 @@ func RunSideBySide(ctx context.Context, targets []*Target, names []string, lim L
 		if rss, err := t.Server.PeakRSSBytes(); err == nil {
 			out.Targets[i].PeakRSSMiB = float64(rss) / (1 << 20)
 		}
+		if pct, ok := t.Server.GCPercent(); ok {
+			out.Targets[i].GCCPUPercent = pct
+		}
 	}
 	return out
 }
@@ -196,6 +201,9 @@ func (s SideBySide) Write(w io.Writer) {
 	fmt.Fprintf(w, "\n== side by side over stdio, %d bundles (same calls, alternating, one run)\n", s.Bundles)
 	for _, t := range s.Targets {
 		fmt.Fprintf(w, "%-8s %s: start-up to first tools/list median %.1f ms, peak RSS %.1f MiB", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		if t.GCCPUPercent > 0 {
+			fmt.Fprintf(w, ", GC %.0f %% of CPU", t.GCCPUPercent)
+		}
 		if len(t.Missing) > 0 {
 			fmt.Fprintf(w, "; tools not registered: %s", strings.Join(t.Missing, ", "))
 		}

@@ -63,6 +63,9 @@ type TransportReport struct {
 	// catalog; PeakRSSMiB of the one that served the workloads.
 	SeedPeakRSSMiB float64 `json:"seed_peak_rss_mib,omitempty"`
 	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	// GCCPUPercent is the serving process's GC share of CPU (only with
+	// --env GODEBUG=gctrace=1).
+	GCCPUPercent float64 `json:"gc_cpu_percent,omitempty"`
 	// SeedFirstP50MS / SeedLastP50MS: upsert median over the first and the
 	// last tenth of the seeding (flatness as the catalog grows).
 	SeedFirstP50MS float64    `json:"seed_first_tenth_p50_ms,omitempty"`
@@ -103,6 +106,9 @@ func (rep Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "peak RSS: seeding %.1f MiB, serving %.1f MiB\n", tr.SeedPeakRSSMiB, tr.PeakRSSMiB)
 		} else {
 			fmt.Fprintf(w, "peak RSS: %.1f MiB\n", tr.PeakRSSMiB)
+		}
+		if tr.GCCPUPercent > 0 {
+			fmt.Fprintf(w, "GC share of CPU while serving: %.0f %%\n", tr.GCCPUPercent)
 		}
 		if tr.SeedFirstP50MS > 0 {
 			fmt.Fprintf(w, "upsert p50 while seeding: first tenth %.2f ms, last tenth %.2f ms\n", tr.SeedFirstP50MS, tr.SeedLastP50MS)

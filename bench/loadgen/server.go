@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,6 +239,20 @@ func (s *Server) listTools(ctx context.Context, cs *mcp.ClientSession) error {
 		s.Tools[t.Name] = t
 	}
 	return nil
+}
+
+var gctraceLine = regexp.MustCompile(`gc \d+ @[0-9.]+s (\d+)%:`)
+
+// GCPercent is the share of the process's CPU time spent in the garbage
+// collector since it started, from the last GODEBUG=gctrace=1 line on its
+// stderr (pass --env GODEBUG=gctrace=1); false without one.
+func (s *Server) GCPercent() (float64, bool) {
+	m := gctraceLine.FindAllStringSubmatch(s.Stderr(), -1)
+	if len(m) == 0 {
+		return 0, false
+	}
+	pct, err := strconv.ParseFloat(m[len(m)-1][1], 64)
+	return pct, err == nil
 }
 
 // Has reports whether the server registers a tool.

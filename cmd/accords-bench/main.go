@@ -321,6 +321,9 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 	if rss, err := srv.PeakRSSBytes(); err == nil {
 		tr.PeakRSSMiB = mib(rss)
 	}
+	if pct, ok := srv.GCPercent(); ok {
+		tr.GCCPUPercent = pct
+	}
 	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return tr, err
 	}
