@@ -40,6 +40,15 @@ type Service struct {
 
 	// writeMu serialises writes so index updates apply in revision order.
 	writeMu sync.Mutex
+	// groupMu guards group (writes waiting to be committed together) and
+	// leading (a caller is committing).
+	groupMu sync.Mutex
+	group   []*writeReq
+	leading bool
+	// grouped counts commits that held more than one write; beforeCommit
+	// (tests) runs before each commit.
+	grouped      atomic.Int64
+	beforeCommit func()
 	// idxMu guards idx, which Reindex swaps.
 	idxMu sync.RWMutex
 	idx   *index.Index

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -57,60 +58,193 @@ func (w *writeTx) delete(id, version string) error {
 // transaction bumps the revision and logs the change, and after the commit
 // the index is updated to that revision. A failed index update leaves the
 // committed data in place and is repaired before the next read.
+//
+// Writes that arrive while another commits are committed together, in the
+// order they arrived, each with its own revision: one bbolt commit (two
+// fsyncs) and one index batch for the group instead of one each. No caller
+// returns before the commit holding its write is durable. A write that
+// fails inside a group rolls the group back; its members are then
+// committed one by one, so each gets the outcome it would have had alone.
 func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
+	r := &writeReq{fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
+	s.groupMu.Lock()
+	s.group = append(s.group, r)
+	if s.leading {
+		s.groupMu.Unlock()
+		select {
+		case <-r.done:
+			return r.err
+		case <-r.lead:
+			// The previous committer handed over: r heads the queue.
+		}
+		s.groupMu.Lock()
+	}
+	s.leading = true
+	batch := s.group
+	s.group = nil
+	s.groupMu.Unlock()
+
+	s.commitGroup(ctx, batch)
+
+	s.groupMu.Lock()
+	if len(s.group) > 0 {
+		close(s.group[0].lead)
+	} else {
+		s.leading = false
+	}
+	s.groupMu.Unlock()
+	return r.err
+}
+
+// writeReq is one write waiting to be committed.
+type writeReq struct {
+	fn   func(w *writeTx) error
+	err  error
+	done chan struct{} // closed once err is final
+	lead chan struct{} // closed when this caller is to commit the queue
+}
+
+// commitGroup commits batch, together when it holds several writes and
+// all of them succeed, else one by one; then it updates the index.
+func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	var upd index.Update
-	var newRev uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		root, err := catalogBucket(tx)
-		if err != nil {
-			return err
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
 		}
-		w := &writeTx{tx: tx, root: root, touched: map[string]bool{}, created: map[string]bool{}}
-		if err := fn(w); err != nil {
-			return err
+	}()
+	if s.beforeCommit != nil {
+		s.beforeCommit()
+	}
+	if len(batch) > 1 {
+		var g groupTx
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			g = groupTx{touched: map[string]bool{}, created: map[string]bool{}}
+			for _, r := range batch {
+				if err := g.run(tx, r.fn); err != nil {
+					return err
+				}
+			}
+			return g.finish(tx)
+		})
+		if err == nil {
+			s.grouped.Add(1)
+			s.afterCommit(ctx, g)
+			return
 		}
-		if len(w.touched) == 0 {
-			return nil
-		}
-		newRev = readU64(root.Get(keyRev)) + 1
-		if err := root.Put(keyRev, store.U64(newRev)); err != nil {
-			return err
-		}
-		raw, _ := json.Marshal(slices.Sorted(maps.Keys(w.touched)))
-		if err := root.Put(changeKey(newRev), raw); err != nil {
-			return err
-		}
-		if newRev > MaxChanges {
-			if err := root.Delete(changeKey(newRev - MaxChanges)); err != nil {
+	}
+	for _, r := range batch {
+		var g groupTx
+		r.err = s.db.Update(func(tx *bolt.Tx) error {
+			g = groupTx{touched: map[string]bool{}, created: map[string]bool{}}
+			if err := g.run(tx, r.fn); err != nil {
 				return err
 			}
+			return g.finish(tx)
+		})
+		if r.err == nil {
+			s.afterCommit(ctx, g)
 		}
-		upd, err = docsFor(root, w.touched)
-		upd.Rev = newRev
-		for id := range w.created {
-			upd.Created = append(upd.Created, id)
-		}
-		return err
-	})
+	}
+}
+
+// groupTx is what the writes of one bbolt transaction changed: the
+// revisions they took (first..last) and the union of their cookbooks.
+type groupTx struct {
+	first, last uint64
+	touched     map[string]bool
+	created     map[string]bool
+	upd         index.Update
+}
+
+// run applies one write: fn, then its revision and change-log record when
+// it touched anything.
+func (g *groupTx) run(tx *bolt.Tx, fn func(w *writeTx) error) error {
+	root, err := catalogBucket(tx)
 	if err != nil {
 		return err
 	}
-	if newRev == 0 {
+	w := &writeTx{tx: tx, root: root, touched: map[string]bool{}, created: map[string]bool{}}
+	if err := runWrite(fn, w); err != nil {
+		return err
+	}
+	if len(w.touched) == 0 {
 		return nil
 	}
-	s.storeRev.Store(newRev)
-	if s.indexRev.Load() != newRev-1 {
-		// The index missed an earlier revision; catch up over the log,
-		// which covers this one too.
+	newRev := readU64(root.Get(keyRev)) + 1
+	if err := root.Put(keyRev, store.U64(newRev)); err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(slices.Sorted(maps.Keys(w.touched)))
+	if err := root.Put(changeKey(newRev), raw); err != nil {
+		return err
+	}
+	if newRev > MaxChanges {
+		if err := root.Delete(changeKey(newRev - MaxChanges)); err != nil {
+			return err
+		}
+	}
+	if g.first == 0 {
+		g.first = newRev
+	}
+	g.last = newRev
+	for id := range w.created {
+		// Created by this write unless an earlier write of the group had
+		// already put a version of it (then it is created by that one).
+		if !g.touched[id] {
+			g.created[id] = true
+		}
+	}
+	maps.Copy(g.touched, w.touched)
+	return nil
+}
+
+// runWrite runs fn, turning a panic into an error: fn may run on another
+// caller's goroutine (the one committing the group), which must go on to
+// release every waiting caller.
+func runWrite(fn func(w *writeTx) error, w *writeTx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("catalog write failed unexpectedly: %v", r)
+		}
+	}()
+	return fn(w)
+}
+
+// finish reads the index documents of every cookbook the writes touched,
+// as the transaction leaves them.
+func (g *groupTx) finish(tx *bolt.Tx) error {
+	if g.last == 0 {
+		return nil
+	}
+	root, err := catalogBucket(tx)
+	if err != nil {
+		return err
+	}
+	g.upd, err = docsFor(root, g.touched)
+	g.upd.Rev = g.last
+	for id := range g.created {
+		g.upd.Created = append(g.upd.Created, id)
+	}
+	return err
+}
+
+// afterCommit brings the index to the group's last revision: one batch for
+// the whole group, or a catch-up over the change log if the index had
+// missed an earlier revision.
+func (s *Service) afterCommit(ctx context.Context, g groupTx) {
+	if g.last == 0 {
+		return
+	}
+	s.storeRev.Store(g.last)
+	if s.indexRev.Load() != g.first-1 {
 		if _, err := s.catchUpLocked(ctx); err != nil {
 			s.logger.Error("catalog index catch-up failed; it will be repaired on the next read", "error", err.Error())
 		}
-		return nil
+		return
 	}
-	if err := s.applyLocked(ctx, upd); err != nil {
-		s.logger.Error("catalog index update failed; it will be repaired on the next read", "rev", newRev, "error", err.Error())
+	if err := s.applyLocked(ctx, g.upd); err != nil {
+		s.logger.Error("catalog index update failed; it will be repaired on the next read", "rev", g.last, "error", err.Error())
 	}
-	return nil
 }
