@@ -69,7 +69,12 @@ func (w *Workload) Ops(s *Server) map[string]Op {
 			return map[string]any{"cookbook_id": info.CookbookID, "template_id": tc.TemplateID, "inputs": tc.Inputs}
 		}},
 		"route": {Name: "route", Tool: ToolRoute, Args: func(r *rand.Rand) map[string]any {
-			return map[string]any{"request_text": RouteTexts[r.IntN(len(RouteTexts))]}
+			// The registry path alone: without the fallback the requests
+			// the registry does not match are answered by it too (not
+			// eligible) instead of being searched, which route-search
+			// measures.
+			return map[string]any{"request_text": RouteTexts[r.IntN(len(RouteTexts))],
+				"options": map[string]any{"allow_search_fallback": false}}
 		}},
 		"route-search": {Name: "route-search", Tool: ToolRoute, Args: func(r *rand.Rand) map[string]any {
 			return map[string]any{"request_text": w.Corpus.SearchRouteText(r, n),
