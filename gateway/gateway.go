@@ -98,6 +98,7 @@ type Gateway struct {
 
 	servers sync.Map // policy.Caller.ViewKey() -> *mcp.Server
 	tenants *tenantGate
+	lists   listCache
 }
 
 // KnownCapabilities are every capability tools may declare.

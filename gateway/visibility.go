@@ -86,5 +86,9 @@ func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
 	}
 	out := *lr
 	out.Tools = kept
-	return &out
+	raw, err := g.lists.encodedTools(kept)
+	if err != nil {
+		return &out
+	}
+	return &encodedList{ListToolsResult: &out, tools: raw}
 }
