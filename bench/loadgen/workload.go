@@ -63,6 +63,12 @@ func (w *Workload) Ops(s *Server) map[string]Op {
 	return map[string]Op{
 		"status": {Name: "status", Tool: ToolStatus, Args: func(*rand.Rand) map[string]any { return map[string]any{} }},
 		"search": {Name: "search", Tool: ToolSearch, Args: func(r *rand.Rand) map[string]any { return w.Corpus.SearchQuery(r, n) }},
+		"search-filter": {Name: "search-filter", Tool: ToolSearch, Args: func(r *rand.Rand) map[string]any {
+			// A listing without text: one connector's entries (about 1/24 of
+			// the catalog) in tie-break order.
+			_, info := w.Corpus.Bundle(r.IntN(n), "1.0.0")
+			return map[string]any{"connector_id": info.Connector, "limit": float64(10)}
+		}},
 		"render": {Name: "render", Tool: ToolRender, Args: func(r *rand.Rand) map[string]any {
 			_, info := w.Corpus.Bundle(r.IntN(n), "1.0.0")
 			tc := info.Templates[r.IntN(len(info.Templates))]
@@ -296,7 +302,7 @@ func SkipReason(s *Server, op Op, seeded bool) string {
 		return "tool " + op.Tool + " not registered"
 	}
 	switch op.Name {
-	case "search", "render", "route-search", "list":
+	case "search", "search-filter", "render", "route-search", "list":
 		if !seeded {
 			return "no seeded catalog (upsert/import not registered)"
 		}

@@ -58,7 +58,7 @@ type options struct {
 	floor       bool
 }
 
-var allOps = []string{"status", "search", "render", "route", "route-search", "list", "upsert", "mixed"}
+var allOps = []string{"status", "search", "search-filter", "render", "route", "route-search", "list", "upsert", "mixed"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
