@@ -211,31 +211,33 @@ func (s SideBySide) Write(w io.Writer) {
 	}
 	names := s.targetNames()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "op\t"
+	var head strings.Builder
+	head.WriteString("op\t")
 	for _, n := range names {
-		head += n + " calls\t" + n + " p50\t" + n + " p99\t"
+		fmt.Fprintf(&head, "%s calls\t%s p50\t%s p99\t", n, n, n)
 	}
-	head += "ours/compare p50\tours/compare p99\tours/floor p50\t"
-	fmt.Fprintln(tw, head)
+	head.WriteString("ours/compare p50\tours/compare p99\tours/floor p50\t")
+	fmt.Fprintln(tw, head.String())
 	for _, o := range s.Ops {
-		line := o.Op + "\t"
+		var line strings.Builder
+		line.WriteString(o.Op + "\t")
 		for _, n := range names {
 			r, ok := o.Results[n]
 			switch {
 			case !ok:
-				line += "\t\t\t"
+				line.WriteString("\t\t\t")
 			case r.Skipped != "":
-				line += "skipped\t-\t-\t"
+				line.WriteString("skipped\t-\t-\t")
 			default:
 				calls := fmt.Sprint(r.Calls)
 				if errs := errTotal(r.Errors); errs > 0 {
 					calls += fmt.Sprintf(" (%d err)", errs)
 				}
-				line += fmt.Sprintf("%s\t%.3f\t%.3f\t", calls, r.P50MS, r.P99MS)
+				fmt.Fprintf(&line, "%s\t%.3f\t%.3f\t", calls, r.P50MS, r.P99MS)
 			}
 		}
-		line += ratio(o.RatioP50) + "\t" + ratio(o.RatioP99) + "\t" + ratio(o.FloorRatioP50) + "\t"
-		fmt.Fprintln(tw, line)
+		line.WriteString(ratio(o.RatioP50) + "\t" + ratio(o.RatioP99) + "\t" + ratio(o.FloorRatioP50) + "\t")
+		fmt.Fprintln(tw, line.String())
 	}
 	tw.Flush()
 	for _, o := range s.Ops {
@@ -280,13 +282,11 @@ func (s SideBySide) WriteMarkdown(w io.Writer) {
 	}
 	names := s.targetNames()
 	fmt.Fprint(w, "\n| op |")
-	sep := "|---|"
 	for _, n := range names {
 		fmt.Fprintf(w, " %s p50 ms | %s p99 ms |", n, n)
-		sep += "---:|---:|"
 	}
 	fmt.Fprintln(w, " ours/compare p50 | ours/floor p50 |")
-	fmt.Fprintln(w, sep+"---:|---:|")
+	fmt.Fprintln(w, "|---|"+strings.Repeat("---:|---:|", len(names))+"---:|---:|")
 	for _, o := range s.Ops {
 		fmt.Fprintf(w, "| %s |", o.Op)
 		for _, n := range names {

@@ -63,18 +63,18 @@ var allOps = []string{"status", "search", "search-filter", "render", "route", "r
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == loadgen.FloorArg {
+		// The floor server itself, started by a run as its own process.
+		if err := loadgen.ServeFloor(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "accords-bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == loadgen.FloorArg {
-		// The floor server itself, started by a run as its own process.
-		if err := loadgen.ServeFloor(ctx); err != nil {
-			fmt.Fprintln(stderr, "accords-bench floor:", err)
-			return 1
-		}
-		return 0
-	}
 	fs := flag.NewFlagSet("accords-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
@@ -118,20 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o.env = env
 	o.compareArgs = cmpArgs
-	if o.compareBin != "" && o.compareAttach {
-		fmt.Fprintln(stderr, "accords-bench: --compare and --compare-attach exclude each other")
+	if err := o.resolveCompare(); err != nil {
+		fmt.Fprintln(stderr, "accords-bench:", err)
 		return 2
-	}
-	if o.compareBin != "" {
-		cb, err := filepath.Abs(o.compareBin)
-		if err == nil {
-			_, err = os.Stat(cb)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "accords-bench: --compare binary: %v\n", err)
-			return 2
-		}
-		o.compareBin = cb
 	}
 	if o.fromJSON != "" {
 		raw, err := os.ReadFile(o.fromJSON)
@@ -214,6 +203,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.WriteTable(stdout)
 	}
 	return 0
+}
+
+// resolveCompare checks --compare: not with --compare-attach, and a binary
+// that exists (made absolute).
+func (o *options) resolveCompare() error {
+	if o.compareBin == "" {
+		return nil
+	}
+	if o.compareAttach {
+		return errors.New("--compare and --compare-attach exclude each other")
+	}
+	cb, err := filepath.Abs(o.compareBin)
+	if err == nil {
+		_, err = os.Stat(cb)
+	}
+	if err != nil {
+		return fmt.Errorf("--compare binary: %w", err)
+	}
+	o.compareBin = cb
+	return nil
 }
 
 // pickList splits a comma-separated flag value, refusing names not in

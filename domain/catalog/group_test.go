@@ -41,12 +41,12 @@ func TestConcurrentWritesCommitTogether(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				var b *Bundle
-				switch {
-				case i%4 == 3:
+				switch i % 4 {
+				case 3:
 					// Same id and version as the seeded one, other content:
 					// a conflict under FAIL.
 					b = sample("shared", "1.0.0", 3)
-				case i%4 == 2:
+				case 2:
 					b = sample("shared", fmt.Sprintf("2.%d.%d", w, i), 1)
 				default:
 					b = sample(fmt.Sprintf("cb-%d-%d", w, i), "1.0.0", 2)
