@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/approval/task"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/domain/catalog/builtin"
 	"github.com/accordsai/accords-mcp/domain/catalog/remote"
@@ -24,12 +25,14 @@ import (
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
+	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,6 +65,10 @@ type App struct {
 	Gateway  *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// TaskStore holds the tasks of the MCP Tasks extension; Tasks is the
+	// extension, which follows them until Vault decides.
+	TaskStore *task.Store
+	Tasks     *tasks.Extension
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -184,12 +191,17 @@ func (a *App) init() error {
 		return float64(n), err == nil
 	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
+	if err := a.openTasks(); err != nil {
+		a.Audit.Close()
+		return err
+	}
 	a.Builder = &transport.Builder{
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
 		// Outside the gateway, so calls it refuses are counted too.
-		Outer: []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
+		Outer:      []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
+		Extensions: []transport.Extension{a.Tasks},
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,
@@ -206,7 +218,38 @@ func (a *App) init() error {
 		a.Audit.Close()
 		return err
 	}
+	a.Tasks.SetGate(a.Gateway)
+	if err := a.Tasks.Start(); err != nil {
+		a.Logger.Warn("resuming tasks failed", "error", err)
+	}
 	return nil
+}
+
+// openTasks opens the task store (pruned like the handles) and the Tasks
+// extension; its pollers start once the gateway exists.
+func (a *App) openTasks() error {
+	a.TaskStore = task.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.TaskStore.Prune(); err != nil {
+		a.Logger.Warn("pruning tasks failed", "error", err)
+	}
+	var err error
+	a.Tasks, err = tasks.New(tasks.Options{
+		Store: a.TaskStore, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
+		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
+	})
+	return err
+}
+
+// finishApproval is the answer of a handed-off call once Vault has decided:
+// the passport workflow resumes its run, the Vault tools build theirs from
+// the decided job or run.
+func (a *App) finishApproval(ctx context.Context, scope string, c approval.Continuation, res approval.WaitResult) envelope.Envelope {
+	if c.Tool == passport.ToolName {
+		r, err := a.Passport.Finish(ctx, scope, c, res)
+		return tools.Finished(r.Data, r.RequestID, r.HTTPStatus, err)
+	}
+	out, err := a.Execution.Finish(c, res)
+	return tools.Finished(out.Data, out.RequestID, out.HTTPStatus, err)
 }
 
 // openAudit loads the audit key (outside the database folder), opens the
@@ -291,6 +334,9 @@ func (a *App) sdkLogger() *slog.Logger {
 // catalog index, then the database.
 func (a *App) Close() error {
 	var err error
+	if a.Tasks != nil {
+		a.Tasks.Close()
+	}
 	if a.Audit != nil {
 		a.Audit.Close()
 	}

@@ -36,6 +36,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_LOG_LEVEL":                  "debug",
 		"ACCORDS_MCP_POLICY_HASH_TTL":            "45",
 		"ACCORDS_MCP_HANDLE_RETENTION":           "72h",
+		"ACCORDS_MCP_TASK_POLL_INTERVAL":         "750ms",
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
 		"VC_AGENT_TOKEN":                         "tok",
 		"VC_TIMEOUT_MS":                          "1500",
@@ -51,6 +52,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
 		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
 		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
+		TaskPollInterval: 750 * time.Millisecond,
 	}, c)
 }
 
@@ -67,6 +69,7 @@ func TestFromEnvDefaults(t *testing.T) {
 		RemoteMaxIndexBytes: DefaultRemoteMaxIndexBytes, RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes, RemoteTimeoutMS: DefaultRemoteTimeoutMS,
 		VaultBaseURL: "http://localhost", VaultTimeoutMS: DefaultVaultTimeoutMS, VaultUnixSocket: "/a.sock",
 		PolicyHashTTL: DefaultPolicyHashTTL, VaultMaxResponseBytes: DefaultVaultMaxBytes, HandleRetention: DefaultHandleRetention,
+		TaskPollInterval: DefaultTaskPoll,
 	}, c)
 
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock", "VC_TIMEOUT_MS": "soon"}))
@@ -92,6 +95,7 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_POLICY_HASH_TTL": "-1"}, `ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got "-1"`},
 		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "0", "ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "0"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "0"`},
 		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "week"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "week"`},
+		{map[string]string{"ACCORDS_MCP_TASK_POLL_INTERVAL": "100ms"}, `ACCORDS_MCP_TASK_POLL_INTERVAL must be a duration of at least 250ms such as 2s, got "100ms"`},
 		{map[string]string{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "-3", "ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0"}, `ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got "-3"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0", "ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "0"}, `ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES must be a positive integer, got "0"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "x", "ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES must be a positive integer, got "x"`},
