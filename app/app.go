@@ -33,6 +33,7 @@ import (
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/transport/tasks"
+	"github.com/accordsai/accords-mcp/transport/urlelicit"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -69,6 +70,8 @@ type App struct {
 	// extension, which follows them until Vault decides.
 	TaskStore *task.Store
 	Tasks     *tasks.Extension
+	// elicit sends the person to Vault's approval page (URL elicitation).
+	elicit *urlelicit.Elicitor
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -202,6 +205,7 @@ func (a *App) init() error {
 		// Outside the gateway, so calls it refuses are counted too.
 		Outer:      []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
 		Extensions: []transport.Extension{a.Tasks},
+		WrapTool:   a.elicit.Wrap,
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,
@@ -237,6 +241,11 @@ func (a *App) openTasks() error {
 		Store: a.TaskStore, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
 		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
 	})
+	if err != nil {
+		return err
+	}
+	a.elicit, err = urlelicit.New(urlelicit.Options{Keys: a.Keys, Sessions: a.Sessions, Awaiter: a.Execution,
+		Finish: a.finishApproval, Logger: a.Logger})
 	return err
 }
 

@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"context"
+
 	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Finished is the envelope of a call finished outside its handler (a task
@@ -13,4 +16,10 @@ func Finished(data any, requestID string, status int, err error) envelope.Envelo
 		return envelope.Failure(err)
 	}
 	return envelope.Success(data, vaultMeta(requestID, status))
+}
+
+// Deliver renders env as the result of the call in ctx and records it as
+// the call's outcome, for a call answered outside its handler.
+func Deliver(ctx context.Context, env envelope.Envelope) *mcp.CallToolResult {
+	return render(ctx, env, nil)
 }
