@@ -26,8 +26,10 @@ type Continuation struct {
 	Request   map[string]any `json:"request,omitempty"`
 	Plan      map[string]any `json:"plan,omitempty"`
 	// ResumeArguments call the tool again to finish (the passport
-	// workflow, which reports SENT from a run id).
+	// workflow, which reports SENT from a run id); Data is the success
+	// data it had composed before the handoff.
 	ResumeArguments map[string]any `json:"resume_arguments,omitempty"`
+	Data            map[string]any `json:"data,omitempty"`
 }
 
 // Resumable reports whether the call can be finished from Vault's decision

@@ -283,3 +283,38 @@ func TestAnotherTenantCannotSeeTheTask(t *testing.T) {
 	require.NoError(t, json.Unmarshal(je.Data, &data))
 	assert.Contains(t, data["requiredCapabilities"].(map[string]any)["extensions"], tasks.ExtensionID)
 }
+
+// TestEveryHandoffToolCompletesAsItsSynchronousPath runs a task for each
+// tool that may hand off and checks the completed result against what the
+// tool answers when no approval is needed.
+func TestEveryHandoffToolCompletesAsItsSynchronousPath(t *testing.T) {
+	for _, call := range handoffCalls() {
+		t.Run(call.tool, func(t *testing.T) {
+			e := approvaltest.NewEnv(t, vaultsim.Options{})
+			c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
+			res := c.CallRaw(t, call.tool, call.args)
+			require.Equal(t, "task", res["resultType"], "%v", res)
+			require.NoError(t, e.Sim.Approve(approvaltest.Waiting(t, e.Sim).PendingID))
+			done := c.AwaitTask(t, approvaltest.Str(res, "taskId"))
+			require.Equal(t, task.StatusCompleted, done.Status, done.StatusMessage)
+			_, env := approvaltest.ToolResult(t, done.Result)
+			data := mcptest.RequireOK(t, env)
+
+			e.Sim.SetApprovalRules(vaultsim.ApprovalRule{Action: vaultsim.ActionAllow})
+			direct := mcptest.RequireOK(t, mcptest.Call(t, c, call.tool, call.args))
+			require.ElementsMatch(t, keys(direct), keys(data), "the same data as without an approval")
+			switch call.tool {
+			case "vaultclaw_connector_execute":
+				assert.Equal(t, "SUCCEEDED", data["status"])
+				assert.Equal(t, "SENT", data["result"].(map[string]any)["status"])
+			case "vaultclaw_plan_execute":
+				assert.Equal(t, "SUCCEEDED", data["response"].(map[string]any)["run"].(map[string]any)["state"])
+			case "vaultclaw_passport_email_workflow":
+				assert.Equal(t, "SENT", data["status"])
+			}
+			assert.Equal(t, 2, countSent(e.Sim), "once through the task, once directly")
+		})
+	}
+}
+
+func countSent(sim *vaultsim.Server) int { return len(sim.SentMessages()) }

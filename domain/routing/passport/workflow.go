@@ -142,7 +142,11 @@ func (s *Service) Run(ctx context.Context, scope string, in Input) (Result, erro
 		BeforeSend: in.BeforeSend,
 	})
 	if err != nil {
-		return Result{}, sendFailure(err, summary, req)
+		err = sendFailure(err, summary, req)
+		if h := approval.HandoffOf(err); h != nil && h.Continuation.Tool == ToolName {
+			h.Continuation.Data = data
+		}
+		return Result{}, err
 	}
 	return s.finish(ctx, scope, sess, req, data, out.Data, out.RequestID, out.HTTPStatus)
 }
@@ -516,5 +520,14 @@ func (s *Service) Finish(ctx context.Context, scope string, c approval.Continuat
 		return Result{}, approval.DeniedError(res)
 	}
 	arg := func(k string) string { v, _ := c.ResumeArguments[k].(string); return v }
-	return s.Run(ctx, scope, Input{RunID: arg("run_id"), RecipientEmail: arg("recipient_email"), Subject: arg("subject"), BodyStyle: arg("body_style")})
+	r, err := s.Run(ctx, scope, Input{RunID: arg("run_id"), RecipientEmail: arg("recipient_email"), Subject: arg("subject"), BodyStyle: arg("body_style")})
+	if err != nil || c.Data == nil || r.Data["status"] != StatusSent {
+		return r, err
+	}
+	// SENT: what the call would have answered had it not waited, the
+	// composed message with the execution that sent it.
+	out := maps.Clone(c.Data)
+	out["status"], out["execution"] = StatusSent, r.Data["execution"]
+	r.Data = out
+	return r, nil
 }
