@@ -55,10 +55,10 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	base := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger}
-	sse := mcp.NewStreamableHTTPHandler(o.GetServer, &base)
+	sse := jsonRPCErrors(mcp.NewStreamableHTTPHandler(o.GetServer, &base), o.MaxBodyBytes)
 	jsonOpts := base
 	jsonOpts.JSONResponse = true
-	plain := mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts)
+	plain := jsonRPCErrors(mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts), o.MaxBodyBytes)
 
 	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.ContentLength > o.MaxBodyBytes {
