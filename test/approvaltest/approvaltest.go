@@ -122,7 +122,7 @@ func Connect(t testing.TB, srv *mcp.Server, c *mcp.Client, version string) *Clie
 	// Cleanups run last first: the client closes before the server is
 	// waited for.
 	t.Cleanup(func() { _ = ss.Wait() })
-	return connectOver(t, c, ct, version)
+	return ConnectTransport(t, c, ct, version)
 }
 
 // ConnectHTTP connects c to a Streamable HTTP endpoint at version, setting
@@ -131,10 +131,12 @@ func ConnectHTTP(t testing.TB, endpoint string, c *mcp.Client, version string, h
 	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: taskHeaders{headers: headers}}}
-	return connectOver(t, c, tr, version)
+	return ConnectTransport(t, c, tr, version)
 }
 
-func connectOver(t testing.TB, c *mcp.Client, tr mcp.Transport, version string) *Client {
+// ConnectTransport connects c over tr at version ("" for the newest),
+// recording the exchange.
+func ConnectTransport(t testing.TB, c *mcp.Client, tr mcp.Transport, version string) *Client {
 	t.Helper()
 	rec := mcptest.Record(tr)
 	var so *mcp.ClientSessionOptions
