@@ -24,6 +24,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/keyring"
@@ -373,11 +374,18 @@ func (a *App) Reload() error { return a.Gateway.Reload() }
 
 // ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.MCPServer().Run(ctx, &transport.StdioTransport{In: in, Out: out})
+	err := a.MCPServer().Run(ctx, a.StreamTransport(&transport.StdioTransport{In: in, Out: out}))
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// StreamTransport is t as a stream transport (stdio, a socket, in
+// memory) is served: task listens (notifications/tasks) are answered on
+// it, for the local caller.
+func (a *App) StreamTransport(t mcp.Transport) mcp.Transport {
+	return a.Tasks.Transport(t, func() caller.Principal { return a.Gateway.Principal(context.Background(), nil) })
 }
 
 // HTTPHandler is the bridge handler.
@@ -388,9 +396,12 @@ func (a *App) HTTPHandler() http.Handler {
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
-		Health:              a.DB.Ping,
-		Degraded:            a.Degraded,
-		Logger:              a.sdkLogger(),
+		Inner: func(next http.Handler) http.Handler {
+			return a.Tasks.HTTP(next, a.Gateway.RequestPrincipal, int(a.Config.MaxBodyBytes))
+		},
+		Health:   a.DB.Ping,
+		Degraded: a.Degraded,
+		Logger:   a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.
 		// The audit public key is public.

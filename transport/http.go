@@ -32,7 +32,10 @@ type HTTPOptions struct {
 	// log that failed verification); /healthz then says status degraded.
 	Degraded func() []string
 	// Wrap, when set, wraps the MCP endpoint (authentication).
-	Wrap   func(http.Handler) http.Handler
+	Wrap func(http.Handler) http.Handler
+	// Inner, when set, sees each MCP request after authentication and the
+	// bridge's checks, before the SDK (task listens).
+	Inner  func(http.Handler) http.Handler
 	Logger *slog.Logger
 	// Extra routes (metrics, admin) mounted beside the MCP endpoint.
 	Extra map[string]http.Handler
@@ -60,6 +63,19 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	jsonOpts.JSONResponse = true
 	plain := jsonRPCErrors(mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts), o.MaxBodyBytes)
 
+	var dispatch http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Bridge clients POST one JSON-RPC message with Accept:
+		// application/json only; answer them with a plain JSON body.
+		if r.Method == http.MethodPost && !acceptsEventStream(r.Header.Values("Accept")) {
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			plain.ServeHTTP(w, r)
+			return
+		}
+		sse.ServeHTTP(w, r)
+	})
+	if o.Inner != nil {
+		dispatch = o.Inner(dispatch)
+	}
 	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.ContentLength > o.MaxBodyBytes {
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
@@ -72,14 +88,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		if r.Method == http.MethodPost && r.Header.Get("Content-Type") == "" {
 			r.Header.Set("Content-Type", "application/json")
 		}
-		// Bridge clients POST one JSON-RPC message with Accept:
-		// application/json only; answer them with a plain JSON body.
-		if r.Method == http.MethodPost && !acceptsEventStream(r.Header.Values("Accept")) {
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			plain.ServeHTTP(w, r)
-			return
-		}
-		sse.ServeHTTP(w, r)
+		dispatch.ServeHTTP(w, r)
 	})
 	if o.Wrap != nil {
 		endpoint = o.Wrap(endpoint)
