@@ -374,11 +374,29 @@ func (a *App) Reload() error { return a.Gateway.Reload() }
 
 // ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	// Elicitations in flight end when the server stops or the client's
+	// input ends: nobody is left to answer them.
+	defer context.AfterFunc(ctx, a.elicit.Stop)()
+	in = onEOF{Reader: in, fn: a.elicit.Stop}
 	err := a.MCPServer().Run(ctx, a.StreamTransport(&transport.StdioTransport{In: in, Out: out}))
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// onEOF calls fn when the reader ends.
+type onEOF struct {
+	io.Reader
+	fn func()
+}
+
+func (r onEOF) Read(p []byte) (int, error) {
+	n, err := r.Reader.Read(p)
+	if err != nil {
+		r.fn()
+	}
+	return n, err
 }
 
 // StreamTransport is t as a stream transport (stdio, a socket, in
@@ -452,6 +470,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	case <-ctx.Done():
 	}
 	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
+	a.elicit.Stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

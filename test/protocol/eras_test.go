@@ -192,3 +192,53 @@ func TestModernHTTPHeadersAndCacheableLists(t *testing.T) {
 	bad := post("tasks/get", map[string]any{"taskId": id}, "task_someone_else")
 	assert.EqualValues(t, mcp.CodeHeaderMismatch, bad["error"].(map[string]any)["code"])
 }
+
+// TestPendingElicitationDoesNotOutliveTheClient: a 2025-11-25 client over
+// stdio that leaves while the server waits for its answer to
+// elicitation/create still gets the handoff for its call, and the server
+// stops at once instead of waiting for an answer that cannot come.
+func TestPendingElicitationDoesNotOutliveTheClient(t *testing.T) {
+	e := approvaltest.NewEnv(t, vaultsim.Options{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- e.App.ServeStdio(context.Background(), inR, outW)
+		_ = outW.Close()
+	}()
+	dec := json.NewDecoder(outR)
+	send := func(v any) {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		_, err = inW.Write(append(b, '\n'))
+		require.NoError(t, err)
+	}
+	read := func() map[string]any {
+		var m map[string]any
+		require.NoError(t, dec.Decode(&m))
+		return m
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}, "clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	read()
+	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "vaultclaw_connector_execute_job", "arguments": approvaltest.GmailSend("bob@example.com")}})
+	el := read()
+	require.Equal(t, "elicitation/create", el["method"])
+	go func() { _ = inW.Close() }() // the client goes away without answering
+
+	resp := read()
+	for resp["id"] == nil { // notifications (cancelled elicitation) first
+		t.Logf("%v", resp)
+		resp = read()
+	}
+	assert.EqualValues(t, 2, resp["id"])
+	env := resp["result"].(map[string]any)["structuredContent"].(map[string]any)
+	assert.Equal(t, "MCP_APPROVAL_REQUIRED", env["error"].(map[string]any)["code"], "the handle is not lost")
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stdio server waits for an answer that cannot come")
+	}
+}

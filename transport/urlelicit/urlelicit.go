@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -73,6 +74,26 @@ type Options struct {
 type Elicitor struct {
 	o    Options
 	keys *keyring.Keyring
+	// stop ends every elicitation and wait in flight (Stop): a server
+	// shutting down, or a client whose input ended, cannot answer them.
+	mu         sync.Mutex
+	stop       context.Context
+	stopCancel context.CancelFunc
+}
+
+// MaxAnswerWait bounds how long a client may take to answer elicitation/
+// create (the person deciding whether to open the page).
+const MaxAnswerWait = 10 * time.Minute
+
+// Stop answers every elicitation and wait in flight with the handoff, at
+// once; later calls elicit again. The server calls it when it shuts down
+// or its stdio input ends, so a call never outlives the connection that
+// could answer it.
+func (e *Elicitor) Stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopCancel()
+	e.stop, e.stopCancel = context.WithCancel(context.Background())
 }
 
 // New validates o.
@@ -91,7 +112,9 @@ func New(o Options) (*Elicitor, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Wait = o.Wait.Normalize()
-	return &Elicitor{o: o, keys: k}, nil
+	e := &Elicitor{o: o, keys: k}
+	e.stop, e.stopCancel = context.WithCancel(context.Background())
+	return e, nil
 }
 
 // Wrap is transport.Builder.WrapTool: the tools that may hand off get the
@@ -173,7 +196,9 @@ func (e *Elicitor) legacy(ctx context.Context, req *mcp.CallToolRequest, st stat
 		return handoff
 	}
 	hf := st.handoff()
-	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: message(hf), URL: st.URL, ElicitationID: st.ElicitationID})
+	ectx, cancel := e.bounded(ctx, min(time.Until(time.UnixMilli(st.Exp)), MaxAnswerWait))
+	res, err := req.Session.Elicit(ectx, &mcp.ElicitParams{Mode: "url", Message: message(hf), URL: st.URL, ElicitationID: st.ElicitationID})
+	cancel()
 	if err != nil {
 		// Stateless HTTP cannot carry a server request; the client may
 		// also refuse it. The handoff still holds.
@@ -218,14 +243,26 @@ func (e *Elicitor) await(ctx context.Context, req *mcp.CallToolRequest, st state
 	if left := time.Until(time.UnixMilli(st.Exp)) + time.Second; left < time.Duration(opts.TimeoutMS)*time.Millisecond {
 		opts.TimeoutMS = max(int(left.Milliseconds()), approval.MinTimeoutMS)
 	}
-	res, err := e.o.Awaiter.Await(ctx, scope, sess, st.Handle, opts, progress(req))
+	wctx, cancel := e.bounded(ctx, time.Duration(opts.TimeoutMS)*time.Millisecond+approval.PollGrace)
+	defer cancel()
+	res, err := e.o.Awaiter.Await(wctx, scope, sess, st.Handle, opts, progress(req))
 	switch {
-	case apperr.Is(err, apperr.CodeWaitTimeout):
+	case apperr.Is(err, apperr.CodeWaitTimeout), err != nil && wctx.Err() != nil && ctx.Err() == nil:
+		// No decision in time, or the server stops: the handoff holds.
 		return tools.Fail(ctx, st.handoff().Err()), false
 	case err != nil:
 		return tools.Fail(ctx, err), false
 	}
 	return tools.Deliver(ctx, e.o.Finish(ctx, scope, st.Continuation, res)), true
+}
+
+// bounded is ctx limited to d and ended by Stop.
+func (e *Elicitor) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, max(d, time.Second))
+	e.mu.Lock()
+	stop := context.AfterFunc(e.stop, cancel)
+	e.mu.Unlock()
+	return ctx, func() { stop(); cancel() }
 }
 
 func progress(req *mcp.CallToolRequest) approval.Progress {
