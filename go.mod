@@ -15,6 +15,7 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/mod v0.36.0
+	golang.org/x/net v0.55.0
 )
 
 require (

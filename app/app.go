@@ -8,9 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -25,9 +31,12 @@ import (
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/platform/gate"
 	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/store"
@@ -37,6 +46,7 @@ import (
 	"github.com/accordsai/accords-mcp/transport/urlelicit"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 )
 
 // App holds the open database and every service built on it.
@@ -73,6 +83,27 @@ type App struct {
 	Tasks     *tasks.Extension
 	// elicit sends the person to Vault's approval page (URL elicitation).
 	elicit *urlelicit.Elicitor
+
+	// Gate counts tool calls and operator requests in flight; a restore
+	// through the daemon holds new ones while it swaps the file, and
+	// shutdown drains it.
+	Gate *gate.Gate
+
+	// audit is what the gateway and the tools write to and read from: it
+	// follows the log across a restore (Audit is replaced then).
+	audit     auditRef
+	auditOpts audit.Options
+	// listenAddr is the HTTP bridge's bound address, once it listens.
+	listenAddr atomic.Value
+	// restoreMu lets one restore run at a time.
+	restoreMu sync.Mutex
+	// clients are the attached stdio clients, by session id.
+	clients    clientRegistry
+	attachOnce sync.Once
+	attachSrv  *mcp.Server
+	// Drain is the shutdown signal: long waits answer at once when it
+	// begins (ServeHTTP and ServeStdio begin it when their context ends).
+	Drain *lifecycle.Drain
 }
 
 // Open opens (creating and migrating) the database and builds the services.
@@ -80,14 +111,23 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{})
+	// A backup or restore killed midway leaves a temporary copy of the
+	// database (tens of megabytes) beside it.
+	removed, err := backup.CleanStale(filepath.Dir(cfg.DBPath))
+	for _, l := range removed {
+		logger.Info("removed a temporary file left by a killed backup or restore", "path", l.Path, "bytes", l.Size)
+	}
+	if err != nil {
+		logger.Warn("could not remove every leftover temporary file", "error", err.Error())
+	}
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: cfg.DBLockTimeout})
 	if err != nil {
 		return nil, err
 	}
 	if db.BackupPath != "" {
 		logger.Info("database migrated; previous file copied aside", "backup", db.BackupPath)
 	}
-	a := &App{Config: cfg, Logger: logger, DB: db}
+	a := &App{Config: cfg, Logger: logger, DB: db, Gate: &gate.Gate{}}
 	if err := a.init(); err != nil {
 		if a.Catalog != nil {
 			a.Catalog.Close()
@@ -103,7 +143,7 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 // built-in cookbooks.
 func (a *App) openCatalog() error {
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger})
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: a.Config.MaxBundleBytes})
 	if err != nil {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}
@@ -111,6 +151,13 @@ func (a *App) openCatalog() error {
 	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
 		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
 	}
+	return a.seedBuiltins(ctx)
+}
+
+// seedBuiltins stores the built-in cookbooks the catalog lacks or holds
+// in an older version (at start, and after a restore).
+func (a *App) seedBuiltins(ctx context.Context) error {
+	cat := a.Catalog
 	bundles, err := builtin.Bundles()
 	if err != nil {
 		return fmt.Errorf("load built-in cookbooks: %w", err)
@@ -126,6 +173,9 @@ func (a *App) openCatalog() error {
 }
 
 func (a *App) init() error {
+	if err := a.checkKeyFile(); err != nil {
+		return err
+	}
 	keys, err := keyring.Load(a.Config.SecretKey, a.Config.KeyFile())
 	if err != nil {
 		return fmt.Errorf("load secret key: %w", err)
@@ -169,6 +219,7 @@ func (a *App) init() error {
 		return err
 	}
 	hasher := a.AuditKey.Hasher()
+	a.audit.set(a.Audit)
 	reg, err := tools.All(tools.Deps{
 		Sessions:  a.Sessions,
 		Vault:     a.Vault,
@@ -178,7 +229,7 @@ func (a *App) init() error {
 		Handles:   a.Handles,
 		Router:    a.Router,
 		Passport:  a.Passport,
-		Audit:     a.Audit,
+		Audit:     &a.audit,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -199,13 +250,20 @@ func (a *App) init() error {
 		a.Audit.Close()
 		return err
 	}
+	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
+		Drain:        a.Drain,
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
-		// Outside the gateway, so calls it refuses are counted too.
-		Outer:      []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
+		// The gate comes first: a call held during a restore has not
+		// started (tasks/* included). The attached client's context applies
+		// before the Tasks extension binds a task to its caller.
+		First: []mcp.Middleware{gateMiddleware(a.Gate), a.clients.middleware},
+		// The extensions' middleware runs next, then Outer: outside the
+		// gateway, so calls it refuses are counted too.
 		Extensions: []transport.Extension{a.Tasks},
+		Outer:      []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
 		WrapTool:   a.elicit.Wrap,
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
@@ -214,10 +272,13 @@ func (a *App) init() error {
 		PolicyFile:     a.Config.PolicyFile,
 		ReadOnly:       a.Config.ReadOnly,
 		Toolsets:       a.Config.Toolsets,
-		Audit:          a.Audit,
+		Audit:          &a.audit,
 		Hasher:         hasher,
 		OnAuditFailure: a.Config.AuditOnFailure,
 		Logger:         a.Logger,
+
+		MaxAnonymousTenants: a.Config.MaxAnonTenants,
+		StoredTenants:       a.storedTenants,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -281,6 +342,7 @@ func (a *App) openAudit() error {
 		return fmt.Errorf("load audit key: %w", err)
 	}
 	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	defer func() { a.auditOpts = opts }()
 	if anchor != nil {
 		opts.Anchor = anchor
 		opts.OnAnchor = func(target string, err error) {
@@ -300,7 +362,7 @@ func (a *App) openAudit() error {
 			"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
 	}
 	a.Metrics.Gauge(metrics.NameAuditBroken, "1 while the audit log has an unacknowledged verification failure.", func() (float64, bool) {
-		if a.Audit.Integrity() != nil {
+		if a.audit.current() != nil && a.audit.Integrity() != nil {
 			return 1, true
 		}
 		return 0, true
@@ -317,13 +379,47 @@ func AuditKeySpec(cfg config.Config) audit.KeySpec {
 // /healthz).
 func (a *App) Degraded() []string {
 	var out []string
-	if p := a.Audit.Integrity(); p != nil {
+	if p := a.audit.Integrity(); p != nil {
 		out = append(out, fmt.Sprintf("audit log failed verification (%s at receipt %d): write tools refused until acknowledged", p.Kind, p.Seq))
 	}
-	if ok, why := a.Audit.Healthy(); !ok {
+	if ok, why := a.audit.Healthy(); !ok {
 		out = append(out, "audit receipts cannot be written: "+why)
 	}
 	return out
+}
+
+// maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
+// headers and tokens are short.
+const maxHeaderBytes = 64 << 10
+
+// checkKeyFile refuses to start when the key file is gone but sessions
+// sealed with it remain: keyring.Load would create a new key, and every
+// session would then fail to open, one by one, later.
+func (a *App) checkKeyFile() error {
+	if strings.TrimSpace(a.Config.SecretKey) != "" {
+		return nil
+	}
+	kf := a.Config.KeyFile()
+	if _, err := os.Stat(kf); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	n, err := session.SealedCount(a.DB)
+	if err != nil || n == 0 {
+		return err
+	}
+	return fmt.Errorf("the key file %s is missing, but %d stored session(s) are sealed with it: put the key file back "+
+		"(backups do not contain it) or set ACCORDS_MCP_SECRET_KEY to the same key; if the key is lost, "+
+		"`accords-mcp doctor --forget-sealed-sessions` drops those sessions so they can be configured again", kf, n)
+}
+
+// storedTenants lists the scopes holding sessions or approval handles.
+func (a *App) storedTenants() ([]string, error) {
+	sessions, err := a.Sessions.Scopes()
+	if err != nil {
+		return nil, err
+	}
+	handles, err := a.Handles.Scopes()
+	return append(sessions, handles...), err
 }
 
 const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
@@ -372,13 +468,32 @@ func (a *App) MCPServer() *mcp.Server { return a.Gateway.StdioServer() }
 // Reload re-reads the policy file (the serve command calls it on SIGHUP).
 func (a *App) Reload() error { return a.Gateway.Reload() }
 
-// ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
+// ServeStdio serves MCP on in/out until in ends or ctx is cancelled. On
+// cancellation it begins the drain (waits answer at once), lets in-flight
+// calls answer within config.ShutdownGrace, then closes the session.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	// Elicitations in flight end when the server stops or the client's
 	// input ends: nobody is left to answer them.
 	defer context.AfterFunc(ctx, a.elicit.Stop)()
 	in = onEOF{Reader: in, fn: a.elicit.Stop}
-	err := a.MCPServer().Run(ctx, a.StreamTransport(&transport.StdioTransport{In: in, Out: out}))
+	t := &transport.StdioTransport{In: in, Out: out, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.MCPServer().Run(runCtx, a.StreamTransport(t)) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		a.Drain.Begin()
+		graceCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
+		if werr := t.WaitIdle(graceCtx); werr != nil {
+			a.Logger.Warn("stdio shutdown: calls still running after the grace period are abandoned", "grace", config.ShutdownGrace.String())
+		}
+		cancel()
+		stop()
+		err = <-done
+	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -411,13 +526,22 @@ func (a *App) HTTPHandler() http.Handler {
 	h := transport.NewHTTPHandler(transport.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
+		BodyTimeout:         a.Config.HTTPBodyTimeout,
+		AllowedOrigins:      a.Config.AllowedOrigins,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
 		Inner: func(next http.Handler) http.Handler {
 			return a.Tasks.HTTP(next, a.Gateway.RequestPrincipal, int(a.Config.MaxBodyBytes))
 		},
-		Health:   a.DB.Ping,
+		Health: func() error {
+			leave, err := a.Gate.Enter(context.Background())
+			if err != nil {
+				return err
+			}
+			defer leave()
+			return a.DB.Ping()
+		},
 		Degraded: a.Degraded,
 		Logger:   a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
@@ -444,8 +568,14 @@ func publicKeyHandler(vkey string) http.Handler {
 	})
 }
 
-// ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
-// lets in-flight requests finish within config.ShutdownGrace.
+// ServeHTTP listens on addr until ctx is cancelled, then stops accepting,
+// begins the drain (waits answer at once) and lets in-flight requests
+// finish within config.ShutdownGrace.
+//
+// The server has header and idle timeouts and a connection cap; the body
+// deadline is set per request by the handler, because http.Server's
+// ReadTimeout would also cut the connection of a long call after its body
+// was read. There is no write timeout: an approval wait may last an hour.
 func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
 	if err := a.Gateway.CheckListen(addr); err != nil {
 		return err
@@ -454,10 +584,14 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	ln = netutil.LimitListener(ln, a.Config.HTTPMaxConns)
 	hs := &http.Server{
 		Handler:           a.HTTPHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: a.Config.HTTPHeaderTimeout,
+		IdleTimeout:       a.Config.HTTPIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
+	a.listenAddr.Store(ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -470,6 +604,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	case <-ctx.Done():
 	}
 	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
+	a.Drain.Begin()
 	a.elicit.Stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
@@ -478,3 +613,5 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	}
 	return nil
 }
+
+func pid() int { return os.Getpid() }

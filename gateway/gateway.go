@@ -72,6 +72,11 @@ type Options struct {
 	// Now is the clock of rate limits and receipt timestamps.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// MaxAnonymousTenants bounds the tenants anonymous HTTP callers can
+	// use (DefaultMaxAnonymousTenants when <= 0); StoredTenants lists the
+	// tenants that already hold data, which count towards it.
+	MaxAnonymousTenants int
+	StoredTenants       func() ([]string, error)
 }
 
 // Gateway enforces policy (capabilities, rate limits, pre-execution rules)
@@ -92,6 +97,7 @@ type Gateway struct {
 	public atomic.Bool
 
 	servers sync.Map // policy.Caller.ViewKey() -> *mcp.Server
+	tenants *tenantGate
 }
 
 // KnownCapabilities are every capability tools may declare.
@@ -142,7 +148,8 @@ func New(o Options) (*Gateway, error) {
 		return nil, fmt.Errorf("audit failure mode %q: use %s, %s or %s", o.OnAuditFailure,
 			OnAuditFailureRefuseWrites, OnAuditFailureRefuseAll, OnAuditFailureContinue)
 	}
-	g := &Gateway{opts: o, reg: o.Registry, limiter: ratelimit.New(o.Now), logger: o.Logger}
+	g := &Gateway{opts: o, reg: o.Registry, limiter: ratelimit.New(o.Now), logger: o.Logger,
+		tenants: newTenantGate(o.MaxAnonymousTenants, o.StoredTenants, o.Logger)}
 	if o.Builder != nil {
 		g.builder = *o.Builder
 	}

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -133,6 +135,16 @@ func (h *harness) httpServer() *httptest.Server {
 func (h *harness) httpClient(srv *httptest.Server, headers map[string]string) *mcp.ClientSession {
 	h.t.Helper()
 	return mcptest.ConnectHTTP(h.t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{Headers: headers})
+}
+
+// httpClientFrom is httpClient connecting from another loopback address
+// (all of 127.0.0.0/8 is the loopback interface on Linux).
+func (h *harness) httpClientFrom(srv *httptest.Server, ip string, headers map[string]string) *mcp.ClientSession {
+	h.t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	h.t.Cleanup(tr.CloseIdleConnections)
+	return mcptest.ConnectHTTP(h.t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{Headers: headers, Transport: tr})
 }
 
 // call is mcptest.Call plus what the gateway adds to every result: the id

@@ -59,6 +59,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		Timestamp:  g.opts.Now().UTC().Format(time.RFC3339Nano),
 		Caller:     p.ID,
 		Transport:  p.Transport,
+		Session:    p.Session,
 		Scope:      p.Scope,
 		Tool:       truncate(name, MaxToolNameInReceipt),
 		ParamsHash: g.opts.Hasher.SumArgs(args),
@@ -79,7 +80,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	} else {
 		rec.CapabilityUsed = t.Capability
 		pol := g.policy.Load()
-		if refused := g.admit(pol, p, t); refused != nil {
+		if refused := g.admit(ctx, pol, p, t); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
 			res = tools.Fail(ctx, refused)
@@ -175,9 +176,9 @@ func violation(t tools.Tool, d rules.Decision) *apperr.Error {
 
 // admit runs the checks in order: capability (and read-only/toolsets), audit
 // health, rate limit.
-func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
+func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
 	c := g.callerFor(pol, p)
-	if e := g.refusal(c, t); e != nil {
+	if e := g.refusalIn(ctx, c, t); e != nil {
 		return e
 	}
 	if p := g.opts.Audit.Integrity(); p != nil && t.Writes() {
@@ -207,7 +208,12 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	if l.Unlimited() {
 		return nil
 	}
-	ok, wait := g.limiter.Allow(limitKey(p, c, tool), l)
+	ok, wait := true, time.Duration(0)
+	for _, key := range limitKeys(p, c, tool) {
+		if ok, wait = g.limiter.Allow(key, l); !ok {
+			break
+		}
+	}
 	if ok {
 		return nil
 	}
@@ -224,16 +230,20 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
 }
 
-// limitKey buckets authenticated callers by caller id and anonymous HTTP by
-// tenant; never by MCP session id, which stateless HTTP leaves empty.
-func limitKey(p caller.Principal, c *policy.Caller, tool string) string {
+// limitKeys are the buckets a call takes a token from: authenticated
+// callers by caller id; anonymous HTTP by client address and by tenant
+// (a caller rotating tenant headers still drains its address's bucket);
+// never by MCP session id, which stateless HTTP leaves empty.
+func limitKeys(p caller.Principal, c *policy.Caller, tool string) []string {
 	switch {
 	case p.Transport == caller.TransportStdio:
-		return "stdio|" + tool
+		return []string{"stdio|" + tool}
 	case p.Authenticated:
-		return "caller:" + c.ID + "|" + tool
+		return []string{"caller:" + c.ID + "|" + tool}
+	case p.Addr != "":
+		return []string{"addr:" + p.Addr + "|" + tool, "tenant:" + p.Scope + "|" + tool}
 	default:
-		return "tenant:" + p.Scope + "|" + tool
+		return []string{"tenant:" + p.Scope + "|" + tool}
 	}
 }
 

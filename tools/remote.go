@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/accordsai/accords-mcp/domain/catalog/remote"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Toolset remote: remote cookbook sources and installing from them.
@@ -15,6 +16,8 @@ type sourceIn struct {
 	AuthMode      string `json:"auth_mode,omitempty" jsonschema:"NONE (default) or BEARER_ENV"`
 	AuthEnvVar    string `json:"auth_env_var,omitempty" jsonschema:"for BEARER_ENV: name of the environment variable holding the token; the token itself is never stored and is only sent to the index URL's origin"`
 	RequireSHA256 *bool  `json:"require_sha256,omitempty" jsonschema:"refuse installs that no SHA-256 digest (expected_sha256 or index sha256) can verify; default false"`
+	// DownloadHosts bounds where installs may download from.
+	DownloadHosts StringList `json:"download_hosts,omitempty" jsonschema:"hosts (host or host:port) the index's download_urls may point to, CSV string or string array; default: only the index URL's own origin. Items elsewhere are reported in invalid_items"`
 }
 
 type sourceUpsertIn struct {
@@ -65,17 +68,20 @@ func listCatalogSources(ctx context.Context, d *Deps, _ *Call, _ Empty) (Result,
 var catalogSourceUpsert = Define(Tool{
 	Name:        "vaultclaw_catalog_source_upsert",
 	Title:       "Add or replace a remote catalog source",
-	Description: "Create or replace (whole record, no merge) a remote cookbook source: an http(s) index URL serving accords.cookbook.index.v1. auth_mode BEARER_ENV reads the token from the named environment variable at request time and sends it only to the index URL's own origin. Does not contact the source.",
+	Description: "Create or replace (whole record, no merge) a remote cookbook source: an http(s) index URL serving accords.cookbook.index.v1. auth_mode BEARER_ENV reads the token from the named environment variable at request time and sends it only to the index URL's own origin, which must be https (plain http only to a loopback host). Downloads are limited to that origin unless download_hosts lists others. Does not contact the source.",
 	Toolset:     ToolsetRemote,
 	Capability:  CapRemoteInstall,
 	Hints:       Hints{Idempotent: true},
 	Needs:       NeedRemote,
-}, nil, upsertCatalogSource)
+}, func(s *jsonschema.Schema) {
+	csvOrArray(Prop(s, "source"), "download_hosts")
+}, upsertCatalogSource)
 
 func upsertCatalogSource(ctx context.Context, d *Deps, _ *Call, in sourceUpsertIn) (Result, error) {
 	src, created, err := d.Remote.UpsertSource(remote.SourceInput{
 		SourceID: in.Source.SourceID, IndexURL: in.Source.IndexURL, Enabled: in.Source.Enabled,
 		AuthMode: in.Source.AuthMode, AuthEnvVar: in.Source.AuthEnvVar, RequireSHA256: in.Source.RequireSHA256,
+		DownloadHosts: in.Source.DownloadHosts,
 	})
 	if err != nil {
 		return Result{}, err

@@ -3,9 +3,11 @@ package tools
 import (
 	"context"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,6 +27,29 @@ type executeRequestIn struct {
 	Request map[string]any `json:"request" jsonschema:"execute request {connector_id, verb, policy_version?, request, module_hash?, query_ast_v1?}"`
 }
 
+// idempotencyKeyDoc describes the optional key of every tool that acts.
+const idempotencyKeyDoc = "optional key (1-128 of A-Z a-z 0-9 . _ : -) naming this action: Vault runs an action at most once per key, " +
+	"so a retry with the same key (after MCP_NETWORK_ERROR with outcome_unknown) returns the first result instead of acting twice; a fresh one is used when omitted"
+
+type executeIn struct {
+	Request        map[string]any `json:"request" jsonschema:"execute request {connector_id, verb, policy_version?, request, module_hash?, query_ast_v1?}"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action; see the tool description"`
+}
+
+var idempotencyKeyRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// idempotencyKey checks an agent's key ("" when not given).
+func idempotencyKey(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v != "" && !idempotencyKeyRe.MatchString(v) {
+		return "", apperr.Validation("idempotency_key", "idempotency_key must be 1 to 128 characters of letters, digits and . _ : - starting with a letter or digit")
+	}
+	return v, nil
+}
+
+// keyDoc documents idempotency_key in a tool's schema.
+func keyDoc(s *jsonschema.Schema) { Prop(s, "idempotency_key").Description = idempotencyKeyDoc }
+
 type docSuggestIn struct {
 	Query string `json:"query" jsonschema:"what the document is, in words (e.g. passport)"`
 	TopK  int    `json:"top_k,omitempty" jsonschema:"number of suggestions; default 5 (also for 0 or less)"`
@@ -42,10 +67,11 @@ type slotBindingsIn struct {
 }
 
 type slotBindIn struct {
-	ConnectorID string `json:"connector_id" jsonschema:"connector id"`
-	Verb        string `json:"verb" jsonschema:"verb defining the slot"`
-	Slot        string `json:"slot" jsonschema:"slot name"`
-	SecretID    string `json:"secret_id" jsonschema:"id of the secret to bind (never the secret value)"`
+	ConnectorID    string `json:"connector_id" jsonschema:"connector id"`
+	Verb           string `json:"verb" jsonschema:"verb defining the slot"`
+	Slot           string `json:"slot" jsonschema:"slot name"`
+	SecretID       string `json:"secret_id" jsonschema:"id of the secret to bind (never the secret value)"`
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
 }
 
 type profilesListIn struct {
@@ -59,7 +85,8 @@ type profileGetIn struct {
 }
 
 type profileUpsertIn struct {
-	Profile map[string]any `json:"profile" jsonschema:"connector.unbounded.profile.v1 object, forwarded unchanged"`
+	Profile        map[string]any `json:"profile" jsonschema:"connector.unbounded.profile.v1 object, forwarded unchanged"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
 }
 
 // Hints of Vault tools that change Vault state.
@@ -148,14 +175,18 @@ var connectorExecute = Define(Tool{
 	Name: "vaultclaw_connector_execute", Title: "Execute a connector request",
 	Description: "Run an execute request synchronously: module-hash preflight, then validate (stopping on any validation failure), then execute. Returns Vault's execute body. When Vault requires a human decision the result is MCP_APPROVAL_REQUIRED with a handle for vaultclaw_approval_wait.",
 	Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsExecute, Needs: NeedSessions | NeedExecution,
-}, nil, executeConnectorRequest)
+}, keyDoc, executeConnectorRequest)
 
-func executeConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeRequestIn) (Result, error) {
+func executeConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	s, err := d.Sessions.Resolve(ctx, c.Scope())
 	if err != nil {
 		return Result{}, err
 	}
-	out, err := d.Execution.Execute(ctx, c.Scope(), s, in.Request)
+	out, err := d.Execution.Execute(ctx, c.Scope(), s, in.Request, key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -220,9 +251,13 @@ var slotBind = Define(Tool{
 	Name: "vaultclaw_slot_bind", Title: "Bind a secret to a slot",
 	Description: "Bind an existing Vaultclaw secret (by id) to a connector verb's slot; a different secret already bound to the slot is replaced.",
 	Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsUpsert, Needs: needsVault,
-}, nil, bindSlot)
+}, keyDoc, bindSlot)
 
 func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	body := map[string]any{}
 	for _, f := range []struct{ name, val string }{{"connector_id", in.ConnectorID}, {"verb", in.Verb}, {"slot", in.Slot}, {"secret_id", in.SecretID}} {
 		val, err := required(f.name, f.val)
@@ -232,7 +267,7 @@ func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, err
 		body[f.name] = val
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.SlotBind(ctx, s, body)
+		return d.Vault.SlotBind(ctx, s, body, key)
 	})
 }
 
@@ -278,10 +313,14 @@ var unboundedProfileUpsert = Define(Tool{
 	Name: "vaultclaw_unbounded_profile_upsert", Title: "Create or replace an unbounded profile",
 	Description: "Create or replace a connector.unbounded.profile.v1 object; it is forwarded to Vaultclaw unchanged (Vault validates it). Needs the connectors.unbounded.profiles.write scope.",
 	Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsUpsert, Needs: needsVault,
-}, nil, upsertUnboundedProfile)
+}, keyDoc, upsertUnboundedProfile)
 
 func upsertUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileUpsertIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.ProfileUpsert(ctx, s, in.Profile, "")
+		return d.Vault.ProfileUpsert(ctx, s, in.Profile, key)
 	})
 }

@@ -24,8 +24,9 @@ func (o orchestrationIn) options() orchestration.Options {
 }
 
 type executeJobIn struct {
-	Request       map[string]any  `json:"request" jsonschema:"execute request: connector_id, verb, policy_version, request (verb payload), ..."`
-	Orchestration orchestrationIn `json:"orchestration,omitempty" jsonschema:"unbounded-profile orchestration flags"`
+	Request        map[string]any  `json:"request" jsonschema:"execute request: connector_id, verb, policy_version, request (verb payload), ..."`
+	Orchestration  orchestrationIn `json:"orchestration,omitempty" jsonschema:"unbounded-profile orchestration flags"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
 }
 
 type planIn struct {
@@ -41,6 +42,7 @@ type planExecuteIn struct {
 	Analysis               *bool           `json:"analysis,omitempty" jsonschema:"forwarded to Vault"`
 	AnalysisAPIKeySecretID string          `json:"analysis_api_key_secret_id,omitempty" jsonschema:"forwarded to Vault"`
 	AnalysisModel          string          `json:"analysis_model,omitempty" jsonschema:"forwarded to Vault"`
+	IdempotencyKey         string          `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
 }
 
 type previewIn struct {
@@ -100,14 +102,21 @@ var connectorExecuteJob = Define(Tool{
 	Capability: CapVaultExecute,
 	Hints:      Hints{OpenWorld: true},
 	Needs:      NeedSessions | NeedExecution,
-}, orchestrationDefaults, executeJob)
+}, func(s *jsonschema.Schema) {
+	orchestrationDefaults(s)
+	keyDoc(s)
+}, executeJob)
 
 func executeJob(ctx context.Context, d *Deps, c *Call, in executeJobIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	sess, err := d.Sessions.Resolve(ctx, c.Scope())
 	if err != nil {
 		return Result{}, err
 	}
-	out, err := d.Execution.ExecuteJob(ctx, c.Scope(), sess, in.Request, in.Orchestration.options())
+	out, err := d.Execution.ExecuteJob(ctx, c.Scope(), sess, in.Request, in.Orchestration.options(), key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -149,9 +158,14 @@ var planExecute = Define(Tool{
 }, func(s *jsonschema.Schema) {
 	orchestrationDefaults(s)
 	anyJSON(s, "plan_input")
+	keyDoc(s)
 }, executePlan)
 
 func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	sess, err := d.Sessions.Resolve(ctx, c.Scope())
 	if err != nil {
 		return Result{}, err
@@ -160,7 +174,8 @@ func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Resul
 	out, err := d.Execution.PlanExecute(ctx, c.Scope(), sess, execution.PlanExecuteInput{
 		Plan: in.Plan, PlanInput: input, PlanInputSet: given, Orchestration: in.Orchestration.options(),
 		Analysis: in.Analysis, AnalysisAPIKeySecretID: strings.TrimSpace(in.AnalysisAPIKeySecretID), AnalysisModel: strings.TrimSpace(in.AnalysisModel),
-		BeforeSend: renderedCheck(ctx),
+		BeforeSend:     renderedCheck(ctx),
+		IdempotencyKey: key,
 	})
 	if err != nil {
 		return Result{}, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,9 +46,15 @@ type Builder struct {
 	SDKLogger *slog.Logger
 	// Instructions are sent to clients at initialize.
 	Instructions string
+	// Drain, when set, is the shutdown signal every call can see
+	// (lifecycle.Interruptible).
+	Drain *lifecycle.Drain
+	// First run before the extensions, right after the principal is
+	// resolved (the restore gate, the attached client's context): an
+	// extension's requests are held and attributed like any other.
+	First []mcp.Middleware
 	// Extensions plug protocol extensions (the Tasks extension) into every
-	// server Build makes; their middleware runs right after the principal
-	// is resolved, before Outer.
+	// server Build makes; their middleware runs after First, before Outer.
 	Extensions []Extension
 	// WrapTool, when set, wraps the handler of each tool (URL elicitation
 	// of approvals).
@@ -84,7 +91,7 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	for _, t := range reg.Tools() {
 		s.AddTool(t.MCPTool(), b.toolHandler(t, logger))
 	}
-	var mws []mcp.Middleware
+	mws := append([]mcp.Middleware{}, b.First...)
 	for _, x := range b.Extensions {
 		if err := x.Install(s); err != nil {
 			// Only a name clash with a standard method fails: a bug.
@@ -98,6 +105,9 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	for _, mw := range slices.Backward(mws) {
 		s.AddReceivingMiddleware(mw)
 	}
+	// Then: every call sees the shutdown signal and ends with its HTTP
+	// POST; the principal is resolved first of all.
+	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	return s
 }
@@ -109,6 +119,14 @@ func (b *Builder) toolHandler(t tools.Tool, logger *slog.Logger) mcp.ToolHandler
 		h = b.WrapTool(t, h)
 	}
 	return h
+}
+
+func drainMiddleware(d *lifecycle.Drain) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			return next(lifecycle.With(ctx, d), method, req)
+		}
+	}
 }
 
 func (b *Builder) principal() PrincipalFunc {

@@ -12,9 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
@@ -32,6 +30,7 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	fs.SetOutput(env.stderr)
 	scope := fs.String("scope", caller.DefaultScope, "tenant scope whose Vaultclaw session is probed")
 	asJSON := fs.Bool("json", false, "print the results as a JSON array")
+	forget := fs.Bool("forget-sealed-sessions", false, "delete the stored sessions sealed with a secret key that is lost (the server must be stopped), then check")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,7 +39,12 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
 		return 1
 	}
-	rs := doctorResults(ctx, cfg, *scope)
+	if *forget {
+		if code := forgetSealedSessions(env, cfg); code != 0 {
+			return code
+		}
+	}
+	rs := doctorResults(ctx, env, cfg, *scope)
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -54,55 +58,58 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	return 0
 }
 
-func doctorResults(ctx context.Context, cfg config.Config, scope string) []doctor.Result {
+// doctorResults are the file checks, the daemon line, and the database
+// checks: run inside the daemon when one owns the database (with this
+// command's Vault session when it has a token), else on the file opened
+// read-only.
+func doctorResults(ctx context.Context, env *environment, cfg config.Config, scope string) []doctor.Result {
 	sock := control.SocketPath(cfg.DBPath)
 	rs := doctor.Files(cfg, sock)
+	b, w, closeFn, err := openBackend(ctx, env, cfg)
+	if err != nil {
+		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL, Detail: err.Error(),
+			Hint: "run doctor as the user the daemon runs as"})
+	}
+	defer closeFn()
+	if w.remote {
+		st := w.daemon
+		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK,
+			Detail: fmt.Sprintf("running: pid %d, version %s, %s, %s, since %s, %d client(s) attached; database checks run inside it", st.PID, st.Version, st.Mode, describeTransports(st), st.StartedAt.Format(time.RFC3339), len(st.Clients))})
+		dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		remote, err := b.Doctor(dctx, scope, commandEnv(cfg))
+		if err != nil {
+			return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(), Hint: "check the daemon's log"})
+		}
+		return append(rs, remote...)
+	}
 	if dbIsNew(cfg.DBPath) {
 		return append(rs, doctor.Result{Check: "daemon", Status: doctor.SKIP, Detail: "no database yet"})
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	local, err := b.Doctor(ctx, scope, commandEnv(cfg))
 	switch {
 	case err == nil:
-		defer db.Close()
 		detail := "not running (the database is not locked)"
 		if fi, serr := os.Lstat(sock); serr == nil && fi.Mode()&fs.ModeSocket != 0 {
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
-		in := doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)}
-		if k, err := audit.LoadKey(app.AuditKeySpec(cfg), false); err != nil {
-			in.AuditKeyProblem = err.Error()
-		} else {
-			in.AuditKey = k
+		if db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err == nil {
+			if r, bad := doctor.SealedWithoutKey(cfg, db); bad {
+				// It replaces the file check's "created on first start".
+				for i := range rs {
+					if rs[i].Check == r.Check {
+						rs[i] = r
+					}
+				}
+			}
+			db.Close()
 		}
-		if in.Sessions == nil {
-			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
-		}
-		return append(rs, doctor.Database(ctx, in)...)
+		return append(rs, local...)
 	case errors.Is(err, store.ErrLocked):
-		c := control.NewClient(sock)
-		defer c.Close()
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, serr := c.Status(cctx)
-		cancel()
-		if serr != nil {
-			return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
-				Detail: fmt.Sprintf("the database is locked by a process that does not answer on %s (%v)", sock, serr),
-				Hint:   "another program holds the file (an older accords-mcp without a control socket?); find it with: fuser " + cfg.DBPath + " (or lsof)"})
-		}
-		where := st.Transport
-		if st.Addr != "" {
-			where += " on " + st.Addr
-		}
-		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK,
-			Detail: fmt.Sprintf("running: pid %d, version %s, %s, since %s; database checks run inside it", st.PID, st.Version, where, st.StartedAt.Format(time.RFC3339))})
-		var remote []doctor.Result
-		dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		if err := c.Doctor(dctx, scope, &remote); err != nil {
-			return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(), Hint: "check the daemon's log"})
-		}
-		return append(rs, remote...)
+		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
+			Detail: fmt.Sprintf("the database is locked by a process that does not answer on %s", sock),
+			Hint:   "another program holds the file (an accords-mcp command in progress, or an older accords-mcp without a control socket?); find it with: fuser " + cfg.DBPath + " (or lsof)"})
 	case errors.Is(err, store.ErrNewerSchema):
 		return append(rs, doctor.Result{Check: "schema version", Status: doctor.FAIL, Detail: err.Error(), Hint: "upgrade accords-mcp, or restore a backup taken by this version"})
 	default:
@@ -110,24 +117,50 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 	}
 }
 
+// doctorKeys loads the configured key without creating a key file: with no
+// key at all it is a random one, which opens nothing.
+func doctorKeys(cfg config.Config) (*keyring.Keyring, error) {
+	if strings.TrimSpace(cfg.SecretKey) == "" {
+		if _, err := os.Stat(cfg.KeyFile()); errors.Is(err, fs.ErrNotExist) {
+			k := make([]byte, keyring.KeySize)
+			_, _ = rand.Read(k)
+			return keyring.New(k)
+		}
+	}
+	return keyring.Load(cfg.SecretKey, cfg.KeyFile())
+}
+
 // localSessions builds the session service for doctor without creating a
 // key file: with no key at all, stored sessions are reported as unreadable;
 // nil when the configured key itself is unusable.
 func localSessions(cfg config.Config, db *store.DB) *session.Service {
-	var keys *keyring.Keyring
-	var err error
-	if strings.TrimSpace(cfg.SecretKey) == "" {
-		if _, serr := os.Stat(cfg.KeyFile()); errors.Is(serr, fs.ErrNotExist) {
-			k := make([]byte, keyring.KeySize)
-			_, _ = rand.Read(k)
-			keys, err = keyring.New(k)
-		}
-	}
-	if keys == nil && err == nil {
-		keys, err = keyring.Load(cfg.SecretKey, cfg.KeyFile())
-	}
+	keys, err := doctorKeys(cfg)
 	if err != nil {
 		return nil
 	}
 	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
+}
+
+// forgetSealedSessions deletes the sessions the configured key (or, with
+// the key file gone, no key) cannot open. It opens the database for
+// writing, so it refuses while the server runs.
+func forgetSealedSessions(env *environment, cfg config.Config) int {
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor: --forget-sealed-sessions needs the server stopped:", err)
+		return 1
+	}
+	defer db.Close()
+	keys, err := doctorKeys(cfg)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor: the secret key cannot be loaded, so nothing is forgotten:", err)
+		return 1
+	}
+	n, err := session.ForgetUnreadable(db, keys)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "doctor: forgot %d session(s) the secret key cannot open; configure them again (vaultclaw_session_configure)\n", n)
+	return 0
 }

@@ -5,6 +5,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -38,10 +39,38 @@ func (s Session) Timeout() time.Duration { return time.Duration(s.TimeoutMS) * t
 
 // Defaults is the environment session (VC_* variables).
 type Defaults struct {
-	Token      string
-	BaseURL    string
-	TimeoutMS  int
-	UnixSocket string
+	Token      string `json:"token,omitempty"`
+	BaseURL    string `json:"base_url,omitempty"`
+	TimeoutMS  int    `json:"timeout_ms,omitempty"`
+	UnixSocket string `json:"unix_socket,omitempty"`
+}
+
+type defaultsKey struct{}
+
+// WithDefaults returns ctx carrying the environment session of the client a
+// call comes from. A daemon serves several launches, each with its own VC_*
+// variables; their calls resolve against their own defaults, not the
+// daemon's.
+func WithDefaults(ctx context.Context, d Defaults) context.Context {
+	return context.WithValue(ctx, defaultsKey{}, normalize(d))
+}
+
+// envFor is the environment session in force for ctx.
+func (s *Service) envFor(ctx context.Context) Defaults {
+	if d, ok := ctx.Value(defaultsKey{}).(Defaults); ok {
+		return d
+	}
+	return s.env
+}
+
+func normalize(env Defaults) Defaults {
+	if env.BaseURL == "" {
+		env.BaseURL = DefaultBaseURL
+	}
+	if env.TimeoutMS <= 0 {
+		env.TimeoutMS = DefaultTimeoutMS
+	}
+	return env
 }
 
 // Status is the tool-facing view of a session; Token is masked.
@@ -73,13 +102,7 @@ type Service struct {
 
 // New returns a service over db.
 func New(db *store.DB, keys *keyring.Keyring, env Defaults) *Service {
-	if env.BaseURL == "" {
-		env.BaseURL = DefaultBaseURL
-	}
-	if env.TimeoutMS <= 0 {
-		env.TimeoutMS = DefaultTimeoutMS
-	}
-	return &Service{db: db, keys: keys, env: env, now: time.Now}
+	return &Service{db: db, keys: keys, env: normalize(env), now: time.Now}
 }
 
 // Mask hides a token: first three and last three characters of tokens of six
@@ -111,6 +134,11 @@ func ValidateBaseURL(raw string) error {
 	case "http", "https":
 		if u.Host == "" {
 			return apperr.Validation("base_url", "base_url must include a host")
+		}
+		if u.User != nil {
+			// Credentials in the URL would be sent to Vault, stored in clear
+			// and shown by session_status; the token has its own argument.
+			return apperr.Validation("base_url", "base_url must not contain credentials (user:password@); pass the agent token as token")
 		}
 	default:
 		return apperr.Validation("base_url", "base_url scheme must be http, https, unix or http+unix")
@@ -174,7 +202,16 @@ func (s *Service) Status(ctx context.Context, scope string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{Configured: true, BaseURL: sess.BaseURL, TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+	return Status{Configured: true, BaseURL: redactURL(sess.BaseURL), TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+}
+
+// redactURL hides credentials in a base URL stored before they were
+// refused.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 func notConfigured() *apperr.Error {
@@ -194,11 +231,12 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 	if err != nil {
 		return Session{}, apperr.Internal("read session", err)
 	}
+	env := s.envFor(ctx)
 	if !found {
-		if s.env.Token == "" {
+		if env.Token == "" {
 			return Session{}, notConfigured()
 		}
-		return Session{BaseURL: s.env.BaseURL, Token: s.env.Token, TimeoutMS: s.env.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "env"}, nil
+		return Session{BaseURL: env.BaseURL, Token: env.Token, TimeoutMS: env.TimeoutMS, UnixSocket: env.UnixSocket, Source: "env"}, nil
 	}
 	if rec.Cleared {
 		return Session{}, notConfigured()
@@ -209,5 +247,76 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 		e.Details["reason"] = "secret_key_mismatch"
 		return Session{}, e.WithCause(err)
 	}
-	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "configured"}, nil
+	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: env.UnixSocket, Source: "configured"}, nil
+}
+
+// Scopes lists the scopes that hold a session record (tombstones
+// included).
+func (s *Service) Scopes() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SealedCount counts the stored sessions whose token is sealed with the
+// secret key (the ones a lost key file makes unreadable).
+func SealedCount(db *store.DB) (int, error) {
+	n := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) == nil && len(rec.SealedToken) > 0 {
+				n++
+			}
+			return nil
+		})
+	})
+	return n, err
+}
+
+// ForgetUnreadable deletes the stored sessions keys cannot open (sealed
+// with a key that is lost: they can never be read again) and reports how
+// many it deleted. Readable sessions and cleared tombstones stay.
+func ForgetUnreadable(db *store.DB, keys *keyring.Keyring) (int, error) {
+	n := 0
+	err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		var doomed [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) != nil || len(rec.SealedToken) == 0 {
+				return nil
+			}
+			if _, err := keys.Open(rec.SealedToken, aad(string(k))); err != nil {
+				doomed = append(doomed, append([]byte(nil), k...))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(doomed)
+		return nil
+	})
+	return n, err
 }

@@ -18,17 +18,22 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // Receipt is one audited tool call. Field order is the canonical encoding:
 // never reorder or rename fields, that would break verification of old logs.
 type Receipt struct {
-	Seq            uint64  `json:"seq"`
-	Type           string  `json:"type"`
-	CallID         string  `json:"call_id"`
-	Timestamp      string  `json:"timestamp"`
-	Caller         string  `json:"caller"`
-	Transport      string  `json:"transport"`
+	Seq       uint64 `json:"seq"`
+	Type      string `json:"type"`
+	CallID    string `json:"call_id"`
+	Timestamp string `json:"timestamp"`
+	Caller    string `json:"caller"`
+	Transport string `json:"transport"`
+	// Session is the attached stdio client the call came from (omitted
+	// otherwise, so receipts written before it existed verify unchanged).
+	Session        string  `json:"session,omitempty"`
 	Scope          string  `json:"scope"`
 	Tool           string  `json:"tool"`
 	CapabilityUsed string  `json:"capability_used"`
@@ -145,10 +150,19 @@ func (h *Hasher) Sum(b []byte) string {
 // sorted keys so equal arguments give equal digests whatever the client's
 // key order or whitespace. Arguments that are not valid JSON are digested as
 // sent.
+// maxCanonicalValues bounds the arguments SumArgs canonicalizes; it
+// matches the tool layer's limit on argument values.
+const maxCanonicalValues = 200_000
+
 func (h *Hasher) SumArgs(raw json.RawMessage) string {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return h.Sum([]byte("{}"))
+	}
+	if jsonscan.Scan(trimmed).Values > maxCanonicalValues {
+		// Refused by the tool layer anyway; canonicalizing would cost
+		// tens of bytes per value.
+		return h.Sum(trimmed)
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))

@@ -18,6 +18,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
@@ -115,7 +116,47 @@ func Files(cfg config.Config, socketPath string) []Result {
 	if fi, err := os.Lstat(socketPath); err == nil && fi.Mode()&fs.ModeSocket != 0 {
 		rs = append(rs, perm("control socket", socketPath, 0o600, false, "restart the daemon; it recreates the socket 0600"))
 	}
-	return rs
+	return append(rs, leftovers(dir))
+}
+
+// leftovers reports temporary copies a killed backup or restore left in
+// the database folder.
+func leftovers(dir string) Result {
+	list, err := backup.Leftovers(dir)
+	if err != nil {
+		return fail("leftovers", "check the folder permissions", "cannot list %s: %v", dir, err)
+	}
+	if len(list) == 0 {
+		return ok("leftovers", "no temporary files left by a killed backup or restore")
+	}
+	var total int64
+	names := make([]string, len(list))
+	for i, l := range list {
+		total += l.Size
+		names[i] = shellQuote(l.Path)
+	}
+	return fail("leftovers", "the next start removes them; or now: rm -r "+strings.Join(names, " "),
+		"%d temporary file(s) of a killed backup or restore, %s", len(list), humanBytes(total))
+}
+
+// SealedWithoutKey is the key-file check against the database: without
+// ACCORDS_MCP_SECRET_KEY and without the key file, sessions sealed with it
+// can never be read, and the server refuses to start. ok is false then.
+func SealedWithoutKey(cfg config.Config, db *store.DB) (r Result, failed bool) {
+	if strings.TrimSpace(cfg.SecretKey) != "" {
+		return Result{}, false
+	}
+	kf := cfg.KeyFile()
+	if _, err := os.Stat(kf); !errors.Is(err, fs.ErrNotExist) {
+		return Result{}, false
+	}
+	n, err := session.SealedCount(db)
+	if err != nil || n == 0 {
+		return Result{}, false
+	}
+	return fail("key file", "put the key file back (backups do not contain it), or set ACCORDS_MCP_SECRET_KEY to the same key; "+
+		"if the key is lost, stop the server and run accords-mcp doctor --forget-sealed-sessions, then configure those sessions again",
+		"%s is missing but %d stored session(s) are sealed with it; the server refuses to start", kf, n), true
 }
 
 func auditKeyCheck(cfg config.Config) Result {

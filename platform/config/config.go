@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,9 +27,17 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS", "(none: only the server's own origin)", "comma-separated browser origins (scheme://host[:port]) allowed to call the HTTP bridge, e.g. a local MCP Inspector; other web pages get 403 (docs/security.md)"},
+	{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", "10s", "time a client has to send its request headers (a Go duration)"},
+	{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", "30s", "time a client has to send its request body once the headers are in; slower bodies get 408"},
+	{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", "60s", "how long an idle keep-alive connection stays open"},
+	{"ACCORDS_MCP_HTTP_MAX_CONNS", "256", "most HTTP connections open at once; further clients wait in the listen queue"},
+	{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", "64", "most tenants anonymous HTTP callers (no policy file) can use, counting those already holding data; a new one beyond it gets 403"},
+	{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", "8388608", "largest stdio message; a longer one gets a JSON-RPC error and the session goes on"},
+	{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", "4194304", "largest cookbook bundle stored by any path (tools, CLI import, remote install, legacy import), in canonical JSON bytes"},
 	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
-	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
-	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
+	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state (serve --read-only): for the one client when a stdio launch attaches to a daemon, for every client in the daemon's own environment"},
+	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
 	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
 	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
@@ -51,6 +60,8 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
 	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows, and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
+	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
+	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
 }
 
 // Config is the resolved configuration.
@@ -62,6 +73,18 @@ type Config struct {
 	HTTPPath            string
 	RequireTenantHeader bool
 	MaxBodyBytes        int64
+	// AllowedOrigins are browser origins, normalized to scheme://host[:port].
+	AllowedOrigins    []string
+	HTTPHeaderTimeout time.Duration
+	HTTPBodyTimeout   time.Duration
+	HTTPIdleTimeout   time.Duration
+	HTTPMaxConns      int
+	// MaxAnonTenants bounds the tenants anonymous HTTP callers can use.
+	MaxAnonTenants int
+	// StdioMaxMessageBytes caps one stdio message.
+	StdioMaxMessageBytes int
+	// MaxBundleBytes caps a stored bundle (canonical JSON).
+	MaxBundleBytes int64
 
 	LogLevel string
 
@@ -92,6 +115,15 @@ type Config struct {
 	// HandleRetention is how long terminal approval handles are kept (and
 	// finished tasks).
 	HandleRetention time.Duration
+
+	// Standalone serves stdio in-process instead of attaching to a daemon.
+	Standalone bool
+	// DaemonIdleTimeout is how long an auto-started daemon waits without
+	// clients before it exits.
+	DaemonIdleTimeout time.Duration
+	// DBLockTimeout bounds the wait for the database lock (not from the
+	// environment: a daemon taking over waits longer than a command).
+	DBLockTimeout time.Duration
 	// TaskPollInterval is how often a task polls Vault.
 	TaskPollInterval time.Duration
 }
@@ -108,6 +140,18 @@ const (
 	DefaultTaskPoll        = 2 * time.Second
 	MinTaskPoll            = 250 * time.Millisecond
 	ShutdownGrace          = 10 * time.Second
+	DefaultDaemonIdle      = 5 * time.Minute
+)
+
+// HTTP and stdio limits (docs/security.md).
+const (
+	DefaultHTTPHeaderTimeout    = 10 * time.Second
+	DefaultHTTPBodyTimeout      = 30 * time.Second
+	DefaultHTTPIdleTimeout      = 60 * time.Second
+	DefaultHTTPMaxConns         = 256
+	DefaultMaxAnonTenants       = 64
+	DefaultStdioMaxMessageBytes = 8 << 20
+	DefaultMaxBundleBytes       = 4 << 20
 )
 
 // Remote catalog limits (decision D9).
@@ -141,6 +185,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 		HandleRetention:      DefaultHandleRetention,
+		DaemonIdleTimeout:    DefaultDaemonIdle,
+
+		HTTPHeaderTimeout:    DefaultHTTPHeaderTimeout,
+		HTTPBodyTimeout:      DefaultHTTPBodyTimeout,
+		HTTPIdleTimeout:      DefaultHTTPIdleTimeout,
+		HTTPMaxConns:         DefaultHTTPMaxConns,
+		MaxAnonTenants:       DefaultMaxAnonTenants,
+		StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
+		MaxBundleBytes:       DefaultMaxBundleBytes,
 		TaskPollInterval:     DefaultTaskPoll,
 	}
 	if err := c.resolvePaths(); err != nil {
@@ -154,6 +207,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
 		}
 		c.ReadOnly = ro
+	}
+	if v := get("ACCORDS_MCP_STANDALONE"); v != "" {
+		sa, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_STANDALONE must be true or false, got %q", v)
+		}
+		c.Standalone = sa
 	}
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
@@ -169,7 +229,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
 		}
 	}
+	if err := c.readTransportLimits(get); err != nil {
+		return c, err
+	}
 	c.resolveVault(get)
+	if err := checkBaseURL(c.VaultBaseURL); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -211,6 +277,13 @@ func (c *Config) readLimits(get func(string) string) error {
 		}
 		c.PolicyHashTTL = d
 	}
+	if v := get("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got %q", v)
+		}
+		c.DaemonIdleTimeout = d
+	}
 	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -243,6 +316,89 @@ func (c *Config) readLimits(get func(string) string) error {
 			return fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
 		}
 		c.RemoteTimeoutMS = n
+	}
+	return nil
+}
+
+// readTransportLimits reads the HTTP and stdio limits and the allowed
+// browser origins.
+func (c *Config) readTransportLimits(get func(string) string) error {
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", &c.HTTPHeaderTimeout},
+		{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", &c.HTTPBodyTimeout},
+		{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout},
+	} {
+		if v := get(d.name); v != "" {
+			n, err := time.ParseDuration(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%s must be a positive duration such as 30s, got %q", d.name, v)
+			}
+			*d.dst = n
+		}
+	}
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{
+		{"ACCORDS_MCP_HTTP_MAX_CONNS", &c.HTTPMaxConns},
+		{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", &c.MaxAnonTenants},
+		{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", &c.StdioMaxMessageBytes},
+	} {
+		if v := get(n.name); v != "" {
+			x, err := strconv.Atoi(v)
+			if err != nil || x <= 0 {
+				return fmt.Errorf("%s must be a positive integer, got %q", n.name, v)
+			}
+			*n.dst = x
+		}
+	}
+	if err := positiveInt64(get, "ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", &c.MaxBundleBytes); err != nil {
+		return err
+	}
+	for _, raw := range SplitList(get("ACCORDS_MCP_HTTP_ALLOWED_ORIGINS")) {
+		o, err := NormalizeOrigin(raw)
+		if err != nil {
+			return fmt.Errorf("ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: %w", err)
+		}
+		c.AllowedOrigins = append(c.AllowedOrigins, o)
+	}
+	return nil
+}
+
+// NormalizeOrigin checks a browser origin and writes it as browsers send
+// it: lower-case scheme://host, the port only when not the default.
+func NormalizeOrigin(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(raw), "/"))
+	if err != nil {
+		return "", fmt.Errorf("%q is not an origin: %w", raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if (scheme != "http" && scheme != "https") || u.Hostname() == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("%q is not an origin: write scheme://host[:port], e.g. http://localhost:6274", raw)
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, nil
+}
+
+// checkBaseURL refuses a VC_BASE_URL carrying credentials: they would be
+// sent to Vault and shown in session_status (the token belongs in
+// VC_AGENT_TOKEN).
+func checkBaseURL(raw string) error {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return fmt.Errorf("VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN")
 	}
 	return nil
 }
@@ -317,4 +473,25 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// DaemonWide are the settings one daemon applies to every client it
+// serves, by variable name: a launch that attaches to a running daemon
+// with other values gets them ignored (and is told which). The per-client
+// settings (read-only, toolsets, the VC_* session) are not among them.
+func (c Config) DaemonWide() map[string]string {
+	return map[string]string{
+		"ACCORDS_MCP_SECRET_KEY":               c.SecretKey,
+		"ACCORDS_MCP_POLICY_FILE":              c.PolicyFile,
+		"ACCORDS_MCP_AUDIT_RETENTION":          c.AuditRetention,
+		"ACCORDS_MCP_AUDIT_ON_FAILURE":         c.AuditOnFailure,
+		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":   strconv.FormatInt(c.RemoteMaxIndexBytes, 10),
+		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":  strconv.FormatInt(c.RemoteMaxBundleBytes, 10),
+		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":        strconv.Itoa(c.RemoteTimeoutMS),
+		"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW":   strings.Join(c.RemoteTokenEnvAllow, ","),
+		"ACCORDS_MCP_POLICY_HASH_TTL":          c.PolicyHashTTL.String(),
+		"ACCORDS_MCP_HANDLE_RETENTION":         c.HandleRetention.String(),
+		"ACCORDS_MCP_TASK_POLL_INTERVAL":       c.TaskPollInterval.String(),
+		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": strconv.FormatInt(c.VaultMaxResponseBytes, 10),
+	}
 }

@@ -151,16 +151,18 @@ func (s *Service) Validate(ctx context.Context, sess session.Session, request ma
 // Execute runs vaultclaw_connector_execute synchronously: module-hash
 // preflight, validate (any validation failure stops), execute. Data is
 // Vault's execute body. A pending-approval error becomes a stored handoff
-// (MCP_APPROVAL_REQUIRED with a handle) as for execute-job.
-func (s *Service) Execute(ctx context.Context, scope string, sess session.Session, request map[string]any) (Outcome, error) {
+// (MCP_APPROVAL_REQUIRED with a handle) as for execute-job. key is the
+// agent's idempotency key ("" for a fresh one).
+func (s *Service) Execute(ctx context.Context, scope string, sess session.Session, request map[string]any, key string) (Outcome, error) {
 	req := cloneJSON(request)
 	var resp *vault.Response
+	keys := newActionKeys(key)
 	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
 		if _, err := s.Vault.Validate(ctx, sess, req); err != nil {
 			return err
 		}
 		var err error
-		resp, err = s.Vault.Execute(ctx, sess, req)
+		resp, err = s.Vault.Execute(ctx, sess, req, keys.next())
 		return err
 	})
 	if err != nil {
@@ -221,7 +223,7 @@ func copyObject(m map[string]any, field string) (map[string]any, error) {
 // ExecuteJob runs vaultclaw_connector_execute_job: profile orchestration,
 // module-hash preflight, validate (E3), execute-job (E5), and the approval
 // handoff. The request is not modified.
-func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options) (Outcome, error) {
+func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options, key string) (Outcome, error) {
 	req, err := copyObject(request, "request")
 	if err != nil {
 		return Outcome{}, err
@@ -232,13 +234,14 @@ func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Ses
 	}
 	var validation any
 	var resp *vault.Response
+	keys := newActionKeys(key)
 	mh, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
 		v, err := s.Vault.Validate(ctx, sess, req)
 		if err != nil {
 			return err
 		}
 		validation = v.Body
-		resp, err = s.Vault.ExecuteJob(ctx, sess, req, "")
+		resp, err = s.Vault.ExecuteJob(ctx, sess, req, keys.next())
 		return err
 	})
 	preflight["module_hash"] = mh
@@ -278,6 +281,8 @@ type PlanExecuteInput struct {
 	// Vault: the plan with its defaults, as it would be sent (profile
 	// bindings, resolved later, aside). An error stops the call.
 	BeforeSend func(ctx context.Context, rendered map[string]any) error
+	// IdempotencyKey is the agent's key ("" for a fresh one).
+	IdempotencyKey string
 }
 
 // PlanExecute runs vaultclaw_plan_execute: strict profile preflight, plan
@@ -317,7 +322,7 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 	if source == "" {
 		source = "vaultclaw_plan_execute"
 	}
-	resp, err := s.Vault.PlanExecute(ctx, sess, body, "")
+	resp, err := s.Vault.PlanExecute(ctx, sess, body, newActionKeys(in.IdempotencyKey).next())
 	cont := approval.Continuation{Tool: source, Preflight: preflight, Plan: plan}
 	if err != nil {
 		return Outcome{}, s.handoffFromError(ctx, scope, sess, err, cont)
@@ -457,4 +462,29 @@ func finishExecute(res approval.WaitResult) (Outcome, error) {
 	}
 	details, _ := je["details"].(map[string]any)
 	return Outcome{}, vault.MapError(vault.APIError{Status: res.HTTPStatus, Code: code, Message: msg, Details: details, RequestID: res.RequestID})
+}
+
+// actionKeys are the Idempotency-Keys of one action (D17): the agent's key,
+// or a fresh one, for the first attempt. A module-hash rejection is retried
+// once with the refreshed hash, a different body Vault never ran, so that
+// attempt gets a key of its own derived from the first: an agent retrying
+// the whole call with its key meets the same two keys again.
+type actionKeys struct {
+	base string
+	n    int
+}
+
+func newActionKeys(key string) *actionKeys {
+	if key = strings.TrimSpace(key); key == "" {
+		key = vault.NewID()
+	}
+	return &actionKeys{base: key}
+}
+
+func (k *actionKeys) next() string {
+	k.n++
+	if k.n == 1 {
+		return k.base
+	}
+	return fmt.Sprintf("%s.retry%d", k.base, k.n-1)
 }

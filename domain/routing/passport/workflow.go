@@ -251,7 +251,7 @@ func (s *Service) identity(ctx context.Context, sess session.Session, verb strin
 	var resp *vault.Response
 	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
 		var err error
-		resp, err = s.Vault.Execute(ctx, sess, req)
+		resp, err = s.Vault.Execute(ctx, sess, req, "")
 		return err
 	})
 	if err != nil {
