@@ -300,7 +300,7 @@ func (a *App) openTasks() error {
 	}
 	var err error
 	a.Tasks, err = tasks.New(tasks.Options{
-		Store: a.TaskStore, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
+		Store: a.TaskStore, Keys: a.Keys, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
 		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
 	})
 	if err != nil {
@@ -518,7 +518,12 @@ func (r onEOF) Read(p []byte) (int, error) {
 // memory) is served: task listens (notifications/tasks) are answered on
 // it, for the local caller.
 func (a *App) StreamTransport(t mcp.Transport) mcp.Transport {
-	return a.Tasks.Transport(t, func() caller.Principal { return a.Gateway.Principal(context.Background(), nil) })
+	return a.Tasks.Transport(t, a.localCaller)
+}
+
+// localCaller is the context of the local (stdio) caller.
+func (a *App) localCaller() context.Context {
+	return caller.With(context.Background(), a.Gateway.Principal(context.Background(), nil))
 }
 
 // HTTPHandler is the bridge handler.

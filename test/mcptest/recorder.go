@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,8 +98,7 @@ func (r *Recorder) Reset() {
 // request with method, and the request itself.
 func (r *Recorder) LastResponse(method string) (req, resp json.RawMessage, err error) {
 	msgs := r.Messages()
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i]
+	for i, m := range slices.Backward(msgs) {
 		if !m.Sent || m.Method != method || m.ID == nil {
 			continue
 		}

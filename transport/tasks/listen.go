@@ -75,12 +75,13 @@ type listener struct {
 // open authorises the ids for p (unknown and foreign ones are left out
 // of the acknowledgement, as the extension lets a server agree to a
 // subset) and sends the acknowledgement and the current states.
-func (x *Extension) open(p caller.Principal, id jsonrpc.ID, ids []string, send func(jsonrpc.Message) error) (*listener, <-chan task.Task, func(), map[string]string) {
+func (x *Extension) open(ctx context.Context, id jsonrpc.ID, ids []string, send func(jsonrpc.Message) error) (*listener, <-chan task.Task, func(), map[string]string) {
+	p, owner := x.ownerOf(ctx)
 	l := &listener{x: x, id: id, send: send}
 	refs := map[string]string{} // ref -> id
 	var current []task.Task
 	for _, tid := range ids {
-		t, err := x.o.Store.Get(tid, task.Owner{Caller: p.ID, Scope: p.Scope})
+		t, err := x.o.Store.Get(tid, owner)
 		if err != nil || refs[t.Ref] != "" {
 			continue
 		}
@@ -153,15 +154,17 @@ func rpcError(id jsonrpc.ID, err error) *jsonrpc.Response {
 }
 
 // Transport wraps a stream transport so task listens are served on it;
-// principal names the caller of the connection (stdio: the local caller).
-func (x *Extension) Transport(t mcp.Transport, principal func() caller.Principal) mcp.Transport {
-	return &listenTransport{Transport: t, x: x, principal: principal}
+// caller is the context of the connection's caller (stdio: the local
+// caller; an attached launch: the local caller with the launch's
+// environment session).
+func (x *Extension) Transport(t mcp.Transport, caller func() context.Context) mcp.Transport {
+	return &listenTransport{Transport: t, x: x, caller: caller}
 }
 
 type listenTransport struct {
 	mcp.Transport
-	x         *Extension
-	principal func() caller.Principal
+	x      *Extension
+	caller func() context.Context
 }
 
 func (t *listenTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -243,7 +246,7 @@ func (c *listenConn) cancelListen(req *jsonrpc.Request) bool {
 }
 
 func (c *listenConn) startListen(req *jsonrpc.Request, p listenRequest) {
-	send := func(m jsonrpc.Message) error { return c.Connection.Write(context.Background(), m) }
+	send := func(m jsonrpc.Message) error { return c.Write(context.Background(), m) }
 	c.mu.Lock()
 	declared := c.declared || declares(p.Meta["io.modelcontextprotocol/clientCapabilities"])
 	c.mu.Unlock()
@@ -255,17 +258,15 @@ func (c *listenConn) startListen(req *jsonrpc.Request, p listenRequest) {
 	c.mu.Lock()
 	c.listens[idKey(req.ID)] = cancel
 	c.mu.Unlock()
-	l, ch, unsubscribe, refs := c.t.x.open(c.t.principal(), req.ID, p.Notifications.TaskIDs, send)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	l, ch, unsubscribe, refs := c.t.x.open(c.t.caller(), req.ID, p.Notifications.TaskIDs, send)
+	c.wg.Go(func() {
 		defer unsubscribe()
 		l.serve(ctx, ch, refs)
 		c.mu.Lock()
 		delete(c.listens, idKey(req.ID))
 		c.mu.Unlock()
 		_ = send(l.result())
-	}()
+	})
 }
 
 func (c *listenConn) Close() error {
@@ -339,7 +340,7 @@ func (x *Extension) serveHTTPListen(w http.ResponseWriter, r *http.Request, req 
 		defer mu.Unlock()
 		return write(m)
 	}
-	l, ch, unsubscribe, refs := x.open(pr, req.ID, p.Notifications.TaskIDs, send)
+	l, ch, unsubscribe, refs := x.open(caller.With(r.Context(), pr), req.ID, p.Notifications.TaskIDs, send)
 	defer unsubscribe()
 	l.serve(r.Context(), ch, refs)
 }

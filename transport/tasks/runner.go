@@ -59,12 +59,10 @@ func (x *Extension) start(t task.Task) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	x.runs[t.Ref] = cancel
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
+	x.wg.Go(func() {
 		defer x.stop(t.Ref)
 		x.follow(ctx, t)
-	}()
+	})
 }
 
 // stop ends the poller of ref, if one runs.
@@ -86,6 +84,11 @@ func (x *Extension) follow(ctx context.Context, t task.Task) {
 	interval := time.Duration(t.PollIntervalMS) * time.Millisecond
 	if interval <= 0 {
 		interval = x.o.PollInterval
+	}
+	ctx, err := x.withEnv(ctx, t)
+	if err != nil {
+		x.complete(ctx, t, envelope.Failure(apperr.Internal("resume task", err)), approval.WaitResult{Handle: t.Handle})
+		return
 	}
 	delay, failures, lastState := interval, 0, ""
 	timer := time.NewTimer(delay)

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -83,10 +85,13 @@ type Gate interface {
 	Record(e Event) map[string]any
 }
 
-// Options configure the extension. Store, Sessions, Checker and Finish are
-// required.
+// Options configure the extension. Store, Keys, Sessions, Checker and
+// Finish are required.
 type Options struct {
-	Store    *task.Store
+	Store *task.Store
+	// Keys is the server keyring: it seals an attached launch's
+	// environment session in its tasks and keys their owner binding.
+	Keys     *keyring.Keyring
 	Handles  *approval.Store
 	Sessions Sessions
 	Checker  Checker
@@ -106,6 +111,7 @@ const DefaultPollInterval = 2 * time.Second
 type Extension struct {
 	o      Options
 	logger *slog.Logger
+	envKey []byte
 
 	mu     sync.Mutex
 	runs   map[string]context.CancelFunc // task ref -> stop its runner
@@ -116,8 +122,8 @@ type Extension struct {
 
 // New validates o.
 func New(o Options) (*Extension, error) {
-	if o.Store == nil || o.Sessions == nil || o.Checker == nil || o.Finish == nil {
-		return nil, errors.New("tasks: store, sessions, checker and finisher are required")
+	if o.Store == nil || o.Keys == nil || o.Sessions == nil || o.Checker == nil || o.Finish == nil {
+		return nil, errors.New("tasks: store, keys, sessions, checker and finisher are required")
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
@@ -125,7 +131,7 @@ func New(o Options) (*Extension, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Extension{o: o, logger: o.Logger, runs: map[string]context.CancelFunc{}, subs: map[string]map[chan task.Task]struct{}{}}, nil
+	return &Extension{o: o, logger: o.Logger, envKey: EnvKey(o.Keys), runs: map[string]context.CancelFunc{}, subs: map[string]map[chan task.Task]struct{}{}}, nil
 }
 
 // SetGate sets the policy layer (the gateway, built after the extension);
@@ -237,9 +243,15 @@ func (x *Extension) call(ctx context.Context, method string, req *mcp.CallToolRe
 	if h == nil || (h.JobID == "" && h.RunID == "") || !h.Continuation.Resumable() {
 		return res, nil
 	}
-	p := caller.From(ctx)
+	p, owner := x.ownerOf(ctx)
+	env, err := x.sealEnv(ctx)
+	if err != nil {
+		x.logger.Error("environment session not sealed; answering with the handoff", "error", err.Error())
+		return res, nil
+	}
 	t := task.Task{
-		Owner:                   task.Owner{Caller: p.ID, Scope: p.Scope},
+		Owner:                   owner,
+		Env:                     env,
 		Transport:               p.Transport,
 		Tool:                    req.Params.Name,
 		Handle:                  h.Handle,
@@ -264,10 +276,8 @@ func (x *Extension) call(ctx context.Context, method string, req *mcp.CallToolRe
 	// The receipt of the call, and the handoff as the polling path knows
 	// it (its handle resumes with vaultclaw_approval_wait if need be).
 	meta := mcp.Meta{}
-	for k, v := range ctr.Meta {
-		meta[k] = v
-	}
-	meta["accords/approval"] = json.RawMessage(t.Approval)
+	maps.Copy(meta, ctr.Meta)
+	meta["accords/approval"] = t.Approval
 	cr.Meta = meta
 	return cr, nil
 }
@@ -329,8 +339,8 @@ func (x *Extension) wire(id string, t task.Task) Wire {
 // owned loads the task id names if the request's caller owns it and may
 // still use its tool.
 func (x *Extension) owned(ctx context.Context, method, id string) (task.Task, error) {
-	p := caller.From(ctx)
-	t, err := x.o.Store.Get(id, task.Owner{Caller: p.ID, Scope: p.Scope})
+	p, owner := x.ownerOf(ctx)
+	t, err := x.o.Store.Get(id, owner)
 	if errors.Is(err, task.ErrNotFound) {
 		return task.Task{}, errTaskNotFound(method)
 	}

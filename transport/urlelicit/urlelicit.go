@@ -33,6 +33,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,6 +75,8 @@ type Options struct {
 type Elicitor struct {
 	o    Options
 	keys *keyring.Keyring
+	// envKey keys the binding to an attached launch's environment session.
+	envKey []byte
 	// stop ends every elicitation and wait in flight (Stop): a server
 	// shutting down, or a client whose input ended, cannot answer them.
 	mu         sync.Mutex
@@ -112,7 +115,7 @@ func New(o Options) (*Elicitor, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Wait = o.Wait.Normalize()
-	e := &Elicitor{o: o, keys: k}
+	e := &Elicitor{o: o, keys: k, envKey: tasks.EnvKey(o.Keys)}
 	e.stop, e.stopCancel = context.WithCancel(context.Background())
 	return e, nil
 }
@@ -141,7 +144,7 @@ func (e *Elicitor) Wrap(t tools.Tool, h mcp.ToolHandler) mcp.ToolHandler {
 			ExpiresAtUnixMS: hf.ExpiresAtUnixMS, PendingApproval: hf.PendingApproval, URL: url, RequestID: hf.RequestID,
 			HTTPStatus: hf.HTTPStatus, VaultCode: hf.VaultCode, Continuation: hf.Continuation}
 		if req.ProtocolVersion() >= newProtocol {
-			sealed, err := e.seal(st, bindingOf(ctx, req))
+			sealed, err := e.seal(st, e.bindingOf(ctx, req))
 			if err != nil {
 				e.o.Logger.Error("request state not sealed; answering with the handoff", "error", err.Error())
 				return res, nil
@@ -218,7 +221,7 @@ func (e *Elicitor) legacy(ctx context.Context, req *mcp.CallToolRequest, st stat
 // resume is the retry of a 2026-07-28 client: the tool does not run again;
 // the sealed state says what to wait on.
 func (e *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	st, err := e.open(req.Params.RequestState, bindingOf(ctx, req))
+	st, err := e.open(req.Params.RequestState, e.bindingOf(ctx, req))
 	if err != nil {
 		return tools.Fail(ctx, apperr.Validation("requestState", "%s; call the tool again without requestState", err.Error()))
 	}
@@ -256,13 +259,14 @@ func (e *Elicitor) await(ctx context.Context, req *mcp.CallToolRequest, st state
 	return tools.Deliver(ctx, e.o.Finish(ctx, scope, st.Continuation, res)), true
 }
 
-// bounded is ctx limited to d and ended by Stop.
+// bounded is ctx limited to d and ended by Stop or the server's drain.
 func (e *Elicitor) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, undrain := lifecycle.Interruptible(ctx)
 	ctx, cancel := context.WithTimeout(ctx, max(d, time.Second))
 	e.mu.Lock()
 	stop := context.AfterFunc(e.stop, cancel)
 	e.mu.Unlock()
-	return ctx, func() { stop(); cancel() }
+	return ctx, func() { stop(); cancel(); undrain() }
 }
 
 func progress(req *mcp.CallToolRequest) approval.Progress {
@@ -303,14 +307,15 @@ func (s state) handoff() *approval.Handoff {
 }
 
 // binding is what a request state is bound to: it opens only for the same
-// caller, tenant, tool and arguments.
+// caller, tenant, launch environment (attached launches), tool and
+// arguments.
 type binding struct {
-	caller, scope, tool, args string
+	caller, scope, env, tool, args string
 }
 
-func bindingOf(ctx context.Context, req *mcp.CallToolRequest) binding {
+func (e *Elicitor) bindingOf(ctx context.Context, req *mcp.CallToolRequest) binding {
 	p := caller.From(ctx)
-	b := binding{caller: p.ID, scope: p.Scope}
+	b := binding{caller: p.ID, scope: p.Scope, env: tasks.EnvDigest(e.envKey, ctx)}
 	if req.Params != nil {
 		b.tool, b.args = req.Params.Name, argsDigest(req.Params.Arguments)
 	}
@@ -332,7 +337,7 @@ func argsDigest(raw json.RawMessage) string {
 }
 
 func (b binding) aad() []byte {
-	return []byte("accords-mcp request state v1\x00" + b.caller + "\x00" + b.scope + "\x00" + b.tool + "\x00" + b.args)
+	return []byte("accords-mcp request state v1\x00" + b.caller + "\x00" + b.scope + "\x00" + b.env + "\x00" + b.tool + "\x00" + b.args)
 }
 
 const statePrefix = "rs1."

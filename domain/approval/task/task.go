@@ -39,10 +39,14 @@ var ErrNotFound = errors.New("task not found")
 const MaxIDLength = 128
 
 // Owner is who may see and cancel a task: the caller that created it and
-// the tenant (scope) it acted in.
+// the tenant (scope) it acted in. Env, when set, binds it further to the
+// Vault environment session of the launch it came from (a keyed digest,
+// never the token): two launches attached to one daemon are the same local
+// caller, but may act with different Vault identities.
 type Owner struct {
 	Caller string `json:"caller"`
 	Scope  string `json:"scope"`
+	Env    string `json:"env,omitempty"`
 }
 
 // Task is one stored task.
@@ -67,6 +71,10 @@ type Task struct {
 	// given).
 	ApprovalExpiresAtUnixMS int64 `json:"approval_expires_at_unix_ms"`
 	PollIntervalMS          int64 `json:"poll_interval_ms"`
+	// Env is the launch's environment session, sealed with the server
+	// keyring (set with Owner.Env): the poller resolves the Vault session
+	// as the call did, after a restart too.
+	Env []byte `json:"env,omitempty"`
 
 	Status        string     `json:"status"`
 	StatusMessage string     `json:"status_message,omitempty"`
