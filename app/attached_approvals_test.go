@@ -11,13 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/approval/task"
-	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/test/approvaltest"
 	"github.com/accordsai/accords-mcp/test/mcptest"
-	"github.com/accordsai/accords-mcp/transport/frontend"
 	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,86 +25,23 @@ import (
 // client speaks to a front end (transport/frontend, as `accords-mcp serve`
 // runs it), which forwards to the daemon over its control socket.
 
-// daemonEnv is a daemon in front of a simulator. The daemon itself has no
-// Vault token: the launches bring theirs (hello.Env), so a task that polled
-// with the daemon's environment instead of its launch's would fail.
-type daemonEnv struct {
-	*approvaltest.Env
-	w *app.Owner
-}
-
-func newDaemonEnv(t *testing.T) *daemonEnv {
+// newDaemonEnv is a daemon in front of a simulator. The daemon itself has
+// no Vault token: the launches bring theirs (hello.Env), so a task that
+// polled with the daemon's environment instead of its launch's would fail.
+func newDaemonEnv(t *testing.T) *approvaltest.Env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "i16") // socket paths are short
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &daemonEnv{Env: approvaltest.NewEnv(t, vaultsim.Options{}, "ACCORDS_MCP_DB="+filepath.Join(dir, "accords.db"), "VC_AGENT_TOKEN=")}
-	e.own(t)
-	t.Cleanup(func() { e.w.Close(time.Second) })
+	e := approvaltest.NewEnv(t, vaultsim.Options{}, "ACCORDS_MCP_DB="+filepath.Join(dir, "accords.db"), "VC_AGENT_TOKEN=")
+	e.Daemon()
 	return e
-}
-
-func (e *daemonEnv) own(t *testing.T) {
-	w, err := e.App.Own(app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
-	require.NoError(t, err)
-	e.w = w
-}
-
-// restart stops the daemon and starts another on the same database.
-func (e *daemonEnv) restart(t *testing.T) {
-	e.w.Close(time.Second)
-	e.Restart()
-	e.own(t)
-}
-
-// simEnv is a launch's environment session pointing at the simulator.
-func (e *daemonEnv) simEnv(token string) session.Defaults {
-	return session.Defaults{BaseURL: e.Sim.URL, Token: token, TimeoutMS: 5000}
-}
-
-// frontEnd runs a front end for one launch with env; it returns the pipes
-// its client uses and waits for it to end when the test does.
-// done is closed when the front end has returned, with its error in *errp.
-func (e *daemonEnv) frontEnd(t *testing.T, env session.Defaults) (clientIn io.Reader, clientOut io.WriteCloser, done <-chan struct{}, errp *error) {
-	t.Helper()
-	frontIn, cOut := io.Pipe()
-	cIn, frontOut := io.Pipe()
-	hello := control.Hello{Protocol: control.Protocol, PID: os.Getpid(), Env: env}
-	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
-		c := control.NewClient(control.SocketPath(e.Cfg.DBPath))
-		defer c.Close()
-		conn, _, err := c.Attach(ctx, hello)
-		return conn, err
-	}
-	ch := make(chan struct{})
-	var runErr error
-	go func() {
-		defer close(ch)
-		runErr = frontend.Run(context.Background(), frontend.Options{In: frontIn, Out: frontOut, Dial: dial})
-		frontOut.Close()
-	}()
-	t.Cleanup(func() {
-		cOut.Close()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Error("the front end did not end with its input")
-		}
-	})
-	return cIn, cOut, ch, &runErr
-}
-
-// launch connects c through a front end with env, at version.
-func (e *daemonEnv) launch(t *testing.T, env session.Defaults, c *mcp.Client, version string) *approvaltest.Client {
-	t.Helper()
-	in, out, _, _ := e.frontEnd(t, env)
-	return approvaltest.ConnectTransport(t, c, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: out}, version)
 }
 
 func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
 	e := newDaemonEnv(t)
-	env := e.simEnv(approvaltest.SimToken)
-	c := e.launch(t, env, approvaltest.NewClient(true, nil, nil), "")
+	env := e.LaunchEnv(approvaltest.SimToken)
+	c := e.Attach(t, env, approvaltest.NewClient(true, nil, nil), "")
 	require.Equal(t, "2026-07-28", c.InitializeResult().ProtocolVersion)
 	assert.Contains(t, c.InitializeResult().Capabilities.Extensions, tasks.ExtensionID)
 
@@ -122,7 +55,7 @@ func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
 	other := approvaltest.ConnectHTTP(t, e.HTTP(), approvaltest.NewClient(true, nil, nil), "", nil)
 	_, err := other.GetTask(context.Background(), id)
 	require.Error(t, err, "another caller")
-	stranger := e.launch(t, e.simEnv("vc_tok_someone_else"), approvaltest.NewClient(true, nil, nil), "")
+	stranger := e.Attach(t, e.LaunchEnv("vc_tok_someone_else"), approvaltest.NewClient(true, nil, nil), "")
 	_, err = stranger.GetTask(context.Background(), id)
 	require.Error(t, err, "another launch environment")
 	assert.Contains(t, err.Error(), "task")
@@ -131,7 +64,7 @@ func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
 	// The daemon restarts before Vault decides: the front end attaches to
 	// the new one, and the task is still there and still followed with
 	// the launch's own session.
-	e.restart(t)
+	e.Restart()
 	got, err := c.GetTask(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, task.StatusWorking, got.Status)
@@ -146,7 +79,7 @@ func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
 
 	// A second launch with the same environment is the same identity: a
 	// relaunched agent can still read its task.
-	again := e.launch(t, env, approvaltest.NewClient(true, nil, nil), "")
+	again := e.Attach(t, env, approvaltest.NewClient(true, nil, nil), "")
 	got, err = again.GetTask(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, task.StatusCompleted, got.Status)
@@ -154,7 +87,7 @@ func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
 
 func TestAttachedLaunchTaskCancel(t *testing.T) {
 	e := newDaemonEnv(t)
-	c := e.launch(t, e.simEnv(approvaltest.SimToken), approvaltest.NewClient(true, nil, nil), "")
+	c := e.Attach(t, e.LaunchEnv(approvaltest.SimToken), approvaltest.NewClient(true, nil, nil), "")
 	res := c.CallRaw(t, "vaultclaw_connector_execute_job", approvaltest.GmailSend("bob@example.com"))
 	id := approvaltest.Str(res, "taskId")
 	require.NoError(t, c.CancelTask(context.Background(), id))
@@ -198,7 +131,7 @@ func TestAttachedLaunchURLElicitationBothEras(t *testing.T) {
 		t.Run("version "+version, func(t *testing.T) {
 			e := newDaemonEnv(t)
 			p := &elicitor{t: t, sim: e.Sim}
-			c := e.launch(t, e.simEnv(approvaltest.SimToken), p.client(), version)
+			c := e.Attach(t, e.LaunchEnv(approvaltest.SimToken), p.client(), version)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			envl := mcptest.CallWith(t, ctx, c, &mcp.CallToolParams{Name: "vaultclaw_connector_execute_job", Arguments: approvaltest.GmailSend("bob@example.com")})
@@ -250,7 +183,7 @@ var declareTasks = map[string]any{"capabilities": map[string]any{"extensions": m
 
 func TestAttachedLaunchTaskNotificationsAndEndOfInput(t *testing.T) {
 	e := newDaemonEnv(t)
-	in, out, done, runErr := e.frontEnd(t, e.simEnv(approvaltest.SimToken))
+	in, out, done, runErr := e.FrontEnd(t, e.LaunchEnv(approvaltest.SimToken))
 	r := rawLaunch{t: t, out: out, in: bufio.NewReader(in)}
 	r.send(1, "initialize", declareTasks)
 	require.NotNil(t, r.next()["result"])

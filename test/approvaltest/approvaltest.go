@@ -35,6 +35,8 @@ type Env struct {
 	Sim *vaultsim.Server
 	Cfg config.Config
 	App *app.App
+	// owner is set while the app owns its database as a daemon (Daemon).
+	owner *app.Owner
 }
 
 // NewEnv starts a simulator with opts and an app pointed at it (tasks poll
@@ -65,11 +67,21 @@ func (e *Env) open() {
 }
 
 // Restart closes the app (its pollers stop, tasks stay stored) and opens a
-// new one on the same database.
+// new one on the same database; a daemon (Daemon) is stopped first and
+// started again on the new app, and its front ends attach to it at their
+// next request.
 func (e *Env) Restart() {
+	daemon := e.owner != nil
+	if daemon {
+		e.owner.Close(time.Second)
+		e.owner = nil
+	}
 	require.NoError(e.t, e.App.Close())
 	e.App = nil
 	e.open()
+	if daemon {
+		e.own()
+	}
 }
 
 // HTTP serves the app's HTTP bridge and returns its MCP endpoint.

@@ -1,7 +1,7 @@
 // Package protocol tests accords-mcp as MCP clients of both protocol eras
 // see it: go-sdk clients on 2026-07-28 (per-request _meta, server/discover)
-// and on 2025-11-25 and 2024-11-05 (initialize), over in-memory, stdio and
-// Streamable HTTP; with the protocol build tag, the TypeScript SDK client
+// and on 2025-11-25 and 2024-11-05 (initialize), over in-memory, stdio,
+// Streamable HTTP and a stdio launch attached to the shared daemon; with the protocol build tag, the TypeScript SDK client
 // and the official conformance suite too (conformance_test.go).
 package protocol
 
@@ -44,6 +44,10 @@ var transports = map[string]func(t *testing.T, e *approvaltest.Env, c *mcp.Clien
 	"stdio": connectStdio,
 	"http": func(t *testing.T, e *approvaltest.Env, c *mcp.Client, version string) *approvaltest.Client {
 		return approvaltest.ConnectHTTP(t, e.HTTP(), c, version, nil)
+	},
+	// A stdio launch attached to the shared daemon through its front end.
+	"daemon": func(t *testing.T, e *approvaltest.Env, c *mcp.Client, version string) *approvaltest.Client {
+		return e.Attach(t, e.LaunchEnv(approvaltest.SimToken), c, version)
 	},
 }
 
