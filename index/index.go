@@ -20,14 +20,17 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
+	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
 // MappingVersion changes whenever the mapping or the document shape
-// changes; an index built with another version is rebuilt.
-const MappingVersion = "accords.catalog.index.v5"
+// changes; an index built with another version is rebuilt. v6: list_key
+// doc values stored uncompressed (see bleveDocument).
+const MappingVersion = "accords.catalog.index.v6"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -124,6 +127,28 @@ func toBleve(d Doc) bleveDoc {
 		EntryID: d.EntryID, EntryType: d.EntryType, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags,
 		Title: d.Title, Text: strings.Join(parts, " \n "), Hit: string(hit),
 	}
+}
+
+// bleveDocument maps d through the index mapping and stores its list_key doc
+// values uncompressed. A listing without text sorts every match by
+// list_key, and with snappy-compressed doc values each such search
+// decompressed the chunks of all its matches again: most of its time. The
+// keys are short, so the index grows little. Merges keep the option only
+// if every merged segment has it, hence the MappingVersion bump.
+func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
+	doc := document.NewDocument(d.ID())
+	if err := m.MapDocument(doc, toBleve(d)); err != nil {
+		return nil, err
+	}
+	for i, f := range doc.Fields {
+		tf, ok := f.(*document.TextField)
+		if !ok || tf.Name() != "list_key" {
+			continue
+		}
+		doc.Fields[i] = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
+			tf.Options()|bleveindex.SkipDVCompression, tf.Analyzer())
+	}
+	return doc, nil
 }
 
 // listKey is one keyword whose ascending byte order is the tie-break
@@ -374,7 +399,11 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 		}
 	}
 	for _, d := range u.Docs {
-		if err := batch.Index(d.ID(), toBleve(d)); err != nil {
+		doc, err := bleveDocument(ix.bi.Mapping(), d)
+		if err == nil {
+			err = batch.IndexAdvanced(doc)
+		}
+		if err != nil {
 			return fmt.Errorf("index %s: %w", d.ID(), err)
 		}
 	}
@@ -460,7 +489,11 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := batch.Index(d.ID(), toBleve(d)); err != nil {
+		doc, err := bleveDocument(bi.Mapping(), d)
+		if err == nil {
+			err = batch.IndexAdvanced(doc)
+		}
+		if err != nil {
 			return err
 		}
 		done++

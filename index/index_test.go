@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	bledoc "github.com/blevesearch/bleve/v2/document"
 	"os"
 	"path/filepath"
 	"sort"
@@ -87,4 +88,29 @@ func TestBuildOpenSearchAndMappingCheck(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "junk"), []byte("x"), 0o600))
 	_, err = Open(filepath.Join(dir, "junk"))
 	assert.ErrorIs(t, err, ErrNeedsRebuild)
+}
+
+// TestListKeyDocValuesUncompressed: the document is the mapping's, with
+// only list_key's doc values marked uncompressed.
+func TestListKeyDocValuesUncompressed(t *testing.T) {
+	m := NewMapping()
+	d := Doc{CookbookID: "cb", Version: "1.0.0", VersionSort: "1.0.0", EntryID: "e", EntryType: "recipe.verb.v1", Title: "Send mail", Latest: true}
+	doc, err := bleveDocument(m, d)
+	require.NoError(t, err)
+	plain := bledoc.NewDocument(d.ID())
+	require.NoError(t, m.MapDocument(plain, toBleve(d)))
+	require.Len(t, doc.Fields, len(plain.Fields))
+	seen := false
+	for i, f := range doc.Fields {
+		require.Equal(t, plain.Fields[i].Name(), f.Name())
+		require.Equal(t, plain.Fields[i].Value(), f.Value())
+		if f.Name() == "list_key" {
+			seen = true
+			require.True(t, f.Options().SkipDVCompression())
+			require.True(t, f.Options().IncludeDocValues())
+			continue
+		}
+		require.Equal(t, plain.Fields[i].Options(), f.Options(), f.Name())
+	}
+	require.True(t, seen)
 }
