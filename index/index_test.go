@@ -2,12 +2,12 @@ package index
 
 import (
 	"context"
-	bledoc "github.com/blevesearch/bleve/v2/document"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
+	bledoc "github.com/blevesearch/bleve/v2/document"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
