@@ -950,6 +950,11 @@ func (l *Log) prune() (int, error) {
 	if (ret.MaxAge <= 0 && ret.MaxCount == 0) || l.problem.Load() != nil {
 		return 0, nil
 	}
+	if !l.prunable(ret) {
+		// Nothing to remove: no write transaction, so a start that prunes
+		// nothing leaves the file as it was.
+		return 0, nil
+	}
 	total := 0
 	for {
 		n, err := l.pruneChunk(ret)
@@ -961,6 +966,32 @@ func (l *Log) prune() (int, error) {
 }
 
 const pruneChunk = 5000
+
+// prunable reports, reading only, whether retention would remove the
+// oldest receipt now (pruneChunk's first test).
+func (l *Log) prunable(ret Retention) bool {
+	count := l.head.Seq - l.base.Size
+	if ret.MaxCount > 0 && count > ret.MaxCount {
+		return true
+	}
+	if ret.MaxAge <= 0 {
+		return false
+	}
+	cutoff := l.opts.Now().UTC().Add(-ret.MaxAge)
+	old := false
+	_ = l.db.View(func(tx *bolt.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			old = true // let pruneChunk report it
+			return nil
+		}
+		if k, v := b.receipts.Cursor().Seek(store.U64(l.base.Size + 1)); k != nil {
+			old = olderThan(timestampOf(v), cutoff)
+		}
+		return nil
+	})
+	return old
+}
 
 func (l *Log) pruneChunk(ret Retention) (int, error) {
 	var cutoff time.Time

@@ -12,15 +12,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// pageOf returns the first page (after the metas) with the given type.
-func pageOf(t *testing.T, raw []byte, ps int, flags uint16) int {
+// liveLeaf returns a leaf page the database references: from the newer
+// meta page's root bucket down the first branch elements. (The first leaf
+// page in the file may be a free one, left by an earlier transaction, which
+// Check rightly never reads.)
+func liveLeaf(t *testing.T, raw []byte, ps int) int {
 	t.Helper()
-	for id := 2; (id+1)*ps <= len(raw); id++ {
-		if binary.NativeEndian.Uint16(raw[id*ps+8:]) == flags && binary.NativeEndian.Uint16(raw[id*ps+10:]) > 0 {
+	meta := 0
+	if binary.NativeEndian.Uint64(raw[ps+16+48:]) > binary.NativeEndian.Uint64(raw[16+48:]) {
+		meta = 1 // higher txid
+	}
+	id := int(binary.NativeEndian.Uint64(raw[meta*ps+16+16:])) // root bucket's root page
+	for range 16 {
+		switch binary.NativeEndian.Uint16(raw[id*ps+8:]) {
+		case 0x02:
 			return id
+		case 0x01:
+			id = int(binary.NativeEndian.Uint64(raw[id*ps+16+8:])) // element 0's child
+		default:
+			t.Fatalf("page %d is neither branch nor leaf", id)
 		}
 	}
-	t.Fatalf("no page with flags %#x", flags)
+	t.Fatal("no leaf under the root")
 	return 0
 }
 
@@ -32,7 +45,7 @@ func TestCheckRefusesCraftedReferences(t *testing.T) {
 	_ = good
 	ps := int(binary.NativeEndian.Uint32(raw[16+8:]))
 	dir := t.TempDir()
-	leaf := pageOf(t, raw, ps, 0x02)
+	leaf := liveLeaf(t, raw, ps)
 	cases := map[string]func(b []byte){
 		"leaf value past the page": func(b []byte) {
 			binary.NativeEndian.PutUint32(b[leaf*ps+16+12:], 1<<30) // vsize of element 0
