@@ -141,7 +141,7 @@ func Open(cfg config.Config, logger *slog.Logger, options ...Option) (*App, erro
 	a := &App{Config: cfg, Logger: logger, DB: db, Gate: &gate.Gate{}}
 	if oo.tracer != nil {
 		a.Tracing = tracing.FromTracerProvider(oo.tracer)
-	} else if a.Tracing, err = tracing.Start(cfg.Tracing); err != nil {
+	} else if a.Tracing, err = tracing.Start(cfg.Tracing, logger); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("start tracing: %w", err)
 	}

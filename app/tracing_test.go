@@ -181,12 +181,12 @@ func TestSpansHoldNoSecrets(t *testing.T) {
 	for _, s := range spans {
 		texts := []string{s.Name(), s.Status().Description}
 		for _, kv := range s.Attributes() {
-			texts = append(texts, string(kv.Key)+"="+kv.Value.Emit())
+			texts = append(texts, string(kv.Key)+"="+kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			texts = append(texts, e.Name)
 			for _, kv := range e.Attributes {
-				texts = append(texts, kv.Value.Emit())
+				texts = append(texts, kv.Value.String())
 			}
 		}
 		all := strings.Join(texts, "\n")
@@ -215,7 +215,7 @@ func TestTracingOffByDefault(t *testing.T) {
 func attrMap(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

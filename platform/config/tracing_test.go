@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,10 +11,7 @@ import (
 func TestTracingVariables(t *testing.T) {
 	base := map[string]string{"ACCORDS_MCP_DB": "/tmp/x.db"}
 	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
+		m := maps.Clone(base)
 		for i := 0; i < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]
 		}

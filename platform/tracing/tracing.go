@@ -13,11 +13,14 @@ package tracing
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/version"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -44,10 +47,14 @@ type Provider struct {
 
 // Start builds the OTLP exporter and provider when cfg enables tracing;
 // otherwise it returns nil, and a nil *Provider is tracing off. Export
-// failures are the SDK's to retry and drop: they never reach a tool call.
-func Start(cfg config.Tracing) (*Provider, error) {
+// failures are the SDK's to retry and drop: they never reach a tool call,
+// and reach logger (at most once a minute) instead of raw lines on stderr.
+func Start(cfg config.Tracing, logger *slog.Logger) (*Provider, error) {
 	if !cfg.Enabled() {
 		return nil, nil
+	}
+	if logger != nil {
+		otel.SetErrorHandler(&errorLog{logger: logger})
 	}
 	// Headers, TLS files, timeout and compression come from the standard
 	// variables, which the exporter reads itself; the URL is passed so the
@@ -95,6 +102,26 @@ func (p *Provider) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	return p.shutdown(ctx)
+}
+
+// errorLog turns the SDK's errors (a collector that refuses or is down)
+// into log lines, one a minute at most with the number left out.
+type errorLog struct {
+	logger  *slog.Logger
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+func (e *errorLog) Handle(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now := time.Now(); now.Sub(e.last) >= time.Minute {
+		e.logger.Warn("tracing: spans not exported", "error", err.Error(), "errors_not_logged", e.dropped)
+		e.last, e.dropped = now, 0
+		return
+	}
+	e.dropped++
 }
 
 var w3c = propagation.TraceContext{}

@@ -3,8 +3,10 @@ package tracing
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,7 +19,7 @@ import (
 )
 
 func TestOffIsNil(t *testing.T) {
-	p, err := Start(config.Tracing{})
+	p, err := Start(config.Tracing{}, nil)
 	require.NoError(t, err)
 	assert.Nil(t, p)
 	assert.Nil(t, p.Tracer())
@@ -45,7 +47,7 @@ func TestExportsOverOTLPHTTP(t *testing.T) {
 	}))
 	defer col.Close()
 
-	p, err := Start(config.Tracing{TracesURL: col.URL + "/v1/traces", ServiceName: "accords-test"})
+	p, err := Start(config.Tracing{TracesURL: col.URL + "/v1/traces", ServiceName: "accords-test"}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, p.Tracer())
 	_, span := p.Tracer().Start(context.Background(), "tools/call x", trace.WithSpanKind(trace.SpanKindServer))
@@ -82,3 +84,32 @@ func TestRemoteParent(t *testing.T) {
 	Inject(ctx, h)
 	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", h.Get("Traceparent"))
 }
+
+// TestExportFailureIsLogged: a collector that refuses is a log line, not
+// an error of the span's caller.
+func TestExportFailureIsLogged(t *testing.T) {
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer col.Close()
+	var logs syncBuffer
+	p, err := Start(config.Tracing{TracesURL: col.URL + "/v1/traces"}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	require.NoError(t, err)
+	_, span := p.Tracer().Start(context.Background(), "x")
+	span.End()
+	_ = p.Shutdown()
+	assert.Contains(t, logs.String(), "tracing: spans not exported")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
