@@ -145,6 +145,19 @@ func TestTraceParentFromMeta(t *testing.T) {
 	require.Len(t, calls, 2)
 	assert.Equal(t, metaTrace, calls[1].SpanContext().TraceID().String(), "_meta wins over the HTTP header")
 
+	// A go-sdk client over Streamable HTTP on the newest protocol, where
+	// every request's _meta also carries the SEP-2575 fields.
+	hs := mcptest.ConnectHTTP(t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{})
+	assert.Equal(t, "2026-07-28", hs.InitializeResult().ProtocolVersion)
+	env = mcptest.CallWith(t, context.Background(), hs, &mcp.CallToolParams{
+		Name: "vaultclaw_connectors_list", Arguments: map[string]any{}, Meta: mcp.Meta{"traceparent": metaTraceparent},
+	})
+	require.Equal(t, true, env.Raw["ok"], env.Raw)
+	calls = spansNamed(rec, "tools/call vaultclaw_connectors_list")
+	require.Len(t, calls, 3)
+	assert.Equal(t, metaTrace, calls[2].SpanContext().TraceID().String())
+	assert.Equal(t, metaSpan, calls[2].Parent().SpanID().String())
+
 	// A malformed traceparent is ignored: the call starts its own trace.
 	env = mcptest.CallWith(t, context.Background(), cs, &mcp.CallToolParams{
 		Name: "vaultclaw_session_status", Arguments: map[string]any{}, Meta: mcp.Meta{"traceparent": "00-zz-garbage"},
