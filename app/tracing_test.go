@@ -145,6 +145,14 @@ func TestTraceParentFromMeta(t *testing.T) {
 	require.Len(t, calls, 2)
 	assert.Equal(t, metaTrace, calls[1].SpanContext().TraceID().String(), "_meta wins over the HTTP header")
 
+	// A malformed _meta parent falls back to the header.
+	body["params"].(map[string]any)["_meta"] = map[string]any{"traceparent": "00-not-a-trace"}
+	rep = mcptest.Post(t, srv.URL+"/v1/mcp", body, map[string]string{"traceparent": callerParent})
+	require.Equal(t, http.StatusOK, rep.StatusCode)
+	calls = spansNamed(rec, "tools/call vaultclaw_connectors_list")
+	require.Len(t, calls, 3)
+	assert.Equal(t, callerTrace, calls[2].SpanContext().TraceID().String(), "an unusable _meta parent gives way to the header")
+
 	// A go-sdk client over Streamable HTTP on the newest protocol, where
 	// every request's _meta also carries the SEP-2575 fields.
 	hs := mcptest.ConnectHTTP(t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{})
@@ -154,9 +162,9 @@ func TestTraceParentFromMeta(t *testing.T) {
 	})
 	require.Equal(t, true, env.Raw["ok"], env.Raw)
 	calls = spansNamed(rec, "tools/call vaultclaw_connectors_list")
-	require.Len(t, calls, 3)
-	assert.Equal(t, metaTrace, calls[2].SpanContext().TraceID().String())
-	assert.Equal(t, metaSpan, calls[2].Parent().SpanID().String())
+	require.Len(t, calls, 4)
+	assert.Equal(t, metaTrace, calls[3].SpanContext().TraceID().String())
+	assert.Equal(t, metaSpan, calls[3].Parent().SpanID().String())
 
 	// A malformed traceparent is ignored: the call starts its own trace.
 	env = mcptest.CallWith(t, context.Background(), cs, &mcp.CallToolParams{

@@ -41,12 +41,14 @@ func startCallSpan(ctx context.Context, tr trace.Tracer, req *mcp.CallToolReques
 
 func withCallerParent(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req.Params != nil {
-		tp, _ := req.Params.Meta[tracing.MetaTraceparent].(string)
-		if tp != "" {
+		if tp, _ := req.Params.Meta[tracing.MetaTraceparent].(string); tp != "" {
 			ts, _ := req.Params.Meta[tracing.MetaTracestate].(string)
-			return tracing.WithRemoteParent(ctx, tp, ts)
+			if pc := tracing.WithRemoteParent(ctx, tp, ts); trace.SpanContextFromContext(pc).IsValid() {
+				return pc
+			}
 		}
 	}
+	// No usable parent in _meta (absent or malformed): the HTTP header.
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		return tracing.WithRemoteParent(ctx, ex.Header.Get("Traceparent"), ex.Header.Get("Tracestate"))
 	}
