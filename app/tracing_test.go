@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -249,3 +250,33 @@ func indexOf(s sdktrace.ReadOnlySpan, key string) int {
 	}
 	return -1
 }
+
+// TestToolCallLogCarriesTraceID: with tracing on, the tool call's log line
+// names its trace, so a log search leads to the trace and back.
+func TestToolCallLogCarriesTraceID(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	logger := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	a, err := app.Open(testenv.Config(t), logger, app.WithTracerProvider(tp))
+	require.NoError(t, err)
+	defer a.Close()
+	cs := mcptest.Connect(t, a.MCPServer(), nil)
+	defer cs.Close()
+	mcptest.CallWith(t, context.Background(), cs, &mcp.CallToolParams{
+		Name: "vaultclaw_session_status", Arguments: map[string]any{}, Meta: mcp.Meta{"traceparent": metaTraceparent},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, logs.String(), `"trace_id":"`+metaTrace+`"`)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -68,7 +68,10 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	if tr := g.opts.Tracer; tr != nil {
 		var span trace.Span
 		ctx, span = startCallSpan(ctx, tr, req, name, known, p)
-		defer func() { endCallSpan(span, rec) }()
+		defer func() {
+			out.TraceID = span.SpanContext().TraceID().String()
+			endCallSpan(span, rec)
+		}()
 	}
 	writes := known && t.Writes()
 	var decision rules.Decision
