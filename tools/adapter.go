@@ -15,17 +15,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MCPTool is the protocol description of t: schemas, title and all four
-// annotation hints set explicitly.
+// MCPTool is the protocol description of t: schemas and all four annotation
+// hints set explicitly. No title: clients show the name without one, and
+// every agent pays for tools/list on every start (budget test in app).
 func (t Tool) MCPTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:         t.Name,
-		Title:        t.Title,
 		Description:  t.Description,
 		InputSchema:  t.InputSchema,
-		OutputSchema: envelope.OutputSchema(),
+		OutputSchema: envelope.OutputSchema(t.Output),
 		Annotations: &mcp.ToolAnnotations{
-			Title:           t.Title,
 			ReadOnlyHint:    t.Hints.ReadOnly,
 			DestructiveHint: new(t.Hints.Destructive),
 			IdempotentHint:  t.Hints.Idempotent,
@@ -71,6 +70,8 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 			}
 		}
 	}
+	warnings := unknownArguments(t.known, args)
+	defer func() { env.Meta.Warnings = warnings }()
 	args, err := validateArgs(t.check, args)
 	if err != nil {
 		return envelope.Failure(err), nil
