@@ -58,7 +58,7 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 			if logger != nil {
 				logger.Error("tool panicked", "tool", t.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			}
-			env, appr = envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure"))), nil
+			env, appr = failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure"))), nil
 		}
 	}()
 	var args map[string]any
@@ -66,7 +66,7 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		raw := req.Params.Arguments
 		if s := strings.TrimSpace(string(raw)); s != "null" {
 			if err := json.Unmarshal(raw, &args); err != nil {
-				return envelope.Failure(apperr.Validation("arguments", "arguments must be a JSON object")), nil
+				return failure(apperr.Validation("arguments", "arguments must be a JSON object")), nil
 			}
 		}
 	}
@@ -74,12 +74,12 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 	defer func() { env.Meta.Warnings = warnings }()
 	args, err := validateArgs(t.check, args)
 	if err != nil {
-		return envelope.Failure(err), nil
+		return failure(err), nil
 	}
 	d := t.deps
 	if d == nil {
 		if t.Needs != 0 {
-			return envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("tool is not bound to its services (%s)", t.Needs))), nil
+			return failure(apperr.Internal(t.Name, fmt.Errorf("tool is not bound to its services (%s)", t.Needs))), nil
 		}
 		d = &Deps{}
 	}
@@ -90,7 +90,7 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		if ae.Code == apperr.CodeInternal && logger != nil {
 			logger.Error("tool failed", "tool", t.Name, "error", ae.Details["cause"])
 		}
-		return envelope.Failure(ae), approval.ApprovalOf(err)
+		return failure(ae), approval.ApprovalOf(err)
 	}
 	return envelope.Success(res.Data, res.Meta), nil
 }
@@ -117,7 +117,12 @@ func Render(env envelope.Envelope) *mcp.CallToolResult {
 // Fail renders the failure envelope of err and records the outcome in ctx,
 // for calls refused before their tool runs (the gateway).
 func Fail(ctx context.Context, err error) *mcp.CallToolResult {
-	return render(ctx, envelope.Failure(err), approval.ApprovalOf(err))
+	return render(ctx, failure(err), approval.ApprovalOf(err))
+}
+
+// failure is the envelope of err, its message naming the next step.
+func failure(err error) envelope.Envelope {
+	return envelope.Failure(withNextStep(apperr.As(err)))
 }
 
 // render is the one place an envelope becomes a CallToolResult. An
