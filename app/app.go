@@ -193,20 +193,21 @@ func (a *App) init() error {
 	a.Builder = &transport.Builder{
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
-		Instructions: instructions,
+		Instructions: routes.Instructions(a.Config.DynamicToolsets),
 		// Outside the gateway, so calls it refuses are counted too.
 		Outer: []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
-		Registry:       reg,
-		Builder:        a.Builder,
-		PolicyFile:     a.Config.PolicyFile,
-		ReadOnly:       a.Config.ReadOnly,
-		Toolsets:       a.Config.Toolsets,
-		Audit:          a.Audit,
-		Hasher:         hasher,
-		OnAuditFailure: a.Config.AuditOnFailure,
-		Logger:         a.Logger,
+		Registry:        reg,
+		Builder:         a.Builder,
+		PolicyFile:      a.Config.PolicyFile,
+		ReadOnly:        a.Config.ReadOnly,
+		Toolsets:        a.Config.Toolsets,
+		DynamicToolsets: a.Config.DynamicToolsets,
+		Audit:           a.Audit,
+		Hasher:          hasher,
+		OnAuditFailure:  a.Config.AuditOnFailure,
+		Logger:          a.Logger,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -214,11 +215,6 @@ func (a *App) init() error {
 	}
 	return nil
 }
-
-const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
-	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +
-	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
-	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
 // sdkLogger is the logger handed to the go-sdk: it logs every Streamable
 // HTTP request at INFO, so it is held at WARN unless the level is debug.

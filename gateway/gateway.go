@@ -61,6 +61,10 @@ type Options struct {
 	ReadOnly bool
 	// Toolsets, when not empty, keeps only tools of these toolsets.
 	Toolsets []string
+	// DynamicToolsets starts stdio sessions with tools.Core and lets each
+	// enable toolsets (vaultclaw_toolset_enable); Toolsets stays the upper
+	// bound.
+	DynamicToolsets bool
 	// Audit receives receipts; Hasher keys their digests. Both required.
 	Audit  Recorder
 	Hasher *audit.Hasher
@@ -89,12 +93,15 @@ type Gateway struct {
 	public atomic.Bool
 
 	servers sync.Map // policy.Caller.ViewKey() -> *mcp.Server
+	// sessions are the live sessions of stdio servers (dynamic.go).
+	sessions sync.Map // *mcp.ServerSession -> *liveSession
 }
 
 // KnownCapabilities are every capability tools may declare.
 var KnownCapabilities = []string{
 	tools.CapSessionAdmin, tools.CapVaultRead, tools.CapVaultExecute, tools.CapApprovalsView,
 	tools.CapCatalogView, tools.CapCatalogWrite, tools.CapRemoteInstall, tools.CapAuditView,
+	tools.CapToolDiscovery,
 }
 
 // KnownToolsets are every toolset tools may declare.
@@ -142,6 +149,8 @@ func New(o Options) (*Gateway, error) {
 		tsSet[t.Toolset] = true
 		g.known.Tools = append(g.known.Tools, t.Name)
 	}
+	// The discovery tools come with --dynamic-toolsets, not --toolsets.
+	delete(tsSet, tools.ToolsetDynamic)
 	g.known.Capabilities = slices.Sorted(maps.Keys(capSet))
 	wantSets := map[string]bool{}
 	for _, ts := range o.Toolsets {
@@ -158,6 +167,9 @@ func New(o Options) (*Gateway, error) {
 		wantSets = map[string]bool{}
 	}
 	g.visible = o.Registry.Filter(func(t tools.Tool) bool {
+		if t.Toolset == tools.ToolsetDynamic {
+			return o.DynamicToolsets
+		}
 		if o.ReadOnly && t.Writes() {
 			return false
 		}
@@ -192,7 +204,8 @@ func (g *Gateway) Reload() error {
 	if g.public.Load() && !p.HasCallers() {
 		return errors.New("policy reload refused: the HTTP bridge listens on a non-loopback address and the new policy names no callers")
 	}
-	g.policy.Store(p)
+	old := g.policy.Swap(p)
+	g.announceReload(old, p)
 	g.logger.Info("policy reloaded", "file", g.opts.PolicyFile, "callers", len(p.CallerIDs()))
 	return nil
 }

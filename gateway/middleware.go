@@ -26,11 +26,12 @@ func (g *Gateway) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return g.call(ctx, method, ctr, next)
 			}
 		case "tools/list":
+			s := g.sessionOf(ctx, req)
 			res, err := next(ctx, method, req)
 			if err != nil {
 				return res, err
 			}
-			return g.filterList(ctx, res), nil
+			return g.filterList(ctx, s, res), nil
 		}
 		return next(ctx, method, req)
 	}
@@ -71,9 +72,15 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		}
 	} else {
 		rec.CapabilityUsed = t.Capability
+		s := g.sessionOf(ctx, req)
 		if refused := g.admit(g.policy.Load(), p, t); refused != nil {
 			res = tools.Fail(ctx, refused)
+		} else if refused := s.notEnabled(t); refused != nil {
+			res = tools.Fail(ctx, refused)
 		} else {
+			if s != nil && t.Toolset == tools.ToolsetDynamic {
+				ctx = tools.WithToolsetControl(ctx, control{s: s, ctx: ctx})
+			}
 			res, err = next(ctx, method, req)
 		}
 	}

@@ -10,10 +10,16 @@ import (
 )
 
 // StdioServer is the server for the stdio transport: read-only and toolsets
-// applied; capabilities are applied per call and per tools/list, so a policy
-// reload takes effect without restarting the session.
+// applied; capabilities (and, in dynamic mode, the session's toolsets) are
+// applied per call and per tools/list, so a policy reload or an enabled
+// toolset takes effect at once, and the session is told with
+// notifications/tools/list_changed.
 func (g *Gateway) StdioServer() *mcp.Server {
-	return g.builder.Build(g.visible)
+	b := g.builder
+	b.ListChanged = true
+	s := b.Build(g.visible)
+	s.AddReceivingMiddleware(bindServer(s))
+	return s
 }
 
 // serverFor returns the cached server exposing exactly what c may call.

@@ -53,13 +53,15 @@ func (g *Gateway) refusal(c *policy.Caller, t tools.Tool) *apperr.Error {
 	if c.ReadOnly && t.Writes() {
 		return deny("caller_read_only", "tool %s changes state and caller %s is read-only", t.Name, c.ID)
 	}
-	if !c.Allows(t.Capability) {
+	if t.Capability != tools.CapToolDiscovery && !c.Allows(t.Capability) {
 		return deny("missing_capability", "caller %s lacks capability %s required by %s", c.ID, t.Capability, t.Name)
 	}
 	return nil
 }
 
-func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
+// filterList keeps the tools the caller may call and, in dynamic mode, the
+// session has enabled.
+func (g *Gateway) filterList(ctx context.Context, s *liveSession, res mcp.Result) mcp.Result {
 	lr, ok := res.(*mcp.ListToolsResult)
 	if !ok || lr == nil {
 		return res
@@ -67,7 +69,7 @@ func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
 	c := g.callerFor(g.policy.Load(), caller.From(ctx))
 	kept := make([]*mcp.Tool, 0, len(lr.Tools))
 	for _, mt := range lr.Tools {
-		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusal(c, t) == nil {
+		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusal(c, t) == nil && s.shows(t) {
 			kept = append(kept, mt)
 		}
 	}

@@ -28,6 +28,8 @@ var inventory = []Tool{
 	routeResolve,
 	// audit.go
 	auditReceiptsList,
+	// dynamic.go
+	toolsetsList, toolsetEnable,
 }
 
 // Inventory returns the static definitions in inventory order (grouped by

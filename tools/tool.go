@@ -102,7 +102,14 @@ const (
 	ToolsetRemote    = "remote"
 	ToolsetRouting   = "routing"
 	ToolsetAudit     = "audit"
+	// ToolsetDynamic holds the discovery tools; it exists only with
+	// dynamic toolsets on and cannot be selected with --toolsets.
+	ToolsetDynamic = "dynamic"
 )
+
+// SelectableToolsets are the toolsets --toolsets and
+// vaultclaw_toolset_enable name.
+var SelectableToolsets = []string{ToolsetSession, ToolsetVault, ToolsetApprovals, ToolsetCatalog, ToolsetRemote, ToolsetRouting, ToolsetAudit}
 
 // Capabilities a caller may hold (gateway policy).
 const (
@@ -114,6 +121,9 @@ const (
 	CapCatalogWrite  = "catalog_write"
 	CapRemoteInstall = "remote_install"
 	CapAuditView     = "audit_view"
+	// CapToolDiscovery is held by every caller: the discovery tools show a
+	// session only tools it may call anyway, and change no data.
+	CapToolDiscovery = "tool_discovery"
 )
 
 // Tool is one tool. Definitions are package-level values built by Define;

@@ -23,6 +23,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	httpAddr := fs.String("http", "", "serve the HTTP bridge on ADDR instead of stdio (overrides ACCORDS_MCP_HTTP_ADDR)")
 	readOnly := fs.Bool("read-only", false, "remove every tool that changes state, on every transport (or ACCORDS_MCP_READ_ONLY=true)")
 	toolsets := fs.String("toolsets", "", "comma-separated toolsets to expose (overrides ACCORDS_MCP_TOOLSETS)")
+	dynamic := fs.Bool("dynamic-toolsets", false, "start stdio sessions with a few core tools; toolsets are enabled on demand (or ACCORDS_MCP_DYNAMIC_TOOLSETS=true)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -41,6 +42,9 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	if *toolsets != "" {
 		cfg.Toolsets = config.SplitList(*toolsets)
+	}
+	if *dynamic {
+		cfg.DynamicToolsets = true
 	}
 	logger := env.logger(cfg)
 	fresh := dbIsNew(cfg.DBPath)

@@ -29,6 +29,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits; SIGHUP reloads it (docs/gateway.md)"},
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
+	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets)"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
 	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
 	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
@@ -60,11 +61,13 @@ type Config struct {
 
 	LogLevel string
 
-	PolicyFile     string
-	ReadOnly       bool
-	Toolsets       []string
-	AuditRetention string
-	AuditOnFailure string
+	PolicyFile string
+	ReadOnly   bool
+	// DynamicToolsets starts sessions with the core tools only.
+	DynamicToolsets bool
+	Toolsets        []string
+	AuditRetention  string
+	AuditOnFailure  string
 
 	RemoteMaxIndexBytes  int64
 	RemoteMaxBundleBytes int64
@@ -137,6 +140,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
 		}
 		c.ReadOnly = ro
+	}
+	if v := get("ACCORDS_MCP_DYNAMIC_TOOLSETS"); v != "" {
+		dyn, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_DYNAMIC_TOOLSETS must be true or false, got %q", v)
+		}
+		c.DynamicToolsets = dyn
 	}
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
