@@ -19,7 +19,7 @@ type planRunGetIn struct {
 }
 
 type pendingListIn struct {
-	States      StringList `json:"states,omitempty" jsonschema:"of WAITING, READY, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED"`
+	States      StringList `json:"states,omitempty" jsonschema:"WAITING, READY, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED"`
 	Limit       int        `json:"limit,omitempty"`
 	ConnectorID string     `json:"connector_id,omitempty"`
 	Verb        string     `json:"verb,omitempty"`
@@ -49,7 +49,7 @@ type waitIn struct {
 }
 
 type handlesListIn struct {
-	States StringList `json:"states,omitempty" jsonschema:"of PENDING_APPROVAL, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED, CANCELED"`
+	States StringList `json:"states,omitempty" jsonschema:"PENDING_APPROVAL, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED, CANCELED"`
 	Limit  int        `json:"limit,omitempty"`
 }
 
@@ -129,6 +129,7 @@ var approvalsPendingList = Define(Tool{
 	Capability:  CapApprovalsView,
 	Effect:      ReadsRemote,
 	Needs:       needsApprovals,
+	Narrowed:    map[string]*jsonschema.Schema{"states": strs()},
 	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(s, "states")
@@ -217,6 +218,7 @@ var approvalHandlesList = Define(Tool{
 	Capability:  CapApprovalsView,
 	Effect:      ReadsLocal,
 	Needs:       NeedHandles,
+	Narrowed:    map[string]*jsonschema.Schema{"states": strs()},
 	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(s, "states")

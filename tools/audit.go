@@ -26,7 +26,7 @@ const (
 type auditListIn struct {
 	Tool    string `json:"tool,omitempty"`
 	Outcome string `json:"outcome,omitempty" jsonschema:"ok or an error code"`
-	Since   string `json:"since,omitempty" jsonschema:"RFC 3339 time or duration (24h)"`
+	Since   string `json:"since,omitempty" jsonschema:"RFC 3339 or a duration (24h)"`
 	Limit   int    `json:"limit,omitempty"`
 }
 

@@ -32,7 +32,7 @@ type cookbookRefIn struct {
 
 type cookbookUpsertIn struct {
 	Bundle         map[string]any `json:"bundle" jsonschema:"accords.cookbook.bundle.v1"`
-	ConflictPolicy string         `json:"conflict_policy,omitempty" jsonschema:"FAIL (default), OVERWRITE, SKIP_IF_EXISTS"`
+	ConflictPolicy string         `json:"conflict_policy,omitempty" jsonschema:"FAIL, OVERWRITE or SKIP_IF_EXISTS"`
 }
 
 type recipeGetIn struct {
@@ -199,6 +199,7 @@ var recipesSearch = Define(Tool{
 	Capability:  CapCatalogView,
 	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Narrowed:    map[string]*jsonschema.Schema{"tags": strs()},
 	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(s, "tags")

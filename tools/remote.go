@@ -34,7 +34,7 @@ type remoteInstallIn struct {
 	SourceID          string `json:"source_id"`
 	CookbookID        string `json:"cookbook_id"`
 	Version           string `json:"version,omitempty" jsonschema:"or a constraint, e.g. ^1.2"`
-	ConflictPolicy    string `json:"conflict_policy,omitempty" jsonschema:"FAIL (default), OVERWRITE, SKIP_IF_EXISTS"`
+	ConflictPolicy    string `json:"conflict_policy,omitempty" jsonschema:"FAIL, OVERWRITE or SKIP_IF_EXISTS"`
 	ExpectedSHA256    string `json:"expected_sha256,omitempty"`
 	IncludePrerelease bool   `json:"include_prerelease,omitempty"`
 }

@@ -16,7 +16,7 @@ type routeResolveOptions struct {
 }
 
 type routeResolveContext struct {
-	Facts map[string]any `json:"facts,omitempty" jsonschema:"answers, by fact_key or input_key"`
+	Facts map[string]any `json:"facts,omitempty" jsonschema:"answers by fact_key or input_key"`
 }
 
 type routeResolveIn struct {

@@ -17,7 +17,7 @@ type sessionConfigureIn struct {
 
 var sessionConfigure = Define(Tool{
 	Name:        "vaultclaw_session_configure",
-	Description: "Set this scope's Vaultclaw URL and token when status shows none.",
+	Description: "Set this scope's Vaultclaw URL and token.",
 	Toolset:     ToolsetSession,
 	Capability:  CapSessionAdmin,
 	Effect:      ReplacesLocal,

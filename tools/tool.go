@@ -146,6 +146,11 @@ type Tool struct {
 	// undocumented pass-throughs. Old clients keep sending them; new ones
 	// are not invited to.
 	Unlisted []string
+	// Narrowed are top-level arguments listed in a narrower form than the
+	// one accepted: the portable form new clients should send (plan_input
+	// as an object, tags as an array), while the predecessor's looser forms
+	// (any JSON value, a CSV string) keep working.
+	Narrowed map[string]*jsonschema.Schema
 	// Output is the schema of the envelope's data on success: the tool's
 	// real fields, briefly. MCPTool wraps it in the envelope.
 	Output *jsonschema.Schema
@@ -198,7 +203,7 @@ func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) To
 	if t.Effect != 0 {
 		t.Hints = effectHints[t.Effect]
 	}
-	t.InputSchema = listed(s, t.Unlisted)
+	t.InputSchema = listed(s, t.Unlisted, t.Narrowed)
 	t.check = compileSchema(s)
 	t.known = knownArguments(s)
 	dec := newDecoder[In](t.Name, s)
@@ -213,21 +218,35 @@ func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) To
 	return t
 }
 
-// listed is s without the unlisted top-level properties.
-func listed(s *jsonschema.Schema, unlisted []string) *jsonschema.Schema {
-	if len(unlisted) == 0 {
+// listed is s as clients see it: without the unlisted top-level
+// properties, and with the narrowed ones in their narrower form.
+func listed(s *jsonschema.Schema, unlisted []string, narrowed map[string]*jsonschema.Schema) *jsonschema.Schema {
+	if len(unlisted) == 0 && len(narrowed) == 0 {
 		return s
-	}
-	out := *s
-	out.Properties = map[string]*jsonschema.Schema{}
-	for name, p := range s.Properties {
-		if !slices.Contains(unlisted, name) {
-			out.Properties[name] = p
-		}
 	}
 	for _, name := range unlisted {
 		if _, ok := s.Properties[name]; !ok || slices.Contains(s.Required, name) {
 			panic("unlisted argument " + name + " is not an optional property")
+		}
+	}
+	out := *s
+	out.Properties = map[string]*jsonschema.Schema{}
+	for name, p := range s.Properties {
+		if slices.Contains(unlisted, name) {
+			continue
+		}
+		if n, ok := narrowed[name]; ok {
+			nc := *n
+			if nc.Description == "" {
+				nc.Description = p.Description
+			}
+			p = &nc
+		}
+		out.Properties[name] = p
+	}
+	for name := range narrowed {
+		if _, ok := s.Properties[name]; !ok {
+			panic("narrowed argument " + name + " is not a property")
 		}
 	}
 	return &out

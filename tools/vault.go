@@ -107,7 +107,7 @@ func listConnectors(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, err
 
 var connectorGet = Define(Tool{
 	Name:        "vaultclaw_connector_get",
-	Description: "Get a connector's policy, whose verbs' input_schema_v1 shape requests.",
+	Description: "Get a connector and its policy, whose input_schema_v1 shapes requests.",
 	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
 	Output: vaultBody("policy", obj()),
 }, nil, getConnector)
@@ -124,7 +124,7 @@ func getConnector(ctx context.Context, d *Deps, c *Call, in connectorIDIn) (Resu
 
 var connectorValidate = Define(Tool{
 	Name:        "vaultclaw_connector_validate",
-	Description: "Check a connector request without running it, before executing.",
+	Description: "Check a connector request without running it.",
 	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: NeedSessions | NeedExecution,
 	Output: obj("validation", obj(), "request", obj()),
 }, nil, validateConnectorRequest)

@@ -105,7 +105,7 @@ func executeJob(ctx context.Context, d *Deps, c *Call, in executeJobIn) (Result,
 
 var planValidate = Define(Tool{
 	Name:        "vaultclaw_plan_validate",
-	Description: "Check a plan without running it, before executing it.",
+	Description: "Check a plan without running it.",
 	Toolset:     ToolsetVault,
 	Capability:  CapVaultRead,
 	Effect:      ReadsRemote,
@@ -132,6 +132,7 @@ var planExecute = Define(Tool{
 	Capability:  CapVaultExecute,
 	Effect:      Executes,
 	Needs:       NeedSessions | NeedExecution,
+	Narrowed:    map[string]*jsonschema.Schema{"plan_input": obj()},
 	Unlisted:    []string{"analysis", "analysis_api_key_secret_id", "analysis_model"},
 	Output:      obj("response", obj()),
 }, orchestrationDefaults, executePlan)
@@ -154,7 +155,7 @@ func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Resul
 
 var unboundedProfileResolve = Define(Tool{
 	Name:        "vaultclaw_unbounded_profile_resolve",
-	Description: "Find or create the unbounded profile covering secret attachments.",
+	Description: "Find or create the unbounded profile for secret attachments.",
 	Toolset:     ToolsetVault,
 	Capability:  CapVaultExecute,
 	Effect:      ReplacesRemote,
@@ -187,11 +188,12 @@ func resolveUnboundedProfile(ctx context.Context, d *Deps, c *Call, in resolveIn
 
 var planUnboundedProfilePreview = Define(Tool{
 	Name:        "vaultclaw_plan_unbounded_profile_preview",
-	Description: "Show the unbounded profile each plan step would use; changes nothing.",
+	Description: "Show the unbounded profile each plan step would use.",
 	Toolset:     ToolsetVault,
 	Capability:  CapVaultRead,
 	Effect:      ReadsRemote,
 	Needs:       NeedSessions | NeedExecution,
+	Narrowed:    map[string]*jsonschema.Schema{"plan_input": obj()},
 	Output:      obj("resolutions", objs(), "transformed_plan", obj()),
 }, nil, previewPlanProfiles)
 
