@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -23,8 +27,10 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/store"
@@ -32,6 +38,7 @@ import (
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 )
 
 // App holds the open database and every service built on it.
@@ -55,18 +62,31 @@ type App struct {
 	Passport  *passport.Service
 	Registry  *tools.Registry
 	Builder   *transport.Builder
-	// Audit is the receipt log; Gateway applies policy, rate limits and
-	// audit to every server the app builds.
-	Audit   *audit.Log
-	Gateway *gateway.Gateway
+	// Audit is the receipt log (signed with AuditKey); Gateway applies
+	// policy, rate limits, rules and audit to every server the app builds.
+	Audit    *audit.Log
+	AuditKey *audit.Key
+	Gateway  *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// Drain is the shutdown signal: long waits answer at once when it
+	// begins (ServeHTTP and ServeStdio begin it when their context ends).
+	Drain *lifecycle.Drain
 }
 
 // Open opens (creating and migrating) the database and builds the services.
 func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	// A backup or restore killed midway leaves a temporary copy of the
+	// database (tens of megabytes) beside it.
+	removed, err := backup.CleanStale(filepath.Dir(cfg.DBPath))
+	for _, l := range removed {
+		logger.Info("removed a temporary file left by a killed backup or restore", "path", l.Path, "bytes", l.Size)
+	}
+	if err != nil {
+		logger.Warn("could not remove every leftover temporary file", "error", err.Error())
 	}
 	db, err := store.Open(cfg.DBPath, store.Options{})
 	if err != nil {
@@ -91,7 +111,7 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 // built-in cookbooks.
 func (a *App) openCatalog() error {
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger})
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: a.Config.MaxBundleBytes})
 	if err != nil {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}
@@ -114,6 +134,9 @@ func (a *App) openCatalog() error {
 }
 
 func (a *App) init() error {
+	if err := a.checkKeyFile(); err != nil {
+		return err
+	}
 	keys, err := keyring.Load(a.Config.SecretKey, a.Config.KeyFile())
 	if err != nil {
 		return fmt.Errorf("load secret key: %w", err)
@@ -153,17 +176,10 @@ func (a *App) init() error {
 	// The search fallback reads the catalog's bleve index (latest versions).
 	a.Router = routing.New(routes, routing.CatalogSearcher(a.Catalog))
 	a.Passport = &passport.Service{Sessions: a.Sessions, Vault: a.Vault, ModuleHash: a.ModuleHash, Exec: a.Execution}
-	retention, err := audit.ParseRetention(a.Config.AuditRetention)
-	if err != nil {
-		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
-	}
-	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
-	if err != nil {
+	if err := a.openAudit(); err != nil {
 		return err
 	}
-	if a.Audit, err = audit.Open(a.DB, audit.Options{Retention: retention}); err != nil {
-		return err
-	}
+	hasher := a.AuditKey.Hasher()
 	reg, err := tools.All(tools.Deps{
 		Sessions:  a.Sessions,
 		Vault:     a.Vault,
@@ -190,7 +206,9 @@ func (a *App) init() error {
 		return float64(n), err == nil
 	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
+	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
+		Drain:        a.Drain,
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: routes.Instructions(a.Config.DynamicToolsets),
@@ -208,12 +226,113 @@ func (a *App) init() error {
 		Hasher:          hasher,
 		OnAuditFailure:  a.Config.AuditOnFailure,
 		Logger:          a.Logger,
+
+		MaxAnonymousTenants: a.Config.MaxAnonTenants,
+		StoredTenants:       a.storedTenants,
 	})
 	if err != nil {
 		a.Audit.Close()
 		return err
 	}
 	return nil
+}
+
+// openAudit loads the audit key (outside the database folder), opens the
+// signed log and reports a log that fails its start-up verification.
+func (a *App) openAudit() error {
+	retention, err := audit.ParseRetention(a.Config.AuditRetention)
+	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
+	}
+	cadence, err := audit.ParseCadence(a.Config.AuditCheckpoint)
+	if err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_CHECKPOINT: %w", err)
+	}
+	anchor, err := audit.ParseAnchor(a.Config.AuditAnchor)
+	if err != nil {
+		return err
+	}
+	if a.AuditKey, err = audit.LoadKey(AuditKeySpec(a.Config), true); err != nil {
+		return fmt.Errorf("load audit key: %w", err)
+	}
+	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	if anchor != nil {
+		opts.Anchor = anchor
+		opts.OnAnchor = func(target string, err error) {
+			if err != nil {
+				a.Metrics.AuditAnchors.Inc("failed")
+				a.Logger.Error("audit checkpoint not anchored", "anchor", target, "error", err.Error())
+				return
+			}
+			a.Metrics.AuditAnchors.Inc("ok")
+		}
+	}
+	if a.Audit, err = audit.Open(a.DB, opts); err != nil {
+		return err
+	}
+	if p := a.Audit.Integrity(); p != nil {
+		a.Logger.Error("audit log failed verification: write tools are refused and nothing is signed until an operator acknowledges it",
+			"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
+	}
+	a.Metrics.Gauge(metrics.NameAuditBroken, "1 while the audit log has an unacknowledged verification failure.", func() (float64, bool) {
+		if a.Audit.Integrity() != nil {
+			return 1, true
+		}
+		return 0, true
+	})
+	return nil
+}
+
+// AuditKeySpec is where the configuration puts the audit key.
+func AuditKeySpec(cfg config.Config) audit.KeySpec {
+	return audit.KeySpec{Env: cfg.AuditKey, File: cfg.AuditKeyFile, DataDir: cfg.DataDir()}
+}
+
+// Degraded lists what is wrong while the server still serves (for
+// /healthz).
+func (a *App) Degraded() []string {
+	var out []string
+	if p := a.Audit.Integrity(); p != nil {
+		out = append(out, fmt.Sprintf("audit log failed verification (%s at receipt %d): write tools refused until acknowledged", p.Kind, p.Seq))
+	}
+	if ok, why := a.Audit.Healthy(); !ok {
+		out = append(out, "audit receipts cannot be written: "+why)
+	}
+	return out
+}
+
+// maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
+// headers and tokens are short.
+const maxHeaderBytes = 64 << 10
+
+// checkKeyFile refuses to start when the key file is gone but sessions
+// sealed with it remain: keyring.Load would create a new key, and every
+// session would then fail to open, one by one, later.
+func (a *App) checkKeyFile() error {
+	if strings.TrimSpace(a.Config.SecretKey) != "" {
+		return nil
+	}
+	kf := a.Config.KeyFile()
+	if _, err := os.Stat(kf); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	n, err := session.SealedCount(a.DB)
+	if err != nil || n == 0 {
+		return err
+	}
+	return fmt.Errorf("the key file %s is missing, but %d stored session(s) are sealed with it: put the key file back "+
+		"(backups do not contain it) or set ACCORDS_MCP_SECRET_KEY to the same key; if the key is lost, "+
+		"`accords-mcp doctor --forget-sealed-sessions` drops those sessions so they can be configured again", kf, n)
+}
+
+// storedTenants lists the scopes holding sessions or approval handles.
+func (a *App) storedTenants() ([]string, error) {
+	sessions, err := a.Sessions.Scopes()
+	if err != nil {
+		return nil, err
+	}
+	handles, err := a.Handles.Scopes()
+	return append(sessions, handles...), err
 }
 
 // sdkLogger is the logger handed to the go-sdk: it logs every Streamable
@@ -254,9 +373,28 @@ func (a *App) MCPServer() *mcp.Server { return a.Gateway.StdioServer() }
 // Reload re-reads the policy file (the serve command calls it on SIGHUP).
 func (a *App) Reload() error { return a.Gateway.Reload() }
 
-// ServeStdio serves MCP on in/out until in ends or ctx is cancelled.
+// ServeStdio serves MCP on in/out until in ends or ctx is cancelled. On
+// cancellation it begins the drain (waits answer at once), lets in-flight
+// calls answer within config.ShutdownGrace, then closes the session.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.MCPServer().Run(ctx, &transport.StdioTransport{In: in, Out: out})
+	t := &transport.StdioTransport{In: in, Out: out, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.MCPServer().Run(runCtx, t) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		a.Drain.Begin()
+		graceCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
+		if werr := t.WaitIdle(graceCtx); werr != nil {
+			a.Logger.Warn("stdio shutdown: calls still running after the grace period are abandoned", "grace", config.ShutdownGrace.String())
+		}
+		cancel()
+		stop()
+		err = <-done
+	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -268,20 +406,46 @@ func (a *App) HTTPHandler() http.Handler {
 	h := transport.NewHTTPHandler(transport.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
+		BodyTimeout:         a.Config.HTTPBodyTimeout,
+		AllowedOrigins:      a.Config.AllowedOrigins,
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
 		Health:              a.DB.Ping,
+		Degraded:            a.Degraded,
 		Logger:              a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.
-		Extra: map[string]http.Handler{"/metrics": a.Gateway.Wrap(a.Metrics.Registry.Handler())},
+		// The audit public key is public.
+		Extra: map[string]http.Handler{
+			"/metrics":                       a.Gateway.Wrap(a.Metrics.Registry.Handler()),
+			"/.well-known/accords-audit-key": publicKeyHandler(a.AuditKey.VerifierKey),
+		},
 	})
 	return reqlog.HTTP(h, a.Logger)
 }
 
-// ServeHTTP listens on addr until ctx is cancelled, then stops accepting and
-// lets in-flight requests finish within config.ShutdownGrace.
+func publicKeyHandler(vkey string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = io.WriteString(w, vkey+"\n")
+	})
+}
+
+// ServeHTTP listens on addr until ctx is cancelled, then stops accepting,
+// begins the drain (waits answer at once) and lets in-flight requests
+// finish within config.ShutdownGrace.
+//
+// The server has header and idle timeouts and a connection cap; the body
+// deadline is set per request by the handler, because http.Server's
+// ReadTimeout would also cut the connection of a long call after its body
+// was read. There is no write timeout: an approval wait may last an hour.
 func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) error {
 	if err := a.Gateway.CheckListen(addr); err != nil {
 		return err
@@ -290,9 +454,12 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	ln = netutil.LimitListener(ln, a.Config.HTTPMaxConns)
 	hs := &http.Server{
 		Handler:           a.HTTPHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: a.Config.HTTPHeaderTimeout,
+		IdleTimeout:       a.Config.HTTPIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	if ready != nil {
 		ready(ln.Addr())
@@ -306,6 +473,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	case <-ctx.Done():
 	}
 	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
+	a.Drain.Begin()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

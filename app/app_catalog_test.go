@@ -14,7 +14,7 @@ import (
 
 func TestOpenWiresCatalogAndSeedsBuiltins(t *testing.T) {
 	dir := t.TempDir()
-	cfg := config.Config{DBPath: filepath.Join(dir, "accords.db")}
+	cfg := config.Config{DBPath: filepath.Join(dir, "accords.db"), AuditKeyFile: filepath.Join(t.TempDir(), "audit.key")}
 	a, err := Open(cfg, nil)
 	require.NoError(t, err)
 	for _, name := range []string{"vaultclaw_recipes_search", "vaultclaw_template_render", "vaultclaw_cookbook_upsert"} {

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/gateway/rules"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,4 +46,35 @@ func TestDocumentedPolicyExamplesLoad(t *testing.T) {
 	require.NoError(t, err)
 	_, ok = pj.Authenticate("secret")
 	assert.True(t, ok)
+}
+
+// The rule examples in docs/gateway.md compile and decide as the text says.
+func TestDocumentedRuleExamples(t *testing.T) {
+	raw, err := os.ReadFile("../docs/gateway.md")
+	require.NoError(t, err)
+	doc := string(raw)
+	i := strings.Index(doc, "```toml\n# E-mail only")
+	require.GreaterOrEqual(t, i, 0, "rules example block")
+	block := fenced(t, doc[i:], "toml")
+	p, err := policy.Parse([]byte(block), "toml", KnownNames())
+	require.NoError(t, err)
+	require.Len(t, p.Rules.Rules(), 4)
+	tuesday := time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC)
+	saturday := time.Date(2026, 5, 9, 10, 0, 0, 0, time.UTC)
+	decide := func(tool, args string, now time.Time, rendered map[string]any) []string {
+		in := rules.Input{Tool: tool, Caller: "local", Tenant: "default", Capability: "vault_execute", Args: json.RawMessage(args), Now: now}
+		d := p.Rules.Evaluate(in, rules.PhaseArgs)
+		if rendered != nil {
+			in.Rendered = rendered
+			d.Merge(p.Rules.Evaluate(in, rules.PhaseRendered))
+		}
+		return d.MatchedIDs()
+	}
+	assert.Empty(t, decide("vaultclaw_connector_execute", `{"request":{"connector_id":"google","request":{"to":["a@acme.example"]}}}`, tuesday, nil))
+	assert.Equal(t, []string{"mail-inside"}, decide("vaultclaw_connector_execute", `{"request":{"connector_id":"google","request":{"to":["a@evil.example"]}}}`, tuesday, nil))
+	assert.Equal(t, []string{"http-allowlist"}, decide("vaultclaw_connector_execute_job", `{"request":{"connector_id":"generic.http","request":{"url":"https://api.acme.example@evil.example/"}}}`, tuesday, nil))
+	assert.Empty(t, decide("vaultclaw_connector_execute_job", `{"request":{"connector_id":"generic.http","request":{"url":"https://status.acme.example/x"}}}`, tuesday, nil))
+	six := map[string]any{"plan": map[string]any{"steps": []any{1, 2, 3, 4, 5, 6}}}
+	assert.Equal(t, []string{"plan-size"}, decide("vaultclaw_plan_execute", `{}`, tuesday, six))
+	assert.Equal(t, []string{"office-hours", "plan-size"}, decide("vaultclaw_passport_email_workflow", `{}`, saturday, six))
 }

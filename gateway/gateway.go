@@ -43,9 +43,11 @@ const (
 
 // Recorder is the audit log as the gateway uses it (audit.Log).
 type Recorder interface {
-	Append(audit.Receipt) error
-	AppendSync(audit.Receipt) error
+	Append(audit.Receipt) (audit.Ref, error)
+	AppendSync(audit.Receipt) (audit.Ref, error)
 	Healthy() (bool, string)
+	// Integrity is the unacknowledged verification failure, if any.
+	Integrity() *audit.Problem
 }
 
 // Options configure the gateway.
@@ -74,9 +76,15 @@ type Options struct {
 	// Now is the clock of rate limits and receipt timestamps.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// MaxAnonymousTenants bounds the tenants anonymous HTTP callers can
+	// use (DefaultMaxAnonymousTenants when <= 0); StoredTenants lists the
+	// tenants that already hold data, which count towards it.
+	MaxAnonymousTenants int
+	StoredTenants       func() ([]string, error)
 }
 
-// Gateway enforces policy and writes receipts. Safe for concurrent use.
+// Gateway enforces policy (capabilities, rate limits, pre-execution rules)
+// and writes receipts. Safe for concurrent use.
 type Gateway struct {
 	opts    Options
 	reg     *tools.Registry
@@ -93,6 +101,7 @@ type Gateway struct {
 	public atomic.Bool
 
 	servers sync.Map // policy.Caller.ViewKey() -> *mcp.Server
+	tenants *tenantGate
 	// sessions are the live sessions of stdio servers (dynamic.go).
 	sessions sync.Map // *mcp.ServerSession -> *liveSession
 }
@@ -108,6 +117,23 @@ var KnownCapabilities = []string{
 var KnownToolsets = []string{
 	tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetCatalog,
 	tools.ToolsetRemote, tools.ToolsetRouting, tools.ToolsetAudit,
+}
+
+// KnownNames are the tool and capability names a policy file may use for
+// the tools this binary has (for policy check and policy test, which run
+// without a server).
+func KnownNames() policy.Known {
+	caps := map[string]bool{}
+	for _, c := range KnownCapabilities {
+		caps[c] = true
+	}
+	var k policy.Known
+	for _, t := range tools.Definitions() {
+		caps[t.Capability] = true
+		k.Tools = append(k.Tools, t.Name)
+	}
+	k.Capabilities = slices.Sorted(maps.Keys(caps))
+	return k
 }
 
 // New validates the options and loads the policy file.
@@ -129,7 +155,8 @@ func New(o Options) (*Gateway, error) {
 		return nil, fmt.Errorf("audit failure mode %q: use %s, %s or %s", o.OnAuditFailure,
 			OnAuditFailureRefuseWrites, OnAuditFailureRefuseAll, OnAuditFailureContinue)
 	}
-	g := &Gateway{opts: o, reg: o.Registry, limiter: ratelimit.New(o.Now), logger: o.Logger}
+	g := &Gateway{opts: o, reg: o.Registry, limiter: ratelimit.New(o.Now), logger: o.Logger,
+		tenants: newTenantGate(o.MaxAnonymousTenants, o.StoredTenants, o.Logger)}
 	if o.Builder != nil {
 		g.builder = *o.Builder
 	}
@@ -206,7 +233,7 @@ func (g *Gateway) Reload() error {
 	}
 	old := g.policy.Swap(p)
 	g.announceReload(old, p)
-	g.logger.Info("policy reloaded", "file", g.opts.PolicyFile, "callers", len(p.CallerIDs()))
+	g.logger.Info("policy reloaded", "file", g.opts.PolicyFile, "callers", len(p.CallerIDs()), "rules", len(p.Rules.Rules()))
 	return nil
 }
 

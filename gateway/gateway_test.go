@@ -83,7 +83,7 @@ func TestEveryStdioCallIsReceiptedAndTheChainVerifies(t *testing.T) {
 	assert.Equal(t, "session_admin", rs[2].CapabilityUsed)
 	assert.Equal(t, rs[1].ParamsHash != rs[2].ParamsHash, true, "different arguments, different digests")
 
-	rep, err := audit.Verify(h.db)
+	rep, err := audit.Verify(h.db, audit.VerifyOptions{Verifier: h.key.Verifier()})
 	require.NoError(t, err)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 4, rep.Count)
@@ -204,9 +204,16 @@ func TestHTTPDefaultRateLimitIsPerTenantNotPerSession(t *testing.T) {
 	// A new connection (a new stateless session) does not reset the bucket.
 	a2 := h.httpClient(srv, map[string]string{"X-Accords-Tenant-Id": "t1"})
 	require.Equal(t, apperr.CodeRateLimited, call(t, a2, "vaultclaw_session_status", nil).Code())
-	// Another tenant has its own bucket.
+	// Another tenant from the same address shares the address's bucket:
+	// rotating tenant headers gets nothing more.
 	b := h.httpClient(srv, map[string]string{"X-Accords-Tenant-Id": "t2"})
-	require.True(t, call(t, b, "vaultclaw_session_status", nil).OK)
+	require.Equal(t, apperr.CodeRateLimited, call(t, b, "vaultclaw_session_status", nil).Code())
+	// From another address, t2 has buckets of its own, and t1 is still
+	// limited by its tenant's bucket.
+	other := h.httpClientFrom(srv, "127.0.0.2", map[string]string{"X-Accords-Tenant-Id": "t2"})
+	require.True(t, call(t, other, "vaultclaw_session_status", nil).OK)
+	otherT1 := h.httpClientFrom(srv, "127.0.0.3", map[string]string{"X-Accords-Tenant-Id": "t1"})
+	require.Equal(t, apperr.CodeRateLimited, call(t, otherT1, "vaultclaw_session_status", nil).Code())
 	h.clock.Advance(time.Second)
 	require.True(t, call(t, a, "vaultclaw_session_status", nil).OK, "60/min refills a token per second")
 }
@@ -383,8 +390,8 @@ type brokenRecorder struct {
 }
 
 func (brokenRecorder) Healthy() (bool, string) { return false, "disk full" }
-func (brokenRecorder) AppendSync(audit.Receipt) error {
-	return errors.New("disk full")
+func (brokenRecorder) AppendSync(audit.Receipt) (audit.Ref, error) {
+	return audit.Ref{}, errors.New("disk full")
 }
 
 func TestAuditFailureRefusesWritesOnly(t *testing.T) {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -47,6 +49,7 @@ type harness struct {
 	dbPath string
 	db     *store.DB
 	log    *audit.Log
+	key    *audit.Key
 	gw     *Gateway
 	clock  *fakeClock
 	policy string
@@ -72,7 +75,9 @@ func newHarness(t testing.TB, s setup) *harness {
 	keys, err := keyring.New(make([]byte, 32))
 	require.NoError(t, err)
 	sessions := session.New(h.db, keys, session.Defaults{})
-	h.log, err = audit.Open(h.db, audit.Options{Now: h.clock.Now})
+	h.key, err = audit.NewKey(make([]byte, audit.KeySize), "test")
+	require.NoError(t, err)
+	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now})
 	require.NoError(t, err)
 	// Every toolset but the catalog ones (they need the bleve index and
 	// add nothing here): session, vault, approvals and audit, bound to real
@@ -85,8 +90,7 @@ func newHarness(t testing.TB, s setup) *harness {
 		Passport: &passport.Service{Sessions: sessions, Vault: client, ModuleHash: mh, Exec: exec},
 	}, tools.InToolsets(tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetAudit, tools.ToolsetDynamic))
 	require.NoError(t, err)
-	hasher, err := audit.NewHasher(keys.Derive("audit-hmac"))
-	require.NoError(t, err)
+	hasher := h.key.Hasher()
 	if s.policy != "" {
 		name := "policy.toml"
 		if s.policyJSON {
@@ -144,6 +148,16 @@ func (h *harness) httpServer() *httptest.Server {
 func (h *harness) httpClient(srv *httptest.Server, headers map[string]string) *mcp.ClientSession {
 	h.t.Helper()
 	return mcptest.ConnectHTTP(h.t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{Headers: headers})
+}
+
+// httpClientFrom is httpClient connecting from another loopback address
+// (all of 127.0.0.0/8 is the loopback interface on Linux).
+func (h *harness) httpClientFrom(srv *httptest.Server, ip string, headers map[string]string) *mcp.ClientSession {
+	h.t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	h.t.Cleanup(tr.CloseIdleConnections)
+	return mcptest.ConnectHTTP(h.t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{Headers: headers, Transport: tr})
 }
 
 // call is mcptest.Call plus what the gateway adds to every result: the id

@@ -9,6 +9,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -54,8 +55,15 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 			}
 		}
 		pol := g.policy.Load()
+		addr := transport.ClientIP(r.Context())
 		if !pol.HasCallers() {
-			p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header}, fixedTenants(pol))
+			p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header, Addr: addr}, fixedTenants(pol))
+			if !g.tenants.admit(p.Scope) {
+				e := apperr.New(apperr.CodePermissionDenied, "anonymous callers may use at most %d tenants and this one is new; reuse a tenant, or list callers in a policy file", g.tenants.max).
+					With("reason", "tenant_limit").With("max_tenants", g.tenants.max).With("limit_env_var", "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS")
+				envelope.WriteHTTP(w, http.StatusForbidden, e)
+				return
+			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 			return
 		}
@@ -77,7 +85,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 			envelope.WriteHTTP(w, http.StatusForbidden, e)
 			return
 		}
-		p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header, VerifiedID: c.ID, VerifiedTenant: c.Tenant}, fixedTenants(pol))
+		p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header, VerifiedID: c.ID, VerifiedTenant: c.Tenant, Addr: addr}, fixedTenants(pol))
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
 		ctx = context.WithValue(ctx, callerKey{}, c)
 		inner.ServeHTTP(w, r.WithContext(ctx))

@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/gateway/rules"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,6 +65,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	var err error
 	t, known := g.reg.Lookup(name)
 	writes := known && t.Writes()
+	var decision rules.Decision
 	if !known {
 		// Unknown names stay protocol errors, but they share one bucket
 		// per caller so they cannot flood the log.
@@ -73,37 +77,104 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	} else {
 		rec.CapabilityUsed = t.Capability
 		s := g.sessionOf(ctx, req)
-		if refused := g.admit(g.policy.Load(), p, t); refused != nil {
+		pol := g.policy.Load()
+		if refused := g.admit(pol, p, t); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else if refused := s.notEnabled(t); refused != nil {
 			res = tools.Fail(ctx, refused)
+		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
+			res = tools.Fail(ctx, refused)
 		} else {
+			if t.Renders && pol.Rules.Applies(t.Name, rules.PhaseRendered) {
+				ctx = tools.WithRenderedCheck(ctx, g.renderedCheck(pol.Rules, p, t, args, &decision))
+			}
 			if s != nil && t.Toolset == tools.ToolsetDynamic {
 				ctx = tools.WithToolsetControl(ctx, control{s: s, ctx: ctx})
 			}
 			res, err = next(ctx, method, req)
 		}
 	}
+	rec.RulesEvaluated, rec.RulesMatched = decision.Evaluated, decision.MatchedIDs()
 	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
+	// Write tools wait for the commit so their result is never returned
+	// before their receipt is durable; read tools do not wait. Both learn
+	// their receipt's reference at once.
+	var ref audit.Ref
+	var aerr error
+	if writes {
+		ref, aerr = g.opts.Audit.AppendSync(rec)
+	} else {
+		ref, aerr = g.opts.Audit.Append(rec)
+	}
+	if aerr != nil {
+		g.logger.Error("audit receipt not written", "tool", rec.Tool, "call_id", rec.CallID, "error", aerr.Error())
+	}
 	if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
 		if ctr.Meta == nil {
 			ctr.Meta = mcp.Meta{}
 		}
 		ctr.Meta["accords/call_id"] = rec.CallID
-	}
-	// Write tools wait for the commit so their result is never returned
-	// before their receipt is durable; read tools do not wait.
-	var aerr error
-	if writes {
-		aerr = g.opts.Audit.AppendSync(rec)
-	} else {
-		aerr = g.opts.Audit.Append(rec)
-	}
-	if aerr != nil {
-		g.logger.Error("audit receipt not written", "tool", rec.Tool, "call_id", rec.CallID, "error", aerr.Error())
+		if ref.Seq != 0 {
+			ctr.Meta[MetaReceipt] = ref
+		}
 	}
 	return res, err
+}
+
+// MetaReceipt is the _meta key of a tool result's receipt reference
+// ({seq, leaf_hash, log}): with `audit prove SEQ` it proves the call against
+// a signed checkpoint.
+const MetaReceipt = "accords/receipt"
+
+// ruleInput is what the rules see of a call.
+func (g *Gateway) ruleInput(p caller.Principal, t tools.Tool, args json.RawMessage) rules.Input {
+	return rules.Input{Tool: t.Name, Caller: p.ID, Tenant: p.Scope, Capability: t.Capability, Args: args, Now: g.opts.Now()}
+}
+
+// rulesBefore evaluates, before the tool runs (so a denial reaches
+// nothing), the rules that read only the call; for a tool that builds no
+// request to hand over, every rule (`rendered` is then empty).
+func (g *Gateway) rulesBefore(_ context.Context, set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) *apperr.Error {
+	phase := rules.PhaseArgs
+	if !t.Renders {
+		phase = rules.PhaseAll
+	}
+	if !set.Applies(t.Name, phase) {
+		return nil
+	}
+	dec := set.Evaluate(g.ruleInput(p, t, args), phase)
+	d.Merge(dec)
+	return violation(t, dec)
+}
+
+// renderedCheck evaluates the rules that read `rendered` when a plan or
+// template path has built its request.
+func (g *Gateway) renderedCheck(set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) tools.RenderedCheck {
+	return func(_ context.Context, rendered map[string]any) error {
+		in := g.ruleInput(p, t, args)
+		in.Rendered = rendered
+		dec := set.Evaluate(in, rules.PhaseRendered)
+		d.Merge(dec)
+		if e := violation(t, dec); e != nil {
+			return e
+		}
+		return nil
+	}
+}
+
+func violation(t tools.Tool, d rules.Decision) *apperr.Error {
+	if !d.Denied() {
+		return nil
+	}
+	violated := make([]map[string]any, len(d.Matched))
+	msgs := make([]string, len(d.Matched))
+	for i, v := range d.Matched {
+		violated[i] = map[string]any{"id": v.ID, "message": v.Message}
+		msgs[i] = v.ID + ": " + v.Message
+	}
+	return apperr.New(apperr.CodePolicyViolation, "%s refused by the policy's rules (%s)", t.Name, strings.Join(msgs, "; ")).
+		With("violated_rules", violated).With("tool", t.Name)
 }
 
 // admit runs the checks in order: capability (and read-only/toolsets), audit
@@ -112,6 +183,12 @@ func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *a
 	c := g.callerFor(pol, p)
 	if e := g.refusal(c, t); e != nil {
 		return e
+	}
+	if p := g.opts.Audit.Integrity(); p != nil && t.Writes() {
+		e := apperr.New(apperr.CodeInternal, "the audit log failed verification (%s at receipt %d: %s), so %s is refused until an operator checks it "+
+			"(accords-mcp audit verify) and acknowledges it (accords-mcp audit acknowledge)", p.Kind, p.Seq, p.Message, t.Name)
+		return e.With("reason", "audit_chain_broken").With("problem", map[string]any{"kind": p.Kind, "seq": p.Seq, "message": p.Message}).
+			With("hint", fmt.Sprintf("run accords-mcp audit verify, then accords-mcp audit acknowledge --note %q", "why this is accepted"))
 	}
 	if mode := g.opts.OnAuditFailure; mode != OnAuditFailureContinue {
 		if ok, why := g.opts.Audit.Healthy(); !ok && (t.Writes() || mode == OnAuditFailureRefuseAll) {
@@ -134,7 +211,12 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	if l.Unlimited() {
 		return nil
 	}
-	ok, wait := g.limiter.Allow(limitKey(p, c, tool), l)
+	ok, wait := true, time.Duration(0)
+	for _, key := range limitKeys(p, c, tool) {
+		if ok, wait = g.limiter.Allow(key, l); !ok {
+			break
+		}
+	}
 	if ok {
 		return nil
 	}
@@ -151,16 +233,20 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
 }
 
-// limitKey buckets authenticated callers by caller id and anonymous HTTP by
-// tenant; never by MCP session id, which stateless HTTP leaves empty.
-func limitKey(p caller.Principal, c *policy.Caller, tool string) string {
+// limitKeys are the buckets a call takes a token from: authenticated
+// callers by caller id; anonymous HTTP by client address and by tenant
+// (a caller rotating tenant headers still drains its address's bucket);
+// never by MCP session id, which stateless HTTP leaves empty.
+func limitKeys(p caller.Principal, c *policy.Caller, tool string) []string {
 	switch {
 	case p.Transport == caller.TransportStdio:
-		return "stdio|" + tool
+		return []string{"stdio|" + tool}
 	case p.Authenticated:
-		return "caller:" + c.ID + "|" + tool
+		return []string{"caller:" + c.ID + "|" + tool}
+	case p.Addr != "":
+		return []string{"addr:" + p.Addr + "|" + tool, "tenant:" + p.Scope + "|" + tool}
 	default:
-		return "tenant:" + p.Scope + "|" + tool
+		return []string{"tenant:" + p.Scope + "|" + tool}
 	}
 }
 

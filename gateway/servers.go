@@ -6,6 +6,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,11 +42,12 @@ func (g *Gateway) serverFor(c *policy.Caller) *mcp.Server {
 // Principal resolves the caller of one MCP request (the rules are
 // caller.Resolve's): extra is nil on stdio; on HTTP it carries the caller
 // Wrap authenticated, if any.
-func (g *Gateway) Principal(_ context.Context, extra *mcp.RequestExtra) caller.Principal {
+func (g *Gateway) Principal(ctx context.Context, extra *mcp.RequestExtra) caller.Principal {
 	r := caller.Request{}
 	if extra != nil && extra.Header != nil {
 		r.HTTP, r.Header = true, extra.Header
 		r.VerifiedID, r.VerifiedTenant = verified(extra.TokenInfo)
+		r.Addr = transport.ClientIP(ctx)
 	}
 	return caller.Resolve(r, fixedTenants(g.policy.Load()))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -35,7 +36,42 @@ type Query struct {
 const (
 	DefaultLimit = 50
 	MaxLimit     = 1000
+	// MaxQueryBytes and MaxQueryTerms bound the free text: every term
+	// becomes a searcher on several fields, so a long text costs memory
+	// and time in proportion (a 1 MB query cost 750 MB).
+	MaxQueryBytes = 1024
+	MaxQueryTerms = 32
 )
+
+// QueryTerms counts the words of text as the analyzer splits them (runs of
+// letters and digits).
+func QueryTerms(text string) int {
+	return len(strings.FieldsFunc(text, notWordRune))
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
+
+// ClipQuery shortens text to MaxQueryTerms words within MaxQueryBytes, for
+// callers that derive the text themselves (the route resolver) and would
+// rather search less than fail.
+func ClipQuery(text string) string {
+	if len(text) <= MaxQueryBytes && QueryTerms(text) <= MaxQueryTerms {
+		return text
+	}
+	words := strings.FieldsFunc(text, notWordRune)
+	if len(words) > MaxQueryTerms {
+		words = words[:MaxQueryTerms]
+	}
+	out := strings.Join(words, " ")
+	for len(out) > MaxQueryBytes {
+		i := strings.LastIndexByte(out[:MaxQueryBytes], ' ')
+		if i <= 0 {
+			return ""
+		}
+		out = out[:i]
+	}
+	return out
+}
 
 // Result is a page of hits in rank order. Total counts every match.
 type Result struct {

@@ -22,6 +22,7 @@ type Migration struct {
 func All() []Migration {
 	return []Migration{
 		{Version: 1, Name: "initial buckets", Apply: v1InitialBuckets},
+		{Version: 2, Name: "signed audit log buckets", Apply: v2SignedAudit},
 	}
 }
 
@@ -48,4 +49,21 @@ func v1InitialBuckets(tx *bolt.Tx) error {
 		"handles",     // pending-approval handles per scope
 		"audit",       // audit receipts keyed by sequence
 	)
+}
+
+// v2 adds the Merkle tree, checkpoints and base notes of the signed audit
+// log inside "audit". Existing receipts are adopted (tree built, first
+// checkpoint signed) by the audit log at its next start, which has the
+// signing key; a migration has no key.
+func v2SignedAudit(tx *bolt.Tx) error {
+	a, err := tx.CreateBucketIfNotExists([]byte("audit"))
+	if err != nil {
+		return err
+	}
+	for _, n := range []string{"receipts", "tree", "checkpoints", "bases"} {
+		if _, err := a.CreateBucketIfNotExists([]byte(n)); err != nil {
+			return fmt.Errorf("create bucket audit/%s: %w", n, err)
+		}
+	}
+	return nil
 }

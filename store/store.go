@@ -73,12 +73,9 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
 		}
 	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
+	b, err := openLocked(path, opts)
 	if err != nil {
-		if errors.Is(err, bolterr.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: %w (another accords-mcp may be running: stop it first; backup and doctor reach a running daemon through its control socket)", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return nil, err
 	}
 	db := &DB{bolt: b, path: path}
 	if opts.ReadOnly {
@@ -94,6 +91,46 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// openLocked opens path with bbolt, which waits for the file lock, and
+// then checks that path still names the file it locked. restore replaces
+// the file by a rename while holding the old file's lock; a process that
+// opened the old file just before and waited for that lock would otherwise
+// serve the replaced database (now only the .bak). It then opens again.
+func openLocked(path string, opts Options) (*bolt.DB, error) {
+	for range 3 {
+		var opened *os.File
+		b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, perm)
+				opened = f
+				return f, err
+			}})
+		if err != nil {
+			if errors.Is(err, bolterr.ErrTimeout) {
+				return nil, fmt.Errorf("open %s: %w (another accords-mcp may be running: stop it first; backup and doctor reach a running daemon through its control socket)", path, ErrLocked)
+			}
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		if stillThere(path, opened) {
+			return b, nil
+		}
+		_ = b.Close()
+	}
+	return nil, fmt.Errorf("open database %s: the file was replaced again and again while it was being opened", path)
+}
+
+func stillThere(path string, f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	locked, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(locked, now)
 }
 
 // SchemaVersion reads the stored schema version (0 for a new file).

@@ -62,12 +62,10 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		}
 	}()
 	var args map[string]any
-	if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
-		raw := req.Params.Arguments
-		if s := strings.TrimSpace(string(raw)); s != "null" {
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return failure(apperr.Validation("arguments", "arguments must be a JSON object")), nil
-			}
+	if req != nil && req.Params != nil {
+		var err error
+		if args, err = decodeArguments(req.Params.Arguments); err != nil {
+			return failure(err), nil
 		}
 	}
 	warnings := unknownArguments(t.known, args)

@@ -142,7 +142,7 @@ func newEnv(t *testing.T, vault http.Handler) *testEnv {
 func newEnvAt(t *testing.T, vault http.Handler, dbPath, token string) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, dbPath: dbPath, token: token}
-	e.vault = httptest.NewServer(vault)
+	e.vault = httptest.NewServer(keyGuard(t, vault))
 	t.Cleanup(e.vault.Close)
 	e.open()
 	return e

@@ -68,6 +68,11 @@ func nextStepOf(e *apperr.Error) string {
 		if e.Details["reason"] != nil {
 			return ""
 		}
+	case apperr.CodeNetwork:
+		if e.Details["outcome_unknown"] == true {
+			return "retry with the same idempotency_key (details.idempotency_key) and the action runs at most once"
+		}
+		return ""
 	case apperr.CodeValidation:
 		if e.VaultCode != "" {
 			return "fix the request fields Vault names in details.vault_error.details and validate again"

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/accordsai/accords-mcp/domain/catalog/remote"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Toolset remote: remote cookbook sources and installing from them.
@@ -15,6 +16,8 @@ type sourceIn struct {
 	AuthMode      string `json:"auth_mode,omitempty"`
 	AuthEnvVar    string `json:"auth_env_var,omitempty" jsonschema:"variable holding the token"`
 	RequireSHA256 *bool  `json:"require_sha256,omitempty"`
+	// DownloadHosts bounds where installs may download from.
+	DownloadHosts StringList `json:"download_hosts,omitempty" jsonschema:"default: the index URL's host"`
 }
 
 type sourceUpsertIn struct {
@@ -70,12 +73,15 @@ var catalogSourceUpsert = Define(Tool{
 	Effect:      ReplacesLocal,
 	Needs:       NeedRemote,
 	Output:      obj("source", obj()),
-}, nil, upsertCatalogSource)
+}, func(s *jsonschema.Schema) {
+	csvOrArray(Prop(s, "source"), "download_hosts")
+}, upsertCatalogSource)
 
 func upsertCatalogSource(ctx context.Context, d *Deps, _ *Call, in sourceUpsertIn) (Result, error) {
 	src, created, err := d.Remote.UpsertSource(remote.SourceInput{
 		SourceID: in.Source.SourceID, IndexURL: in.Source.IndexURL, Enabled: in.Source.Enabled,
 		AuthMode: in.Source.AuthMode, AuthEnvVar: in.Source.AuthEnvVar, RequireSHA256: in.Source.RequireSHA256,
+		DownloadHosts: in.Source.DownloadHosts,
 	})
 	if err != nil {
 		return Result{}, err

@@ -29,7 +29,7 @@ type routeResolveIn struct {
 
 var routeResolve = Define(Tool{
 	Name:        "vaultclaw_route_resolve",
-	Description: "Map a user's request for the vault to a tool and inputs; call it first.",
+	Description: "Turn a request for the vault into a tool and inputs; call it first.",
 	Toolset:     ToolsetRouting,
 	Capability:  CapCatalogView,
 	Effect:      ReadsLocal,

@@ -139,6 +139,9 @@ type Tool struct {
 	Hints  Hints
 	// Needs are the services the handler reads from Deps.
 	Needs Needs
+	// Renders: the handler builds the request it sends to Vault and hands
+	// it to the gateway's rendered check (RenderedCheck) before sending.
+	Renders bool
 	// InputSchema is inferred by Define from the argument type.
 	InputSchema *jsonschema.Schema
 	// Unlisted are top-level arguments the tool accepts and checks but does

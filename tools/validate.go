@@ -19,9 +19,8 @@ import (
 // reports.
 type checker struct {
 	types []string
-	// truncate: an integer (not number) field, whose numbers are truncated
-	// as the predecessor did.
-	truncate bool
+	// integer: an integer (not number) field, which refuses fractions.
+	integer  bool
 	enum     []any
 	allowed  []string
 	min, max *float64
@@ -47,7 +46,7 @@ func compileSchema(s *jsonschema.Schema) *checker {
 	if s.Type != "" {
 		c.types = []string{s.Type}
 	}
-	c.truncate = slices.Contains(c.types, "integer") && !slices.Contains(c.types, "number")
+	c.integer = slices.Contains(c.types, "integer") && !slices.Contains(c.types, "number")
 	for _, e := range s.Enum {
 		c.allowed = append(c.allowed, fmt.Sprint(e))
 	}
@@ -97,8 +96,7 @@ func flattenAnyOf(s *jsonschema.Schema) *jsonschema.Schema {
 	return &out
 }
 
-// validateArgs checks args, truncates numbers given for integer fields, and
-// returns the first problem as an MCP_VALIDATION_ERROR naming the field.
+// validateArgs checks args and returns the first problem as an MCP_VALIDATION_ERROR naming the field.
 // Defaults are not written into args (the decoder applies them), so args
 // keeps exactly the keys the client sent.
 func validateArgs(c *checker, args map[string]any) (map[string]any, error) {
@@ -167,8 +165,11 @@ func (c *checker) check(v any, path string) (any, error) {
 		return nil, apperr.Validation(fieldName(path), "%s must be %s, got %s", fieldName(path), article(want), got).
 			With("expected", want).With("actual", got)
 	}
-	if f, ok := v.(float64); ok && c.truncate {
-		v = math.Trunc(f)
+	if f, ok := v.(float64); ok && c.integer && f != math.Trunc(f) {
+		// The predecessor truncated 2.5 to 2; a fraction where a count is
+		// meant is a mistake to report (D2), not to guess at.
+		return nil, apperr.Validation(fieldName(path), "%s must be an integer, got %v", fieldName(path), f).
+			With("expected", "integer").With("actual", "number")
 	}
 	if len(c.enum) > 0 && !slices.Contains(c.enum, v) {
 		return nil, apperr.Validation(fieldName(path), "%s must be one of %s, got %v", fieldName(path), strings.Join(c.allowed, ", "), v).

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -69,6 +70,15 @@ func TestValidationNamesTheField(t *testing.T) {
 		{`{"name":"a","nested":{"items":["x",3]}}`, "nested.items[1]", "nested.items[1] must be a string, got integer"},
 		{`{"name":"a","free":[]}`, "free", "free must be an object, got array"},
 		{`[1,2]`, "arguments", "arguments must be a JSON object"},
+		// A fraction where a count is meant is refused, not truncated; a
+		// number beyond float64 is reported against its own field.
+		{`{"name":"a","limit":2.5}`, "limit", "limit must be an integer, got 2.5"},
+		{`{"name":"a","limit":1e400}`, "limit", "limit is a number out of range"},
+		{`{"name":"a","nested":{"items":["x"]},"blob":{"x":[1,-1e999]}}`, "blob.x[1]", "blob.x[1] is a number out of range"},
+		// Text that is not valid Unicode is refused, not replaced.
+		{"{\"name\":\"a\xffb\"}", "name", "name is not valid UTF-8 text (invalid bytes or an unpaired surrogate escape)"},
+		{`{"name":"a","nested":{"items":["ok","\udc00"]}}`, "nested.items[1]", "nested.items[1] is not valid UTF-8 text (invalid bytes or an unpaired surrogate escape)"},
+		{`{"name":"\ud83d"}`, "name", "name is not valid UTF-8 text (invalid bytes or an unpaired surrogate escape)"},
 	}
 	for _, c := range cases {
 		ok, field, msg := invokeSample(t, tool, c.args)
@@ -78,13 +88,14 @@ func TestValidationNamesTheField(t *testing.T) {
 	}
 }
 
-func TestDefaultsTruncationAndUnknownArguments(t *testing.T) {
+func TestDefaultsAndUnknownArguments(t *testing.T) {
 	var got sampleIn
 	tool := sampleTool(t, &got)
-	ok, _, msg := invokeSample(t, tool, `{"name":"a","limit":7.9,"unknown":true,"tags":"a,b","blob":{"x":[1]}}`)
+	ok, _, msg := invokeSample(t, tool, `{"name":"a \ud83d\ude00 é","limit":7.0,"unknown":true,"tags":"a,b","blob":{"x":[1]}}`)
 	require.True(t, ok, msg)
+	require.Equal(t, "a 😀 é", got.Name, "paired surrogate escapes and UTF-8 are text")
 	require.Equal(t, "AUTO", got.Kind, "defaults are applied")
-	require.Equal(t, 7, got.Limit, "numbers for integer fields are truncated")
+	require.Equal(t, 7, got.Limit, "a whole number written 7.0 is an integer")
 	require.Equal(t, "a,b", got.Tags)
 	require.Equal(t, map[string]any{"x": []any{1.0}}, got.Blob)
 
@@ -188,4 +199,18 @@ func TestNullsAndGivenKeys(t *testing.T) {
 	require.Nil(t, got.Any)
 	require.NotNil(t, got.Names)
 	require.Empty(t, got.Names)
+}
+
+// TestArgumentsWithTooManyValuesAreRefusedBeforeDecoding: a 400 KB
+// argument of tiny values would cost tens of megabytes decoded.
+func TestArgumentsWithTooManyValuesAreRefusedBeforeDecoding(t *testing.T) {
+	var got sampleIn
+	tool := sampleTool(t, &got)
+	raw := `{"name":"a","blob":[` + strings.Repeat("0,", MaxArgumentValues) + `0]}`
+	ok, field, msg := invokeSample(t, tool, raw)
+	require.False(t, ok)
+	require.Equal(t, "arguments", field)
+	require.Contains(t, msg, "more than 200000 JSON values")
+	ok, _, msg = invokeSample(t, tool, `{"name":"a","blob":[`+strings.Repeat("0,", 1000)+`0]}`)
+	require.True(t, ok, msg)
 }

@@ -3,9 +3,11 @@ package tools
 import (
 	"context"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,6 +27,22 @@ type executeRequestIn struct {
 	Request map[string]any `json:"request" jsonschema:"{connector_id, verb, request}"`
 }
 
+type executeIn struct {
+	Request        map[string]any `json:"request" jsonschema:"{connector_id, verb, request}"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty"`
+}
+
+var idempotencyKeyRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// idempotencyKey checks an agent's key ("" when not given).
+func idempotencyKey(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v != "" && !idempotencyKeyRe.MatchString(v) {
+		return "", apperr.Validation("idempotency_key", "idempotency_key must be 1 to 128 characters of letters, digits and . _ : - starting with a letter or digit")
+	}
+	return v, nil
+}
+
 type docSuggestIn struct {
 	Query string `json:"query"`
 	TopK  int    `json:"top_k,omitempty"`
@@ -42,10 +60,11 @@ type slotBindingsIn struct {
 }
 
 type slotBindIn struct {
-	ConnectorID string `json:"connector_id"`
-	Verb        string `json:"verb"`
-	Slot        string `json:"slot"`
-	SecretID    string `json:"secret_id" jsonschema:"id, not value"`
+	ConnectorID    string `json:"connector_id"`
+	Verb           string `json:"verb"`
+	Slot           string `json:"slot"`
+	SecretID       string `json:"secret_id" jsonschema:"id, not value"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 type profilesListIn struct {
@@ -59,7 +78,8 @@ type profileGetIn struct {
 }
 
 type profileUpsertIn struct {
-	Profile map[string]any `json:"profile"`
+	Profile        map[string]any `json:"profile"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty"`
 }
 
 // needsVault are the services of the pass-through tools.
@@ -107,7 +127,7 @@ func listConnectors(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, err
 
 var connectorGet = Define(Tool{
 	Name:        "vaultclaw_connector_get",
-	Description: "Get a connector and its policy, whose input_schema_v1 shapes requests.",
+	Description: "Get a connector and its policy (verbs' input_schema_v1).",
 	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
 	Output: vaultBody("policy", obj()),
 }, nil, getConnector)
@@ -148,12 +168,16 @@ var connectorExecute = Define(Tool{
 	Output: vaultBody("status", str()),
 }, nil, executeConnectorRequest)
 
-func executeConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeRequestIn) (Result, error) {
+func executeConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	s, err := d.Sessions.Resolve(ctx, c.Scope())
 	if err != nil {
 		return Result{}, err
 	}
-	out, err := d.Execution.Execute(ctx, c.Scope(), s, in.Request)
+	out, err := d.Execution.Execute(ctx, c.Scope(), s, in.Request, key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -225,6 +249,10 @@ var slotBind = Define(Tool{
 }, nil, bindSlot)
 
 func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	body := map[string]any{}
 	for _, f := range []struct{ name, val string }{{"connector_id", in.ConnectorID}, {"verb", in.Verb}, {"slot", in.Slot}, {"secret_id", in.SecretID}} {
 		val, err := required(f.name, f.val)
@@ -234,7 +262,7 @@ func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, err
 		body[f.name] = val
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.SlotBind(ctx, s, body)
+		return d.Vault.SlotBind(ctx, s, body, key)
 	})
 }
 
@@ -286,7 +314,11 @@ var unboundedProfileUpsert = Define(Tool{
 }, nil, upsertUnboundedProfile)
 
 func upsertUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileUpsertIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.ProfileUpsert(ctx, s, in.Profile, "")
+		return d.Vault.ProfileUpsert(ctx, s, in.Profile, key)
 	})
 }

@@ -24,8 +24,9 @@ func (o orchestrationIn) options() orchestration.Options {
 }
 
 type executeJobIn struct {
-	Request       map[string]any  `json:"request" jsonschema:"{connector_id, verb, request}"`
-	Orchestration orchestrationIn `json:"orchestration,omitempty"`
+	Request        map[string]any  `json:"request" jsonschema:"{connector_id, verb, request}"`
+	Orchestration  orchestrationIn `json:"orchestration,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 }
 
 type planIn struct {
@@ -41,6 +42,7 @@ type planExecuteIn struct {
 	Analysis               *bool           `json:"analysis,omitempty"`
 	AnalysisAPIKeySecretID string          `json:"analysis_api_key_secret_id,omitempty"`
 	AnalysisModel          string          `json:"analysis_model,omitempty"`
+	IdempotencyKey         string          `json:"idempotency_key,omitempty"`
 }
 
 type previewIn struct {
@@ -92,11 +94,15 @@ var connectorExecuteJob = Define(Tool{
 }, orchestrationDefaults, executeJob)
 
 func executeJob(ctx context.Context, d *Deps, c *Call, in executeJobIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	sess, err := d.Sessions.Resolve(ctx, c.Scope())
 	if err != nil {
 		return Result{}, err
 	}
-	out, err := d.Execution.ExecuteJob(ctx, c.Scope(), sess, in.Request, in.Orchestration.options())
+	out, err := d.Execution.ExecuteJob(ctx, c.Scope(), sess, in.Request, in.Orchestration.options(), key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -135,9 +141,14 @@ var planExecute = Define(Tool{
 	Narrowed:    map[string]*jsonschema.Schema{"plan_input": obj()},
 	Unlisted:    []string{"analysis", "analysis_api_key_secret_id", "analysis_model"},
 	Output:      obj("response", obj()),
+	Renders:     true,
 }, orchestrationDefaults, executePlan)
 
 func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Result, error) {
+	key, err := idempotencyKey(in.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
 	sess, err := d.Sessions.Resolve(ctx, c.Scope())
 	if err != nil {
 		return Result{}, err
@@ -146,6 +157,8 @@ func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Resul
 	out, err := d.Execution.PlanExecute(ctx, c.Scope(), sess, execution.PlanExecuteInput{
 		Plan: in.Plan, PlanInput: input, PlanInputSet: given, Orchestration: in.Orchestration.options(),
 		Analysis: in.Analysis, AnalysisAPIKeySecretID: strings.TrimSpace(in.AnalysisAPIKeySecretID), AnalysisModel: strings.TrimSpace(in.AnalysisModel),
+		BeforeSend:     renderedCheck(ctx),
+		IdempotencyKey: key,
 	})
 	if err != nil {
 		return Result{}, err

@@ -31,6 +31,7 @@ var passportEmailWorkflow = Define(Tool{
 	Needs:       NeedPassport,
 	Unlisted:    []string{"request", "text"},
 	Output:      obj("status", str(), "pre_send_summary", obj()),
+	Renders:     true,
 }, func(s *jsonschema.Schema) {
 	Default(s, "execute", true)
 }, runPassportWorkflow)
@@ -39,7 +40,7 @@ func runPassportWorkflow(ctx context.Context, d *Deps, c *Call, in passportWorkf
 	res, err := d.Passport.Run(ctx, c.Scope(), passport.Input{
 		RequestText: firstNonBlank(in.RequestText, in.Request, in.Text), RecipientEmail: in.RecipientEmail,
 		Subject: in.Subject, BodyStyle: in.BodyStyle, PassportDocumentID: in.PassportDocumentID,
-		ManualFields: in.ManualFields, Execute: in.Execute, RunID: in.RunID,
+		ManualFields: in.ManualFields, Execute: in.Execute, RunID: in.RunID, BeforeSend: renderedCheck(ctx),
 	})
 	if err != nil {
 		return Result{}, err

@@ -56,6 +56,7 @@ func newHarness(t *testing.T, opts vaultsim.Options, env map[string]string) *har
 	sim, err := vaultsim.Start("", opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { sim.Close() })
+	t.Cleanup(func() { requireKeysInLog(t, sim.Requests()) })
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(t.TempDir(), "a.db"), "ACCORDS_MCP_SECRET_KEY": testKey}
 	for k, v := range env {
 		vars[k] = strings.ReplaceAll(v, "{{SIM}}", sim.URL)
@@ -606,8 +607,10 @@ func TestDocumentTools(t *testing.T) {
 	assert.Empty(t, s[0].Header.Get("Idempotency-Key"))
 	require.True(t, h.call("vaultclaw_document_types_suggest", m("query", "passport", "top_k", -3)).OK)
 	assert.Equal(t, m("query", "passport", "top_k", 5.0), h.calls("POST", "/v0/docs/types/suggest")[1].Body)
-	require.True(t, h.call("vaultclaw_document_types_suggest", m("query", "passport", "top_k", 2.9)).OK)
-	assert.Equal(t, m("query", "passport", "top_k", 2.0), h.calls("POST", "/v0/docs/types/suggest")[2].Body)
+	bad := h.call("vaultclaw_document_types_suggest", m("query", "passport", "top_k", 2.9))
+	require.Equal(t, "MCP_VALIDATION_ERROR", bad.Code(), "a fraction is refused, not truncated")
+	assert.Equal(t, "top_k", bad.Details()["field"])
+	require.Len(t, h.calls("POST", "/v0/docs/types/suggest"), 2, "nothing reached Vault")
 	first := e.Object()["suggestions"].([]any)[0].(map[string]any)
 	assert.Equal(t, "identity.passport", first["type_id"])
 	assert.EqualValues(t, 80, first["score"])

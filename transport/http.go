@@ -1,12 +1,18 @@
 package transport
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
@@ -21,23 +27,37 @@ type HTTPOptions struct {
 	Path string
 	// MaxBodyBytes limits request bodies; larger bodies get 413.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time to receive a request body (default
+	// DefaultBodyTimeout); a slower body gets 408.
+	BodyTimeout time.Duration
 	// RequireTenantHeader rejects MCP requests without a tenant header.
 	RequireTenantHeader bool
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed
+	// besides the server's own (decision D18).
+	AllowedOrigins []string
 	// GetServer returns the MCP server for a request (per caller when the
 	// gateway filters tools); nil means 400.
 	GetServer func(*http.Request) *mcp.Server
 	// Health reports the health of the store; nil means healthy.
 	Health func() error
+	// Degraded lists what is wrong while the server still serves (an audit
+	// log that failed verification); /healthz then says status degraded.
+	Degraded func() []string
 	// Wrap, when set, wraps the MCP endpoint (authentication).
 	Wrap   func(http.Handler) http.Handler
 	Logger *slog.Logger
-	// Extra routes (metrics, admin) mounted beside the MCP endpoint.
+	// Extra routes (metrics, admin) mounted beside the MCP endpoint; they
+	// get the same browser checks as the MCP endpoint.
 	Extra map[string]http.Handler
 }
 
+// DefaultBodyTimeout is how long a client has to send a request body.
+const DefaultBodyTimeout = 30 * time.Second
+
 // NewHTTPHandler returns the bridge: Streamable HTTP (stateless, so each
 // POST stands alone and bare JSON-RPC posts work without initialize), health
-// endpoints, tenant checks and body limits.
+// endpoints, browser and Host checks, tenant checks, body limits and
+// deadlines, and calls that end with their POST.
 func NewHTTPHandler(o HTTPOptions) http.Handler {
 	if o.Path == "" {
 		o.Path = "/v1/mcp"
@@ -48,14 +68,25 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	base := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger}
+	guard, err := newBrowserGuard(o.AllowedOrigins)
+	if err != nil {
+		// The configuration validates origins at start; an entry that
+		// still fails is left out, which only refuses more.
+		o.Logger.Error("ignoring the allowed origins", "error", err.Error())
+		guard, _ = newBrowserGuard(nil)
+	}
+	base := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger, PropagateRequestCancellation: true}
 	sse := mcp.NewStreamableHTTPHandler(o.GetServer, &base)
 	jsonOpts := base
 	jsonOpts.JSONResponse = true
 	plain := mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts)
+	calls := newInflight()
 
 	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.ContentLength > o.MaxBodyBytes {
@@ -66,12 +97,39 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 			writeTenantRequired(w)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Content-Type") == "" {
+		if r.Method != http.MethodPost {
+			sse.ServeHTTP(w, r)
+			return
+		}
+		body, ok := readBody(w, r, o.MaxBodyBytes, o.BodyTimeout)
+		if !ok {
+			return
+		}
+		// A page's no-cors POST carries no Content-Type; only clients that
+		// are not browsers get JSON assumed for them.
+		if r.Header.Get("Content-Type") == "" && !hasBrowserMarker(r.Header) {
 			r.Header.Set("Content-Type", "application/json")
 		}
+		var peek rpcPeek
+		_ = json.Unmarshal(body, &peek) // a malformed body is the SDK's to refuse
+		if peek.Method == "notifications/cancelled" && len(peek.ID) == 0 && len(peek.Params.RequestID) > 0 {
+			// Stateless HTTP gives the notification a session of its
+			// own, so the SDK could not find the call; cancel it here.
+			calls.cancel(callKey(r, peek.Params.RequestID))
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		carrier, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		if len(peek.ID) > 0 && string(peek.ID) != "null" {
+			defer calls.add(callKey(r, peek.ID), cancel)()
+		}
+		ctx := context.WithValue(carrier, httpCallKey{}, carrier)
+		ctx = context.WithValue(ctx, clientAddrKey{}, remoteIP(r))
+		r = r.WithContext(ctx)
 		// Bridge clients POST one JSON-RPC message with Accept:
 		// application/json only; answer them with a plain JSON body.
-		if r.Method == http.MethodPost && !acceptsEventStream(r.Header.Values("Accept")) {
+		if !acceptsEventStream(r.Header.Values("Accept")) {
 			r.Header.Set("Accept", "application/json, text/event-stream")
 			plain.ServeHTTP(w, r)
 			return
@@ -81,19 +139,67 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	if o.Wrap != nil {
 		endpoint = o.Wrap(endpoint)
 	}
+	// Before authentication: the client address is known, and a tenant
+	// header that is not a tenant never reaches the gateway (which counts
+	// the tenants anonymous callers bring into use).
+	endpoint = withClientIP(checkTenantHeaders(endpoint))
 
 	mux := http.NewServeMux()
-	mux.Handle(o.Path, endpoint)
+	mux.Handle(o.Path, guard.wrap(endpoint, false))
 	if o.Path != "/mcp" {
-		mux.Handle("/mcp", endpoint)
+		mux.Handle("/mcp", guard.wrap(endpoint, false))
 	}
-	health := healthHandler(o.Health)
+	health := guard.wrap(healthHandler(o.Health, o.Degraded, o.Logger), true)
 	mux.Handle("/healthz", health)
 	mux.Handle("/v1/healthz", health)
 	for p, h := range o.Extra {
-		mux.Handle(p, h)
+		mux.Handle(p, guard.wrap(h, false))
 	}
 	return mux
+}
+
+func checkTenantHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := caller.CheckTenantHeaders(r.Header); e != nil {
+			envelope.WriteHTTP(w, http.StatusBadRequest, e)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func withClientIP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, remoteIP(r))))
+	})
+}
+
+// readBody reads the whole body within timeout and max bytes, then lifts
+// the read deadline: once the body is in, the connection is only watched
+// for the client going away (which ends the call), and a long call such as
+// an approval wait must not be cut by a deadline meant for slow uploads.
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, bool) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout)) // unsupported writers (tests) have no deadline
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var mbe *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", max), http.StatusRequestEntityTooLarge)
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body not received within %s", timeout), http.StatusRequestTimeout)
+		default:
+			http.Error(w, "failed to read the request body", http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return body, true
 }
 
 func acceptsEventStream(values []string) bool {
@@ -115,19 +221,29 @@ func writeTenantRequired(w http.ResponseWriter) {
 	envelope.WriteHTTP(w, http.StatusBadRequest, e)
 }
 
-func healthHandler(check func() error) http.Handler {
+// healthHandler answers health checks. It is open to anyone who can reach
+// the port, so it says only ok, degraded (and why) or unhealthy: the
+// store's error goes to the log.
+func healthHandler(check func() error, degraded func() []string, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		body := map[string]any{"ok": true, "service": "accords-mcp", "version": version.Version}
+		body := map[string]any{"ok": true, "service": "accords-mcp", "version": version.Version, "status": "ok"}
 		status := http.StatusOK
+		if degraded != nil {
+			if d := degraded(); len(d) > 0 {
+				body["status"], body["degraded"] = "degraded", d
+			}
+		}
 		if check != nil {
 			if err := check(); err != nil {
 				body["ok"] = false
-				body["error"] = err.Error()
+				body["status"] = "unhealthy"
+				body["error"] = "store unavailable"
+				logger.Warn("health check failed", "error", err.Error())
 				status = http.StatusServiceUnavailable
 			}
 		}

@@ -119,3 +119,27 @@ func TestHTTPBodyLimit(t *testing.T) {
 	require.Equal(t, http.StatusOK, rep.StatusCode)
 	require.Contains(t, string(rep.Body), `"configured":false`)
 }
+
+// TestHTTPTenantHeaderIsBounded: a 40 KB tenant header gave MCP_INTERNAL
+// "key too large", and any value made a new scope; length and charset are
+// now checked before anything runs.
+func TestHTTPTenantHeaderIsBounded(t *testing.T) {
+	a := testenv.Open(t, testenv.Config(t))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	call := mcptest.ToolsCall(1, "vaultclaw_session_configure", map[string]any{"token": "tok"})
+	for name, val := range map[string]string{
+		"X-Tenant-Id":          strings.Repeat("t", 40<<10),
+		"X-Accords-Tenant-Id":  strings.Repeat("t", 129),
+		"X-OpenClaw-Tenant-Id": "acme corp",
+	} {
+		rep := mcptest.Post(t, srv.URL+"/v1/mcp", call, map[string]string{name: val})
+		require.Equal(t, http.StatusBadRequest, rep.StatusCode, "%s: %s", name, rep.Body)
+		var env mcptest.Envelope
+		require.NoError(t, json.Unmarshal(rep.Body, &env))
+		require.Equal(t, "MCP_VALIDATION_ERROR", env.Error.Code)
+		require.Equal(t, name, env.Error.Details["field"])
+	}
+	env := mcptest.PostCall(t, srv.URL+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, map[string]string{"X-Tenant-Id": "team-a:prod@eu_1." + strings.Repeat("x", 110)})
+	require.True(t, env.OK, "%v", env.Error)
+}

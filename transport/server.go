@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,6 +49,9 @@ type Builder struct {
 	// servers whose sessions last (stdio), off for the stateless HTTP
 	// bridge, which cannot deliver them.
 	ListChanged bool
+	// Drain, when set, is the shutdown signal every call can see
+	// (lifecycle.Interruptible).
+	Drain *lifecycle.Drain
 }
 
 // Build returns a server exposing every tool of reg.
@@ -71,6 +75,9 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	for _, mw := range slices.Backward(mws) {
 		s.AddReceivingMiddleware(mw)
 	}
+	// Then: every call sees the shutdown signal and ends with its HTTP
+	// POST; the principal is resolved first of all.
+	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	return s
 }
@@ -94,6 +101,14 @@ func (b *Builder) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return b.Logger
+}
+
+func drainMiddleware(d *lifecycle.Drain) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			return next(lifecycle.With(ctx, d), method, req)
+		}
+	}
 }
 
 func (b *Builder) principal() PrincipalFunc {

@@ -16,11 +16,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/session"
@@ -90,6 +92,9 @@ type Request struct {
 type Response struct {
 	Status    int
 	RequestID string
+	// IdempotencyKey is the key the request carried ("" for calls without
+	// one).
+	IdempotencyKey string
 	// Body is the decoded JSON object (map[string]any), or nil when the body
 	// was empty or not a JSON object.
 	Body any
@@ -221,6 +226,13 @@ func encodeQuery(q url.Values) string {
 // Do performs one Vault call with the session's endpoint, token and
 // timeout. A status >= 400 or a transport failure returns a normalized
 // *apperr.Error; the response is returned only on success.
+//
+// Execute-type POSTs (IsExecuteType) always carry an Idempotency-Key, a
+// fresh one when r has none, so Go's transport may replay them after a
+// broken reused connection (it replays only requests with such a key) and
+// Vault runs the action once. When such a request may have reached Vault
+// but no usable answer came back, the error says the outcome is unknown
+// (D17) and carries the key to retry with.
 func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Response, error) {
 	reqID := NewID()
 	ep, err := ResolveEndpoint(s)
@@ -238,6 +250,10 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 	target := ep.Base + path
 	if q := encodeQuery(r.Query); q != "" {
 		target += "?" + q
+	}
+	execType := method == http.MethodPost && IsExecuteType(path)
+	if execType && strings.TrimSpace(r.IdempotencyKey) == "" {
+		r.IdempotencyKey = NewID()
 	}
 	var body io.Reader
 	if r.Body != nil || method == http.MethodPost {
@@ -269,6 +285,11 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 	if r.IdempotencyKey != "" {
 		hr.Header.Set("Idempotency-Key", r.IdempotencyKey)
 	}
+	// sent records that request bytes left for Vault on some attempt:
+	// from then on, a failure leaves the outcome unknown.
+	var sent atomic.Bool
+	hr = hr.WithContext(httptrace.WithClientTrace(hr.Context(), &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }}))
+	call := delivery{execType: execType, key: r.IdempotencyKey}
 	hc := &http.Client{Transport: c.transport(ep)}
 	start := time.Now()
 	resp, err := hc.Do(hr)
@@ -276,15 +297,17 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 		if c.observe != nil {
 			c.observe(method, path, 0, time.Since(start), err)
 		}
-		return nil, c.transportFailure(ctx, method, path, reqID, timeout, start, err)
+		call.sent = sent.Load()
+		return nil, call.mark(c.transportFailure(ctx, method, path, reqID, timeout, start, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
 	if c.observe != nil {
 		c.observe(method, path, resp.StatusCode, time.Since(start), err)
 	}
+	call.sent, call.answered = true, resp.StatusCode < 400
 	if err != nil {
-		return nil, c.transportFailure(ctx, method, path, reqID, timeout, start, err)
+		return nil, call.mark(c.transportFailure(ctx, method, path, reqID, timeout, start, err))
 	}
 	c.logger.Debug("vault call", "method", method, "path", path, "status", resp.StatusCode, "request_id", reqID, "duration_ms", time.Since(start).Milliseconds())
 	if int64(len(raw)) > c.maxBytes {
@@ -293,32 +316,39 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 		e.Details["request_id"] = reqID
 		e.Details["vault_http_status"] = resp.StatusCode
 		e.Details["max_response_bytes"] = c.maxBytes
-		return nil, e
+		return nil, call.mark(e)
 	}
 	if resp.StatusCode >= 400 {
 		code, msg, details := parseErrorBody(raw)
-		return nil, MapError(APIError{Status: resp.StatusCode, Code: code, Message: msg, Details: details, RequestID: reqID})
+		// A 5xx without Vault's error object came from something between
+		// us and Vault (a proxy that timed out): Vault may have acted.
+		call.proxyFailure = resp.StatusCode >= 500 && code == ""
+		return nil, call.mark(MapError(APIError{Status: resp.StatusCode, Code: code, Message: msg, Details: details, RequestID: reqID}))
 	}
-	out := &Response{Status: resp.StatusCode, RequestID: reqID, Raw: raw}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return out, nil // 204 and friends: no body
+	out := &Response{Status: resp.StatusCode, RequestID: reqID, Raw: raw, IdempotencyKey: r.IdempotencyKey}
+	if resp.StatusCode == http.StatusNoContent && len(bytes.TrimSpace(raw)) == 0 {
+		return out, nil // no content, as announced
 	}
 	var obj map[string]any
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		// A success status with a garbled or truncated body (a proxy error
-		// page, a cut connection) must not pass as an empty success.
-		e := apperr.New(apperr.CodeNetwork, "Vault answered HTTP %d with a body that is not a JSON object", resp.StatusCode)
+		// A success status with an empty, garbled or truncated body (a
+		// proxy error page, a cut connection) must not pass as success.
+		what := "a body that is not a JSON object"
+		if len(bytes.TrimSpace(raw)) == 0 {
+			what = "an empty body"
+		}
+		e := apperr.New(apperr.CodeNetwork, "Vault answered HTTP %d with %s", resp.StatusCode, what)
 		e.Retryable = true
 		e.VaultCode = CodeMalformedResponse
 		e.Details["request_id"] = reqID
 		e.Details["vault_http_status"] = resp.StatusCode
-		return nil, e
+		return nil, call.mark(e)
 	}
 	out.Body = obj
 	return out, nil
 }
 
-func (c *Client) transportFailure(ctx context.Context, method, path, reqID string, timeout time.Duration, start time.Time, err error) error {
+func (c *Client) transportFailure(ctx context.Context, method, path, reqID string, timeout time.Duration, start time.Time, err error) *apperr.Error {
 	msg := err.Error()
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		// The URL is ours and carries no secret, but the inner error is

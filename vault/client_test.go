@@ -93,12 +93,12 @@ func TestIdempotencyKeysPerEndpoint(t *testing.T) {
 		want string // "random", "none" or a literal
 	}{
 		{"validate", func() (*Response, error) { return c.Validate(ctx, s, map[string]any{"verb": "v"}) }, "none"},
-		{"execute", func() (*Response, error) { return c.Execute(ctx, s, map[string]any{}) }, "random"},
+		{"execute", func() (*Response, error) { return c.Execute(ctx, s, map[string]any{}, "") }, "random"},
 		{"execute-job", func() (*Response, error) { return c.ExecuteJob(ctx, s, map[string]any{}, "") }, "random"},
 		{"execute-job fixed", func() (*Response, error) { return c.ExecuteJob(ctx, s, map[string]any{}, "k-1") }, "k-1"},
 		{"plan validate", func() (*Response, error) { return c.PlanValidate(ctx, s, map[string]any{}) }, "random"},
 		{"plan execute", func() (*Response, error) { return c.PlanExecute(ctx, s, map[string]any{"plan": map[string]any{}}, "") }, "random"},
-		{"slot bind", func() (*Response, error) { return c.SlotBind(ctx, s, map[string]any{"slot": "a"}) }, "random"},
+		{"slot bind", func() (*Response, error) { return c.SlotBind(ctx, s, map[string]any{"slot": "a"}, "") }, "random"},
 		{"upsert", func() (*Response, error) { return c.ProfileUpsert(ctx, s, map[string]any{}, "") }, "random"},
 		{"upsert auto", func() (*Response, error) {
 			return c.ProfileUpsert(ctx, s, map[string]any{}, "mcp-unbounded-profile-8042d5b7fd92")
@@ -127,9 +127,9 @@ func TestIdempotencyKeysPerEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"query":"passport","top_k":5}`, string(rec.last(t).Body))
 	// Random keys differ between calls.
-	_, _ = c.Execute(ctx, s, map[string]any{})
+	_, _ = c.Execute(ctx, s, map[string]any{}, "")
 	k1 := rec.last(t).Header.Get("Idempotency-Key")
-	_, _ = c.Execute(ctx, s, map[string]any{})
+	_, _ = c.Execute(ctx, s, map[string]any{}, "")
 	assert.NotEqual(t, k1, rec.last(t).Header.Get("Idempotency-Key"))
 }
 
@@ -274,10 +274,21 @@ func TestResponseCap(t *testing.T) {
 	assert.Equal(t, 200, ae.Details["vault_http_status"])
 }
 
-func TestEmptyBodyIsNoBody(t *testing.T) {
+// An empty 2xx body where JSON is expected is MALFORMED_RESPONSE (D17);
+// only 204 No Content may be empty.
+func TestEmptyBodyIsMalformedUnless204(t *testing.T) {
 	srv := httptest.NewServer((&recorder{}).handler(200, ""))
 	defer srv.Close()
-	resp, err := New(Options{}).ListConnectors(context.Background(), sess(srv.URL))
+	_, err := New(Options{}).ListConnectors(context.Background(), sess(srv.URL))
+	ae := apperr.As(err)
+	require.NotNil(t, ae)
+	assert.Equal(t, apperr.CodeNetwork, ae.Code)
+	assert.Equal(t, CodeMalformedResponse, ae.VaultCode)
+	assert.True(t, ae.Retryable, "a read can be repeated")
+
+	none := httptest.NewServer((&recorder{}).handler(204, ""))
+	defer none.Close()
+	resp, err := New(Options{}).ListConnectors(context.Background(), sess(none.URL))
 	require.NoError(t, err)
 	assert.Nil(t, resp.Body)
 }

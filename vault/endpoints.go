@@ -35,7 +35,9 @@ const (
 )
 
 // idem returns key, or a fresh random key when key is blank: each call gets
-// its own key unless the caller supplies a stable one.
+// its own key unless the caller supplies a stable one (an agent's
+// idempotency_key, the auto-create hash). Do adds one to every
+// execute-type POST anyway; this keeps plans/validate's random key.
 func idem(key string) string {
 	if k := strings.TrimSpace(key); k != "" {
 		return k
@@ -78,9 +80,10 @@ func (c *Client) Validate(ctx context.Context, s session.Session, req map[string
 	return c.post(ctx, s, PathValidate, req, "")
 }
 
-// Execute is E4 POST /v0/connectors/execute (random idempotency key).
-func (c *Client) Execute(ctx context.Context, s session.Session, req map[string]any) (*Response, error) {
-	return c.post(ctx, s, PathExecute, req, idem(""))
+// Execute is E4 POST /v0/connectors/execute; a blank idemKey gets a random
+// one.
+func (c *Client) Execute(ctx context.Context, s session.Session, req map[string]any, idemKey string) (*Response, error) {
+	return c.post(ctx, s, PathExecute, req, idem(idemKey))
 }
 
 // ExecuteJob is E5 POST /v0/connectors/execute-job; a blank idemKey gets a
@@ -157,9 +160,9 @@ func (c *Client) SlotBindings(ctx context.Context, s session.Session, connectorI
 }
 
 // SlotBind is E14 POST /v0/connectors/secrets/slots/bind with body
-// {connector_id, verb, slot, secret_id} (random idempotency key).
-func (c *Client) SlotBind(ctx context.Context, s session.Session, body map[string]any) (*Response, error) {
-	return c.post(ctx, s, PathSlotBind, body, idem(""))
+// {connector_id, verb, slot, secret_id}; a blank idemKey gets a random one.
+func (c *Client) SlotBind(ctx context.Context, s session.Session, body map[string]any, idemKey string) (*Response, error) {
+	return c.post(ctx, s, PathSlotBind, body, idem(idemKey))
 }
 
 // ProfilesList is E15 GET /v0/connectors/unbounded/profiles/list.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
@@ -198,4 +200,150 @@ func TestAuditVerifyNamesTamperingOnARealLog(t *testing.T) {
 			assert.Contains(t, out.String(), tc.want)
 		})
 	}
+}
+
+func runAuditCmd(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	env, out, errb := gatewayEnv(vars, "")
+	code := run(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+// TestAuditCommandsEndToEnd: the key, checkpoint, prove, export, offline
+// verification, saved checkpoints and an acknowledgement, as an operator
+// and an outside auditor would run them.
+func TestAuditCommandsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(t.TempDir(), "keys", "audit.key")
+	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "data", "accords.db"), "ACCORDS_MCP_AUDIT_KEY_FILE": keyFile}
+	code, pub, _ := runAuditCmd(t, vars, "audit", "key")
+	require.Equal(t, 0, code)
+	pub = strings.TrimSpace(pub)
+	assert.Regexp(t, `^accords-mcp-audit-[0-9a-f]{8}\+[0-9a-f]{8}\+\S+$`, pub)
+	seedAudit(t, vars, 6)
+
+	code, cp, _ := runAuditCmd(t, vars, "audit", "checkpoint")
+	require.Equal(t, 0, code)
+	assert.Contains(t, cp, "accords-mcp/audit/")
+	assert.Contains(t, cp, "\n7\n", "the shutdown checkpoint covers all 7 receipts")
+	saved := filepath.Join(t.TempDir(), "saved.cp")
+	require.NoError(t, os.WriteFile(saved, []byte(cp), 0o600))
+
+	code, proofJSON, _ := runAuditCmd(t, vars, "audit", "prove", "4")
+	require.Equal(t, 0, code)
+	var p audit.Proof
+	require.NoError(t, json.Unmarshal([]byte(proofJSON), &p))
+	v, err := audit.ParseVerifierKey(pub)
+	require.NoError(t, err)
+	_, err = audit.VerifyProof(p, v, "")
+	require.NoError(t, err)
+	code, tlog, _ := runAuditCmd(t, vars, "audit", "prove", "4", "--tlog")
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(tlog, "c2sp.org/tlog-proof@v1\n"))
+	code, _, errText := runAuditCmd(t, vars, "audit", "prove", "99")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errText, "newer than the newest checkpoint")
+
+	export := filepath.Join(t.TempDir(), "audit.ndjson")
+	code, _, _ = runAuditCmd(t, vars, "audit", "export", "--out", export)
+	require.Equal(t, 0, code)
+
+	// The auditor: no database, no key file, only the export and the
+	// public key.
+	auditor := map[string]string{"ACCORDS_MCP_DB": filepath.Join(t.TempDir(), "none.db"), "ACCORDS_MCP_AUDIT_KEY_FILE": filepath.Join(t.TempDir(), "absent.key")}
+	code, out, errText := runAuditCmd(t, auditor, "audit", "verify", "--export", export, "--key", pub, "--checkpoint", saved)
+	require.Equal(t, 0, code, errText)
+	assert.Contains(t, out, "audit chain OK: 7 receipts")
+	assert.Contains(t, out, "saved checkpoints: 1 consistent")
+	code, _, errText = runAuditCmd(t, auditor, "audit", "verify", "--export", export)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errText, "--key")
+
+	// Tamper: move the head back over the last two receipts.
+	db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketAudit)
+		rb := b.Bucket([]byte("receipts"))
+		require.NoError(t, rb.Delete(store.U64(7)))
+		require.NoError(t, rb.Delete(store.U64(6)))
+		var five map[string]any
+		require.NoError(t, json.Unmarshal(rb.Get(store.U64(5)), &five))
+		head, _ := json.Marshal(map[string]any{"seq": 5, "hash": five["hash"]})
+		require.NoError(t, b.Put([]byte("head"), head))
+		cps := b.Bucket([]byte("checkpoints"))
+		var doomed [][]byte
+		c := cps.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			doomed = append(doomed, append([]byte(nil), k...))
+		}
+		for _, k := range doomed {
+			require.NoError(t, cps.Delete(k))
+		}
+		return nil
+	}))
+	require.NoError(t, db.Close())
+	code, out, _ = runAuditCmd(t, vars, "audit", "verify", "--checkpoint", saved)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "rolled_back")
+
+	code, _, errText = runAuditCmd(t, vars, "audit", "acknowledge")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errText, "--note is required")
+	code, out, errText = runAuditCmd(t, vars, "audit", "acknowledge", "--note", "restored from backup after disk failure", "--operator", "alice")
+	require.Equal(t, 0, code, errText)
+	assert.Contains(t, out, "acknowledged:")
+	code, out, _ = runAuditCmd(t, vars, "audit", "verify")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "acknowledged up to receipt")
+	code, _, errText = runAuditCmd(t, vars, "audit", "acknowledge", "--note", "again")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errText, "nothing to acknowledge")
+
+	code, _, _ = runAuditCmd(t, vars, "audit", "frobnicate")
+	assert.Equal(t, 2, code)
+}
+
+func TestPolicyCheckAndTest(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.toml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+[[rules]]
+id = "mail-inside"
+tools = ["vaultclaw_connector_execute*"]
+deny_if = 'args.request.connector_id == "google" && args.request.request.to.exists(t, email_domain(t) != "acme.example")'
+message = "mail stays inside acme.example"
+on_error = "allow"
+
+[[rules]]
+id = "plan-size"
+tools = ["vaultclaw_plan_execute"]
+deny_if = 'size(rendered.plan.steps) > 2'
+`), 0o600))
+	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(t.TempDir(), "a.db")}
+	code, out, errText := runAuditCmd(t, vars, "policy", "check", file)
+	require.Equal(t, 0, code, errText)
+	assert.Contains(t, out, "2 rules")
+	assert.Contains(t, out, "rule plan-size: tools vaultclaw_plan_execute, evaluated when the request is rendered")
+
+	args := `{"request":{"connector_id":"google","verb":"gmail.send","request":{"to":["x@evil.example"]}}}`
+	code, out, _ = runAuditCmd(t, vars, "policy", "test", file, "--tool", "vaultclaw_connector_execute", "--args", args)
+	assert.Equal(t, 1, code)
+	var d map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, "deny", d["decision"])
+	assert.Equal(t, "mail-inside", d["violated_rules"].([]any)[0].(map[string]any)["id"])
+	code, out, _ = runAuditCmd(t, vars, "policy", "test", file, "--tool", "vaultclaw_connector_execute", "--args", strings.Replace(args, "evil", "acme", 1))
+	assert.Equal(t, 0, code, out)
+	code, out, _ = runAuditCmd(t, vars, "policy", "test", file, "--tool", "vaultclaw_plan_execute", "--args", `{}`,
+		"--rendered", `{"plan":{"steps":[{},{},{}]}}`)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "plan-size")
+
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	require.NoError(t, os.WriteFile(bad, []byte("[[rules]]\nid = \"x\"\ntools = [\"*\"]\ndeny_if = 'argz'\n"), 0o600))
+	code, _, errText = runAuditCmd(t, vars, "policy", "check", bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errText, "line 4: rules[0] (x).deny_if")
+	code, _, _ = runAuditCmd(t, vars, "policy", "test", file, "--tool", "nope")
+	assert.Equal(t, 2, code)
 }

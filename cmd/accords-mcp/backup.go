@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/accordsai/accords-mcp/ops/backup"
@@ -57,6 +58,13 @@ func runBackup(ctx context.Context, env *environment, args []string) int {
 		}
 		fmt.Fprintf(env.stderr, "backup: %d bytes streamed to stdout (%s)\n", n, via)
 		return 0
+	}
+	removed, cerr := backup.CleanStale(filepath.Dir(*out))
+	for _, l := range removed {
+		fmt.Fprintf(env.stderr, "backup: removed %s (%d bytes), left by a backup or restore that was killed\n", l.Path, l.Size)
+	}
+	if cerr != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp backup: warning:", cerr)
 	}
 	var n int64
 	var via string

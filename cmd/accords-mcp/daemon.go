@@ -62,7 +62,7 @@ func startDaemon(ctx context.Context, a *app.App, transport string, logger *slog
 
 // doctorInputs are the in-process database checks of a.
 func doctorInputs(a *app.App, scope string) doctor.Inputs {
-	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope}
+	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope, AuditKey: a.AuditKey}
 	if a.Vault != nil {
 		in.Probe = doctor.VaultProbe(a.Vault)
 	}

@@ -100,7 +100,7 @@ func TestDevVaultUnixSocketAndDeny(t *testing.T) {
 	tok := regexp.MustCompile(`agent token: (\S+)`).FindStringSubmatch(out.String())[1]
 	c := vault.New(vault.Options{})
 	s := session.Session{BaseURL: "unix://" + sock, Token: tok, TimeoutMS: 5000}
-	_, err = c.Execute(context.Background(), s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": "x"})
+	_, err = c.Execute(context.Background(), s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": "x"}, "")
 	require.Error(t, err) // a validation failure, over the socket
 	_, err = c.ListConnectors(context.Background(), s)
 	require.NoError(t, err)

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
@@ -30,6 +32,7 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	fs.SetOutput(env.stderr)
 	scope := fs.String("scope", caller.DefaultScope, "tenant scope whose Vaultclaw session is probed")
 	asJSON := fs.Bool("json", false, "print the results as a JSON array")
+	forget := fs.Bool("forget-sealed-sessions", false, "delete the stored sessions sealed with a secret key that is lost (the server must be stopped), then check")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,6 +40,11 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
 		return 1
+	}
+	if *forget {
+		if code := forgetSealedSessions(env, cfg); code != 0 {
+			return code
+		}
 	}
 	rs := doctorResults(ctx, cfg, *scope)
 	if *asJSON {
@@ -67,7 +75,20 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
+		if r, bad := doctor.SealedWithoutKey(cfg, db); bad {
+			// It replaces the file check's "created on first start".
+			for i := range rs {
+				if rs[i].Check == r.Check {
+					rs[i] = r
+				}
+			}
+		}
 		in := doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)}
+		if k, err := audit.LoadKey(app.AuditKeySpec(cfg), false); err != nil {
+			in.AuditKeyProblem = err.Error()
+		} else {
+			in.AuditKey = k
+		}
 		if in.Sessions == nil {
 			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
 		}
@@ -103,24 +124,50 @@ func doctorResults(ctx context.Context, cfg config.Config, scope string) []docto
 	}
 }
 
+// doctorKeys loads the configured key without creating a key file: with no
+// key at all it is a random one, which opens nothing.
+func doctorKeys(cfg config.Config) (*keyring.Keyring, error) {
+	if strings.TrimSpace(cfg.SecretKey) == "" {
+		if _, err := os.Stat(cfg.KeyFile()); errors.Is(err, fs.ErrNotExist) {
+			k := make([]byte, keyring.KeySize)
+			_, _ = rand.Read(k)
+			return keyring.New(k)
+		}
+	}
+	return keyring.Load(cfg.SecretKey, cfg.KeyFile())
+}
+
 // localSessions builds the session service for doctor without creating a
 // key file: with no key at all, stored sessions are reported as unreadable;
 // nil when the configured key itself is unusable.
 func localSessions(cfg config.Config, db *store.DB) *session.Service {
-	var keys *keyring.Keyring
-	var err error
-	if strings.TrimSpace(cfg.SecretKey) == "" {
-		if _, serr := os.Stat(cfg.KeyFile()); errors.Is(serr, fs.ErrNotExist) {
-			k := make([]byte, keyring.KeySize)
-			_, _ = rand.Read(k)
-			keys, err = keyring.New(k)
-		}
-	}
-	if keys == nil && err == nil {
-		keys, err = keyring.Load(cfg.SecretKey, cfg.KeyFile())
-	}
+	keys, err := doctorKeys(cfg)
 	if err != nil {
 		return nil
 	}
 	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
+}
+
+// forgetSealedSessions deletes the sessions the configured key (or, with
+// the key file gone, no key) cannot open. It opens the database for
+// writing, so it refuses while the server runs.
+func forgetSealedSessions(env *environment, cfg config.Config) int {
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor: --forget-sealed-sessions needs the server stopped:", err)
+		return 1
+	}
+	defer db.Close()
+	keys, err := doctorKeys(cfg)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor: the secret key cannot be loaded, so nothing is forgotten:", err)
+		return 1
+	}
+	n, err := session.ForgetUnreadable(db, keys)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "doctor: forgot %d session(s) the secret key cannot open; configure them again (vaultclaw_session_configure)\n", n)
+	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/require"
 )
 
@@ -237,4 +239,38 @@ func TestSecondProcessOnSameDBFailsClearly(t *testing.T) {
 	require.Equal(t, 1, p2.wait(t))
 	require.Contains(t, p2.stderr.String(), dbPath)
 	require.Contains(t, p2.stderr.String(), "locked")
+}
+
+// TestStdioSIGTERMDuringWait: SIGTERM while an approval wait runs answers
+// the wait at once with the retryable envelope that keeps the handle, and
+// the process exits within 2 s (it used to sit out its 10 s grace and
+// leave the client an empty reply).
+func TestStdioSIGTERMDuringWait(t *testing.T) {
+	sim := vaultsim.New(vaultsim.Options{AgentToken: simToken})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	p := start(t, filepath.Join(t.TempDir(), "accords.db"), "VC_AGENT_TOKEN="+simToken, "VC_BASE_URL="+srv.URL, "ACCORDS_MCP_SECRET_KEY="+strings.Repeat("cd", 32))
+	p.send(t, initMsg)
+	p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vaultclaw_connector_execute_job","arguments":{"request":{"connector_id":"google","verb":"google.gmail.send.v1","policy_version":"1","request":{"user_id":"me","to":["bob@example.com"],"subject":"s","text_plain":"t"}}}}}`)
+	env := structured(t, p.recv(t))
+	handle := env["error"].(map[string]any)["details"].(map[string]any)["approval"].(map[string]any)["next_action"].(map[string]any)["arguments"].(map[string]any)["handle"]
+	args, _ := json.Marshal(map[string]any{"handle": handle, "timeout_ms": 600000, "poll_interval_ms": 250})
+	p.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"vaultclaw_approval_wait","arguments":`+string(args)+`}}`)
+	require.Eventually(t, func() bool {
+		return len(sim.RequestsTo("GET", "/v0/jobs/"+handle.(map[string]any)["job_id"].(string))) > 0
+	},
+		10*time.Second, 20*time.Millisecond)
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	msg := p.recv(t)
+	require.Equal(t, 3.0, msg["id"])
+	e := structured(t, msg)["error"].(map[string]any)
+	require.Equal(t, "MCP_WAIT_TIMEOUT", e["code"])
+	require.Equal(t, true, e["retryable"])
+	require.Equal(t, "server_shutting_down", e["details"].(map[string]any)["reason"])
+	require.Equal(t, handle.(map[string]any)["job_id"], e["details"].(map[string]any)["handle"].(map[string]any)["job_id"])
+	require.Equal(t, 0, p.wait(t))
+	require.Less(t, time.Since(start), 2*time.Second, "shutdown finishes within 2 s")
 }

@@ -312,3 +312,21 @@ func (s *Store) List(scope string, states []string, limit int) ([]Record, error)
 	}
 	return out, err
 }
+
+// Scopes lists the scopes that hold handles.
+func (s *Store) Scopes() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket(store.BucketHandles)
+		if root == nil {
+			return nil
+		}
+		return root.ForEach(func(k, v []byte) error {
+			if v == nil { // nested bucket: a scope
+				out = append(out, string(k))
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/lifecycle"
 )
 
 // Wait bounds of vaultclaw_approval_wait: a missing or non-positive value
@@ -126,6 +127,10 @@ const PollGrace = time.Second
 // off and reported as MCP_WAIT_TIMEOUT; a cancelled ctx stops the wait
 // promptly. The returned result holds the latest state even on error.
 func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResult, error) {
+	// A wait can stop anywhere: on shutdown it answers at once (see
+	// interrupted) instead of holding the server for its grace period.
+	ctx, stop := lifecycle.Interruptible(ctx)
+	defer stop()
 	clock := w.Clock
 	if clock == nil {
 		clock = RealClock
@@ -138,7 +143,7 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 	res := WaitResult{Handle: h}
 	for {
 		if err := ctx.Err(); err != nil {
-			return res, cancelled(err)
+			return res, interrupted(ctx, res, opts)
 		}
 		pollCtx, cancel := context.WithTimeout(ctx, deadline.Sub(clock.Now())+PollGrace)
 		err := w.poll(pollCtx, &res)
@@ -146,7 +151,7 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return res, cancelled(ctx.Err())
+				return res, interrupted(ctx, res, opts)
 			}
 			if cutOff {
 				return res, timeoutErr(res, opts)
@@ -171,16 +176,28 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 			return res, timeoutErr(res, opts)
 		}
 		if err := clock.Sleep(ctx, min(interval, remaining)); err != nil {
-			return res, cancelled(err)
+			return res, interrupted(ctx, res, opts)
 		}
 	}
 }
 
-func cancelled(err error) error {
-	return apperr.New(apperr.CodeInternal, "wait cancelled: %v", err).WithCause(err)
+// interrupted is the answer of a wait whose context ended. On shutdown the
+// caller gets the retryable MCP_WAIT_TIMEOUT with its handle (reason
+// server_shutting_down): clients already retry that with the same handle,
+// and the approval is still pending in Vault. Otherwise the client itself
+// cancelled or went away; the transports send that answer nowhere.
+func interrupted(ctx context.Context, res WaitResult, opts WaitOptions) error {
+	if lifecycle.ShuttingDown(ctx) {
+		e := timeoutErr(res, opts)
+		e.Message = "the server is shutting down; the approval is still pending"
+		e.With("reason", "server_shutting_down")
+		return e
+	}
+	cause := context.Cause(ctx)
+	return apperr.New(apperr.CodeInternal, "wait cancelled: %v", cause).With("reason", "cancelled").WithCause(cause)
 }
 
-func timeoutErr(res WaitResult, opts WaitOptions) error {
+func timeoutErr(res WaitResult, opts WaitOptions) *apperr.Error {
 	var job, run any
 	if res.Job != nil {
 		job = res.Job

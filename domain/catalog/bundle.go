@@ -14,6 +14,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // BundleType is the only bundle format this package reads and writes.
@@ -180,7 +183,14 @@ func DecodeBundle(raw []byte) (*Bundle, error) {
 	if trimmed[0] != '{' {
 		return nil, schemaErr("bundle must be valid json object").With("cause", "bundle is not a JSON object")
 	}
+	if bad := jsonscan.Scan(trimmed).BadText; bad >= 0 {
+		f := jsonscan.PathAt(trimmed, bad)
+		return nil, schemaErr("bundle text must be valid UTF-8 (invalid bytes or an unpaired surrogate escape at "+f+")").With("field", "bundle."+f)
+	}
 	b, err := decodeBundle(trimmed)
+	if ae, ok := err.(*apperr.Error); ok {
+		return nil, ae
+	}
 	if err != nil {
 		return nil, schemaErr("bundle schema decode failed").With("cause", err.Error())
 	}
@@ -217,6 +227,11 @@ func decodeBundle(raw []byte) (*Bundle, error) {
 	b.Extra = d.extra(bundleKeys)
 	if d.err != nil {
 		return nil, d.err
+	}
+	if len(entries) > MaxEntries {
+		// Refused before decoding them: a hundred thousand entries cost
+		// far more decoded than as text.
+		return nil, tooMany("bundle.entries", len(entries), MaxEntries)
 	}
 	for i, er := range entries {
 		e, err := decodeEntry(er, fmt.Sprintf("entries[%d].", i))

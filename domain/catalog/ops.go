@@ -78,6 +78,9 @@ func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*U
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSize(canonical, s.maxBundleBytes); err != nil {
+		return nil, err
+	}
 	res := &UpsertResult{ConflictPolicy: policy, ContentHash: hash}
 	err = s.write(ctx, func(w *writeTx) error {
 		*res = UpsertResult{ConflictPolicy: policy, ContentHash: hash}

@@ -12,6 +12,14 @@ import (
 // route resolver's search fallback uses: by default only the latest version
 // of each cookbook is searched, so two versions of one entry never compete.
 func (s *Service) Search(ctx context.Context, q index.Query) (index.Result, error) {
+	if n := len(q.Text); n > index.MaxQueryBytes {
+		return index.Result{}, apperr.Validation("query", "query must be at most %d bytes, got %d", index.MaxQueryBytes, n).
+			With("max_bytes", index.MaxQueryBytes)
+	}
+	if n := index.QueryTerms(q.Text); n > index.MaxQueryTerms {
+		return index.Result{}, apperr.Validation("query", "query must have at most %d words, got %d", index.MaxQueryTerms, n).
+			With("max_terms", index.MaxQueryTerms)
+	}
 	if err := s.fresh(ctx); err != nil {
 		return index.Result{}, apperr.Internal("refresh catalog index", err)
 	}

@@ -17,6 +17,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress receives rebuild progress when Open has to rebuild.
 	Progress index.Progress
+	// MaxBundleBytes caps a stored bundle's canonical JSON
+	// (DefaultMaxBundleBytes when <= 0).
+	MaxBundleBytes int64
 }
 
 // OpenReport says what Open did with the index.
@@ -30,9 +33,10 @@ type OpenReport struct {
 // Service is the catalog: bundles in bbolt, entries in the bleve index.
 // It is safe for concurrent use.
 type Service struct {
-	db        *store.DB
-	indexPath string
-	logger    *slog.Logger
+	db             *store.DB
+	indexPath      string
+	logger         *slog.Logger
+	maxBundleBytes int64
 
 	// writeMu serialises writes so index updates apply in revision order.
 	writeMu sync.Mutex
@@ -49,7 +53,10 @@ type Service struct {
 // index against the catalog revision and rebuilding or catching it up when
 // it is missing, corrupt, from another mapping, ahead or behind (D8).
 func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*Service, error) {
-	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger}
+	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes}
+	if s.maxBundleBytes <= 0 {
+		s.maxBundleBytes = DefaultMaxBundleBytes
+	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}

@@ -90,6 +90,9 @@ func CheckVersion(v string) error {
 // predecessor only refused path characters, decision D6 applies: the
 // cookbook id must match IDPattern and the version must be semver.
 func (b *Bundle) Validate() error {
+	if err := b.checkLimits(); err != nil {
+		return err
+	}
 	if b.Type != BundleType {
 		return schemaErr("bundle.type must be " + BundleType)
 	}

@@ -27,7 +27,9 @@ func CatalogSearcher(c *catalog.Service) Searcher {
 }
 
 func (s catalogSearcher) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
-	res, err := s.c.Search(ctx, index.Query{Text: q.Text, Tags: q.Tags, Limit: q.Limit})
+	// The fallback derives its text from the request (up to 16 KiB): it
+	// searches the first words rather than fail the resolution.
+	res, err := s.c.Search(ctx, index.Query{Text: index.ClipQuery(q.Text), Tags: q.Tags, Limit: q.Limit})
 	if err != nil {
 		return nil, err
 	}

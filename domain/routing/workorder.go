@@ -57,7 +57,8 @@ func (r *Registry) Instructions(dynamic bool) string {
 	for i, s := range r.WorkOrder() {
 		fmt.Fprintf(&b, "%d. %s: %s: %s.\n", i+1, s.Name, strings.Join(s.Tools, " or "), s.What)
 	}
-	fmt.Fprintf(&b, "No session (MCP_SESSION_NOT_CONFIGURED)? Call %s, or set VC_AGENT_TOKEN.", toolSessionConfig)
+	fmt.Fprintf(&b, "No session (MCP_SESSION_NOT_CONFIGURED)? Call %s, or set VC_AGENT_TOKEN. ", toolSessionConfig)
+	b.WriteString("Tools that act take an optional idempotency_key: after MCP_NETWORK_ERROR with outcome_unknown, retry with the same key and the action runs at most once.")
 	if dynamic {
 		fmt.Fprintf(&b, "\nOnly a few tools are listed at first: %s shows the others by toolset, %s adds a toolset's tools.", toolToolsetsList, toolToolsetEnable)
 	}

@@ -5,6 +5,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -112,6 +113,11 @@ func ValidateBaseURL(raw string) error {
 		if u.Host == "" {
 			return apperr.Validation("base_url", "base_url must include a host")
 		}
+		if u.User != nil {
+			// Credentials in the URL would be sent to Vault, stored in clear
+			// and shown by session_status; the token has its own argument.
+			return apperr.Validation("base_url", "base_url must not contain credentials (user:password@); pass the agent token as token")
+		}
 	default:
 		return apperr.Validation("base_url", "base_url scheme must be http, https, unix or http+unix")
 	}
@@ -174,7 +180,16 @@ func (s *Service) Status(ctx context.Context, scope string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{Configured: true, BaseURL: sess.BaseURL, TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+	return Status{Configured: true, BaseURL: redactURL(sess.BaseURL), TimeoutMS: sess.TimeoutMS, Token: Mask(sess.Token), Source: sess.Source}, nil
+}
+
+// redactURL hides credentials in a base URL stored before they were
+// refused.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 func notConfigured() *apperr.Error {
@@ -210,4 +225,75 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 		return Session{}, e.WithCause(err)
 	}
 	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "configured"}, nil
+}
+
+// Scopes lists the scopes that hold a session record (tombstones
+// included).
+func (s *Service) Scopes() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SealedCount counts the stored sessions whose token is sealed with the
+// secret key (the ones a lost key file makes unreadable).
+func SealedCount(db *store.DB) (int, error) {
+	n := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) == nil && len(rec.SealedToken) > 0 {
+				n++
+			}
+			return nil
+		})
+	})
+	return n, err
+}
+
+// ForgetUnreadable deletes the stored sessions keys cannot open (sealed
+// with a key that is lost: they can never be read again) and reports how
+// many it deleted. Readable sessions and cleared tombstones stay.
+func ForgetUnreadable(db *store.DB, keys *keyring.Keyring) (int, error) {
+	n := 0
+	err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(store.BucketSessions)
+		if b == nil {
+			return nil
+		}
+		var doomed [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) != nil || len(rec.SealedToken) == 0 {
+				return nil
+			}
+			if _, err := keys.Open(rec.SealedToken, aad(string(k))); err != nil {
+				doomed = append(doomed, append([]byte(nil), k...))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(doomed)
+		return nil
+	})
+	return n, err
 }

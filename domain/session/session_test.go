@@ -50,14 +50,20 @@ func TestConfigureValidation(t *testing.T) {
 		{"empty socket path", "unix://", "tok", 0, "base_url"},
 		{"negative timeout", "", "tok", -5, "timeout_ms"},
 		{"huge timeout", "", "tok", session.MaxTimeoutMS + 1, "timeout_ms"},
+		{"credentials in the URL", "http://agent:s3cret-pass@vault:8080", "tok", 0, "base_url"},
+		{"user in the URL", "https://agent@vault", "tok", 0, "base_url"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := svc.Configure(ctx, "default", c.base, c.token, c.timeout)
 			require.True(t, apperr.Is(err, apperr.CodeValidation), "got %v", err)
 			require.Equal(t, c.field, apperr.As(err).Details["field"])
+			require.NotContains(t, err.Error(), "s3cret", "the credential is never echoed")
 		})
 	}
+	st, err := svc.Status(ctx, "default")
+	require.NoError(t, err)
+	require.False(t, st.Configured, "a refused configure stores nothing")
 	for _, ok := range []string{"https://vault.example", "unix:///run/vc.sock", "http+unix://%2Frun%2Fvc.sock"} {
 		_, err := svc.Configure(ctx, "default", ok, "tok", 0)
 		require.NoError(t, err, ok)

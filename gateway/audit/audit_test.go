@@ -17,6 +17,38 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// testKey is a fixed audit key (tests that need the key file outside the
+// data folder use keyFile).
+func testKey(t testing.TB) *Key {
+	k, err := NewKey(make([]byte, KeySize), "test")
+	require.NoError(t, err)
+	return k
+}
+
+func open(t testing.TB, db *store.DB, opts Options) *Log {
+	t.Helper()
+	if opts.Key == nil {
+		opts.Key = testKey(t)
+	}
+	l, err := Open(db, opts)
+	require.NoError(t, err)
+	return l
+}
+
+func verifyDB(t testing.TB, db *store.DB, saved ...[]byte) Report {
+	t.Helper()
+	rep, err := Verify(db, VerifyOptions{Verifier: testKey(t).Verifier(), Saved: saved})
+	require.NoError(t, err)
+	return rep
+}
+
+func appendOK(t testing.TB, l *Log, r Receipt) Ref {
+	t.Helper()
+	ref, err := l.Append(r)
+	require.NoError(t, err)
+	return ref
+}
+
 func openDB(t *testing.T) *store.DB {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "a.db"), store.Options{})
@@ -53,10 +85,9 @@ func receipt(i int, scope string, at time.Time) Receipt {
 
 func writeLog(t *testing.T, db *store.DB, n int) *Log {
 	t.Helper()
-	l, err := Open(db, Options{})
-	require.NoError(t, err)
+	l := open(t, db, Options{})
 	for i := 1; i <= n; i++ {
-		require.NoError(t, l.Append(receipt(i, "default", time.Now())))
+		appendOK(t, l, receipt(i, "default", time.Now()))
 	}
 	require.NoError(t, l.Flush())
 	return l
@@ -66,8 +97,7 @@ func TestChainIsContiguousAndVerifies(t *testing.T) {
 	db := openDB(t)
 	l := writeLog(t, db, 25)
 	require.NoError(t, l.Close())
-	rep, err := Verify(db)
-	require.NoError(t, err)
+	rep := verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 25, rep.Count)
 	assert.Equal(t, uint64(1), rep.FirstSeq)
@@ -87,12 +117,11 @@ func TestChainIsContiguousAndVerifies(t *testing.T) {
 	assert.Equal(t, Genesis, all[24].PrevHash)
 
 	// A reopened log continues the same chain.
-	l2, err := Open(db, Options{})
+	l2 := open(t, db, Options{})
+	_, err = l2.AppendSync(receipt(26, "default", time.Now()))
 	require.NoError(t, err)
-	require.NoError(t, l2.AppendSync(receipt(26, "default", time.Now())))
 	require.NoError(t, l2.Close())
-	rep, err = Verify(db)
-	require.NoError(t, err)
+	rep = verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 26, rep.Count)
 }
@@ -163,8 +192,7 @@ func TestVerifyDetectsEachKindOfTampering(t *testing.T) {
 			db := openDB(t)
 			require.NoError(t, writeLog(t, db, 10).Close())
 			tc.tamper(t, db)
-			rep, err := Verify(db)
-			require.NoError(t, err)
+			rep := verifyDB(t, db)
 			require.False(t, rep.OK)
 			require.NotNil(t, rep.Problem)
 			assert.Equal(t, tc.kind, rep.Problem.Kind, rep.Problem.Message)
@@ -182,40 +210,54 @@ func replaceOnce(s, old, new string) string {
 	panic("not found: " + old)
 }
 
-func TestRetentionKeepsChainVerifiable(t *testing.T) {
+func TestRetentionKeepsLogVerifiable(t *testing.T) {
 	db := openDB(t)
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l, err := Open(db, Options{Now: c.now, Retention: Retention{MaxCount: 5, MaxAge: 48 * time.Hour}})
-	require.NoError(t, err)
+	l := open(t, db, Options{Now: c.now, Retention: Retention{MaxCount: 5, MaxAge: 48 * time.Hour}, Cadence: Cadence{Every: 2}})
+	var saved [][]byte
+	l.afterSign = func(cp Checkpoint) { saved = append(saved, cp.Note) }
 	for i := 1; i <= 12; i++ {
-		require.NoError(t, l.Append(receipt(i, "default", c.now())))
+		appendOK(t, l, receipt(i, "default", c.now()))
+		require.NoError(t, l.Flush())
 		c.advance(time.Hour)
 	}
 	require.NoError(t, l.Prune())
-	rep, err := Verify(db)
-	require.NoError(t, err)
+	rep := verifyDB(t, db, saved...)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 5, rep.Count, "count bound")
 	assert.Equal(t, uint64(8), rep.FirstSeq)
-	require.NotNil(t, rep.Checkpoint)
-	assert.Equal(t, uint64(7), rep.Checkpoint.Seq)
-	assert.Equal(t, uint64(7), rep.Checkpoint.Pruned)
+	require.NotNil(t, rep.Base)
+	assert.Equal(t, BaseRetention, rep.Base.Kind)
+	assert.Equal(t, uint64(7), rep.Base.Size)
+	assert.Equal(t, uint64(12), rep.TreeSize)
+	statuses := map[string]int{}
+	for _, s := range rep.Saved {
+		statuses[s.Status]++
+	}
+	assert.Positive(t, statuses["consistent"], "saved checkpoints after the prune are proven")
+	assert.Positive(t, statuses["before_retention"], "older ones are reported, not failed")
+
+	// A retained receipt still has an inclusion proof although its
+	// neighbours' leaves are gone.
+	require.NoError(t, l.Checkpoint())
+	p, err := Prove(db, 8)
+	require.NoError(t, err)
+	_, err = VerifyProof(p, testKey(t).Verifier(), "")
+	require.NoError(t, err)
 
 	// Age bound: 3 days later, everything is older than 48h.
 	c.advance(72 * time.Hour)
-	require.NoError(t, l.Append(receipt(13, "default", c.now())))
+	appendOK(t, l, receipt(13, "default", c.now()))
 	require.NoError(t, l.Prune())
 	require.NoError(t, l.Close())
-	rep, err = Verify(db)
-	require.NoError(t, err)
+	rep = verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 1, rep.Count)
 	assert.Equal(t, uint64(13), rep.FirstSeq)
 
-	// Deleting the first receipt after the checkpoint is still caught.
+	// Deleting the first receipt after the base is still caught.
 	mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(13))) })
-	rep, err = Verify(db)
-	require.NoError(t, err)
+	rep = verifyDB(t, db)
 	require.False(t, rep.OK)
 	assert.Equal(t, ProblemTruncated, rep.Problem.Kind)
 }
@@ -241,8 +283,7 @@ func TestParseRetention(t *testing.T) {
 
 func TestFailedCommitMarksUnhealthyAndRecovers(t *testing.T) {
 	db := openDB(t)
-	l, err := Open(db, Options{})
-	require.NoError(t, err)
+	l := open(t, db, Options{})
 	defer l.Close()
 	fail := true
 	l.beforeCommit = func() error {
@@ -251,25 +292,55 @@ func TestFailedCommitMarksUnhealthyAndRecovers(t *testing.T) {
 		}
 		return nil
 	}
-	err = l.AppendSync(receipt(1, "s", time.Now()))
+	ref1, err := l.AppendSync(receipt(1, "s", time.Now()))
 	require.Error(t, err)
 	ok, msg := l.Healthy()
 	assert.False(t, ok)
 	assert.Contains(t, msg, "disk full")
 	fail = false
-	require.NoError(t, l.AppendSync(receipt(2, "s", time.Now())))
+	ref2, err := l.AppendSync(receipt(2, "s", time.Now()))
+	require.NoError(t, err)
 	ok, _ = l.Healthy()
 	assert.True(t, ok)
-	rep, err := Verify(db)
-	require.NoError(t, err)
+	rep := verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
-	assert.Equal(t, 1, rep.Count, "the failed receipt left no trace and no gap")
+	assert.Equal(t, 2, rep.Count, "the failed receipt was kept and committed with the next one, under the reference it was given")
+	assert.Equal(t, uint64(1), ref1.Seq)
+	assert.Equal(t, uint64(2), ref2.Seq)
+	all, err := List(db, Filter{})
+	require.NoError(t, err)
+	assert.Equal(t, "call_1", all[1].CallID)
+}
+
+func TestBacklogBoundsMemoryWithoutGaps(t *testing.T) {
+	db := openDB(t)
+	l := open(t, db, Options{MaxBacklog: 3})
+	defer l.Close()
+	fail := true
+	l.beforeCommit = func() error {
+		if fail {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	for i := range 3 {
+		_, err := l.AppendSync(receipt(i, "s", time.Now()))
+		require.Error(t, err)
+	}
+	_, err := l.Append(receipt(9, "s", time.Now()))
+	require.ErrorIs(t, err, ErrBacklog, "a full backlog refuses without numbering")
+	fail = false
+	require.NoError(t, l.Flush())
+	rep := verifyDB(t, db)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	assert.Equal(t, 3, rep.Count)
+	_, err = l.Append(receipt(10, "s", time.Now()))
+	require.NoError(t, err)
 }
 
 func TestListFilters(t *testing.T) {
 	db := openDB(t)
-	l, err := Open(db, Options{})
-	require.NoError(t, err)
+	l := open(t, db, Options{})
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for i := 1; i <= 9; i++ {
 		scope := "a"
@@ -280,7 +351,7 @@ func TestListFilters(t *testing.T) {
 		if i == 5 {
 			r.Outcome = "MCP_PERMISSION_DENIED"
 		}
-		require.NoError(t, l.Append(r))
+		appendOK(t, l, r)
 	}
 	got, err := l.List(Filter{Scope: "a"})
 	require.NoError(t, err)
@@ -300,29 +371,30 @@ func TestListFilters(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, "call_9", got[0].CallID)
 	require.NoError(t, l.Close())
-	assert.ErrorIs(t, l.Append(receipt(10, "a", base)), ErrClosed)
+	_, err = l.Append(receipt(10, "a", base))
+	assert.ErrorIs(t, err, ErrClosed)
 }
 
 func TestConcurrentAppendsStayChained(t *testing.T) {
 	db := openDB(t)
-	l, err := Open(db, Options{})
-	require.NoError(t, err)
+	l := open(t, db, Options{})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := range 50 {
 				if i%10 == 0 {
-					assert.NoError(t, l.AppendSync(receipt(i, "c", time.Now())))
+					_, err := l.AppendSync(receipt(i, "c", time.Now()))
+					assert.NoError(t, err)
 				} else {
-					assert.NoError(t, l.Append(receipt(i, "c", time.Now())))
+					_, err := l.Append(receipt(i, "c", time.Now()))
+					assert.NoError(t, err)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	require.NoError(t, l.Close())
-	rep, err := Verify(db)
-	require.NoError(t, err)
+	rep := verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	assert.Equal(t, 400, rep.Count)
 }
@@ -344,11 +416,10 @@ func TestHasherCanonicalArgs(t *testing.T) {
 
 func TestAsyncReceiptIsCommittedWithoutFlush(t *testing.T) {
 	db := openDB(t)
-	l, err := Open(db, Options{Linger: 20 * time.Millisecond})
-	require.NoError(t, err)
+	l := open(t, db, Options{Linger: 20 * time.Millisecond})
 	defer l.Close()
 	for i := range 3 {
-		require.NoError(t, l.Append(receipt(i, "s", time.Now())))
+		appendOK(t, l, receipt(i, "s", time.Now()))
 	}
 	// The writer commits on its own once the linger window closes.
 	require.Eventually(t, func() bool {
@@ -359,13 +430,14 @@ func TestAsyncReceiptIsCommittedWithoutFlush(t *testing.T) {
 
 func TestOddStringsStayVerifiable(t *testing.T) {
 	db := openDB(t)
-	l, err := Open(db, Options{})
-	require.NoError(t, err)
+	l := open(t, db, Options{})
 	r := receipt(1, "ten<ant>&\u2028", time.Now())
 	r.Tool = "bad\xff\xfeutf8\x00\n\"quoted\""
-	require.NoError(t, l.AppendSync(r))
-	require.NoError(t, l.Close())
-	rep, err := Verify(db)
+	r.RulesEvaluated = []string{"a<b>", "\xff"}
+	r.RulesMatched = []string{}
+	_, err := l.AppendSync(r)
 	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	rep := verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 }

@@ -1,7 +1,8 @@
 package audit
 
 import (
-	"encoding/json"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,14 +12,23 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/transparency-dev/merkle/compact"
 	bolt "go.etcd.io/bbolt"
 )
 
-// Layout inside the top-level "audit" bucket.
+// Layout inside the top-level "audit" bucket (sub-buckets from migration
+// v2; receipts from v1).
 var (
-	bucketReceipts = []byte("receipts")   // big-endian seq -> receipt JSON
-	keyHead        = []byte("head")       // last appended {seq, hash}
-	keyCheckpoint  = []byte("checkpoint") // last pruned {seq, hash}
+	bucketReceipts    = []byte("receipts")    // big-endian seq -> receipt JSON (the leaf bytes)
+	bucketTree        = []byte("tree")        // big-endian storage position -> 32-byte subtree hash
+	bucketCheckpoints = []byte("checkpoints") // big-endian tree size -> signed checkpoint note
+	bucketBases       = []byte("bases")       // big-endian tree size -> signed base note
+	keyHead           = []byte("head")        // last appended {seq, hash}
+	keyLog            = []byte("log")         // {origin, created}
+	keyIntegrity      = []byte("integrity")   // an unacknowledged verification failure
+	// keyLegacyCheckpoint is the unsigned retention record of logs written
+	// before signed audit; adoption replaces it with a signed base.
+	keyLegacyCheckpoint = []byte("checkpoint")
 )
 
 // Head is the position of the newest receipt. It is written in the same
@@ -29,21 +39,43 @@ type Head struct {
 	Timestamp string `json:"timestamp,omitempty"`
 }
 
-// Checkpoint is the last receipt removed by retention: verification of the
-// remaining log starts from it.
-type Checkpoint struct {
-	Seq      uint64 `json:"seq"`
-	Hash     string `json:"hash"`
-	PrunedAt string `json:"pruned_at"`
-	Pruned   uint64 `json:"pruned_total"`
+// logInfo names the log; the origin is the first line of its checkpoints.
+type logInfo struct {
+	Origin  string `json:"origin"`
+	Created string `json:"created"`
 }
 
-// DefaultLinger is the default group-commit window for receipts nobody
-// waits for.
-const DefaultLinger = 5 * time.Millisecond
+// legacyCheckpoint is the retention record of older logs.
+type legacyCheckpoint struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
 
-// ErrClosed is returned by appends after Close.
-var ErrClosed = errors.New("audit log is closed")
+// Ref names a receipt for a transcript: its sequence number (leaf index
+// Seq-1) and RFC 6962 leaf hash, in the log named by Origin.
+type Ref struct {
+	Seq      uint64 `json:"seq"`
+	LeafHash string `json:"leaf_hash"`
+	Origin   string `json:"log"`
+}
+
+// Defaults.
+const (
+	DefaultLinger             = 5 * time.Millisecond
+	DefaultCheckpointEvery    = 1000
+	DefaultCheckpointInterval = 30 * time.Second
+	DefaultStartupStretch     = 4096
+	DefaultMaxBacklog         = 65536
+)
+
+// Errors of appends.
+var (
+	ErrClosed = errors.New("audit log is closed")
+	// ErrBacklog means commits have been failing for so long that the
+	// receipts waiting in memory hit Options.MaxBacklog; the receipt was
+	// not numbered, so the chain has no gap.
+	ErrBacklog = errors.New("audit log backlog full: receipts cannot be committed")
+)
 
 // Retention bounds the log; zero fields mean no bound.
 type Retention struct {
@@ -78,15 +110,7 @@ func ParseRetention(s string) (Retention, error) {
 			r.MaxCount = n
 			continue
 		}
-		var d time.Duration
-		var err error
-		if days, ok := strings.CutSuffix(part, "d"); ok {
-			var n float64
-			n, err = strconv.ParseFloat(days, 64)
-			d = time.Duration(n * float64(24*time.Hour))
-		} else {
-			d, err = time.ParseDuration(part)
-		}
+		d, err := parseAge(part)
 		if err != nil || d <= 0 {
 			return r, fmt.Errorf("audit retention %q: use an age such as 90d or 720h, a count such as 100000, or off", part)
 		}
@@ -95,14 +119,61 @@ func ParseRetention(s string) (Retention, error) {
 	return r, nil
 }
 
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		return time.Duration(n * float64(24*time.Hour)), err
+	}
+	return time.ParseDuration(s)
+}
+
+// Cadence is when checkpoints are signed: every Every receipts or, when
+// receipts were added, every Interval; zero fields take the defaults.
+type Cadence struct {
+	Every    uint64
+	Interval time.Duration
+}
+
+// ParseCadence reads ACCORDS_MCP_AUDIT_CHECKPOINT: a count ("1000"), an
+// interval ("30s"), or both comma-separated; "" is the default.
+func ParseCadence(s string) (Cadence, error) {
+	c := Cadence{Every: DefaultCheckpointEvery, Interval: DefaultCheckpointInterval}
+	for part := range strings.SplitSeq(strings.TrimSpace(strings.ToLower(s)), ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if n, err := strconv.ParseUint(part, 10, 64); err == nil && n > 0 {
+			c.Every = n
+			continue
+		}
+		d, err := parseAge(part)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("audit checkpoint cadence %q: use a receipt count such as 1000, an interval of at least 1s such as 30s, or both", part)
+		}
+		c.Interval = d
+	}
+	return c, nil
+}
+
 // Options tune Open.
 type Options struct {
+	// Key signs checkpoints and base notes. Required.
+	Key       *Key
 	Retention Retention
+	Cadence   Cadence
+	// Anchor receives each signed checkpoint (nil: none); OnAnchor learns
+	// the outcome of each hand-over (metrics, logs).
+	Anchor   Anchor
+	OnAnchor func(target string, err error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// QueueSize bounds receipts waiting for the writer (default 4096); a full
 	// queue makes appends wait, never drops a receipt.
 	QueueSize int
+	// MaxBacklog bounds receipts kept in memory while commits fail (default
+	// 65536).
+	MaxBacklog int
 	// PruneEvery is the number of commits between retention passes
 	// (default 256); a pass also runs at Open.
 	PruneEvery int
@@ -110,44 +181,79 @@ type Options struct {
 	// commit when nobody is waiting for the commit (default 5ms; negative
 	// disables). It bounds how long a read tool's receipt can sit in memory.
 	Linger time.Duration
+	// StartupStretch is how many of the newest receipts Open verifies
+	// (default 4096).
+	StartupStretch int
 }
 
 type item struct {
-	r       Receipt
+	seq     uint64
+	raw     []byte
+	leaf    []byte
+	hash    string
+	ts      string
+	ack     bool
 	barrier bool
 	prune   bool
+	sign    bool
 	done    chan error
 }
 
+func (it *item) isReceipt() bool { return it.raw != nil }
+
 // Log appends receipts through one writer goroutine that group-commits
 // whatever is queued in one bbolt transaction (one fsync per group, not per
-// call), preserving enqueue order, which is completion order.
+// call). Appends are numbered and chained as they are queued, so a caller
+// gets its receipt reference at once; the writer commits in that order and
+// grows the Merkle tree in the same transaction.
 type Log struct {
-	db   *store.DB
-	opts Options
+	db     *store.DB
+	opts   Options
+	key    *Key
+	origin string
 
-	mu     sync.RWMutex // guards closed against sends on a closed queue
-	closed bool
-	queue  chan item
-	done   chan struct{}
+	mu      sync.Mutex // numbering and queue order; guards closed, nextSeq, tip
+	closed  bool
+	nextSeq uint64
+	tip     string
+	queue   chan item
+	done    chan struct{}
+	backlog atomic.Int64
 
 	healthy atomic.Bool
 	lastErr atomic.Value // string
+	problem atomic.Pointer[Problem]
 
-	head       Head
-	checkpoint Checkpoint
-	commits    int
+	// Owned by the writer goroutine (and Open before it starts).
+	head      Head
+	rng       *compact.Range
+	pending   []item
+	base      Base
+	lastCP    uint64
+	lastCPAt  time.Time
+	commits   int
+	anchors   *anchorQueue
+	afterSign func(Checkpoint) // tests
 	// beforeCommit lets tests make commits fail.
 	beforeCommit func() error
 }
 
-// Open starts the log on db (its "audit" bucket must exist: migration v1).
+// Open starts the log on db (its "audit" bucket and sub-buckets must exist:
+// migrations v1 and v2). A log written before signed audit is adopted: its
+// tree is built and a base and checkpoint are signed. The newest stretch is
+// verified; a failure does not stop Open but is reported by Integrity.
 func Open(db *store.DB, opts Options) (*Log, error) {
+	if opts.Key == nil {
+		return nil, errors.New("open audit log: a signing key is required")
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 4096
+	}
+	if opts.MaxBacklog <= 0 {
+		opts.MaxBacklog = DefaultMaxBacklog
 	}
 	if opts.PruneEvery <= 0 {
 		opts.PruneEvery = 256
@@ -155,66 +261,352 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Linger == 0 {
 		opts.Linger = DefaultLinger
 	}
-	l := &Log{db: db, opts: opts, queue: make(chan item, opts.QueueSize), done: make(chan struct{})}
+	if opts.Cadence.Every == 0 {
+		opts.Cadence.Every = DefaultCheckpointEvery
+	}
+	if opts.Cadence.Interval <= 0 {
+		opts.Cadence.Interval = DefaultCheckpointInterval
+	}
+	if opts.StartupStretch <= 0 {
+		opts.StartupStretch = DefaultStartupStretch
+	}
+	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{})}
+	var startProblem *Problem
 	err := db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
-		if b == nil {
-			return errors.New("audit bucket missing (database not migrated)")
-		}
-		if _, err := b.CreateBucketIfNotExists(bucketReceipts); err != nil {
+		b, err := auditBuckets(tx)
+		if err != nil {
 			return err
 		}
-		if _, err := store.GetJSON(b, keyHead, &l.head); err != nil {
+		if err := l.load(b); err != nil {
 			return err
 		}
-		_, err := store.GetJSON(b, keyCheckpoint, &l.checkpoint)
-		return err
+		startProblem = l.checkStretch(b)
+		if startProblem != nil {
+			if err := store.PutJSON(b.root, keyIntegrity, startProblem); err != nil {
+				return err
+			}
+		} else if b.root.Get(keyIntegrity) != nil {
+			// A failure found earlier stays until it is acknowledged.
+			var p Problem
+			if _, err := store.GetJSON(b.root, keyIntegrity, &p); err != nil || p.Kind == "" {
+				p = Problem{Kind: ProblemCorrupt, Message: "a verification failure was recorded"}
+			}
+			startProblem = &p
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	if l.head.Hash == "" {
-		l.head.Hash = Genesis
-		if l.checkpoint.Hash != "" {
-			l.head = Head{Seq: l.checkpoint.Seq, Hash: l.checkpoint.Hash}
-		}
+	if startProblem != nil {
+		l.problem.Store(startProblem)
 	}
+	l.nextSeq = l.head.Seq + 1
+	l.tip = l.head.Hash
+	l.lastCPAt = opts.Now()
 	l.healthy.Store(true)
-	if _, err := l.prune(); err != nil {
-		l.setErr(err)
+	if opts.Anchor != nil {
+		l.anchors = newAnchorQueue(opts.Anchor, opts.OnAnchor)
+	}
+	if startProblem == nil {
+		if _, err := l.prune(); err != nil {
+			l.setErr(err)
+		}
 	}
 	go l.run()
 	return l, nil
 }
 
-// Append queues r and returns without waiting for the commit. It fails only
-// when the log is closed.
-func (l *Log) Append(r Receipt) error { return l.send(item{r: r}, false) }
+// buckets are the audit sub-buckets of one transaction.
+type buckets struct {
+	root, receipts, tree, checkpoints, bases *bolt.Bucket
+}
 
-// AppendSync queues r and waits until it is committed (or failed).
-func (l *Log) AppendSync(r Receipt) error { return l.send(item{r: r}, true) }
+func auditBuckets(tx *bolt.Tx) (buckets, error) {
+	b := buckets{root: tx.Bucket(store.BucketAudit)}
+	if b.root == nil {
+		return b, errors.New("audit bucket missing (database not migrated)")
+	}
+	b.receipts = b.root.Bucket(bucketReceipts)
+	b.tree = b.root.Bucket(bucketTree)
+	b.checkpoints = b.root.Bucket(bucketCheckpoints)
+	b.bases = b.root.Bucket(bucketBases)
+	if b.receipts == nil || b.tree == nil || b.checkpoints == nil || b.bases == nil {
+		if !tx.Writable() {
+			// A file of an older schema read in place (backup checks):
+			// what is missing reads as empty.
+			return b, nil
+		}
+		for _, p := range []struct {
+			dst  **bolt.Bucket
+			name []byte
+		}{{&b.receipts, bucketReceipts}, {&b.tree, bucketTree}, {&b.checkpoints, bucketCheckpoints}, {&b.bases, bucketBases}} {
+			nb, err := b.root.CreateBucketIfNotExists(p.name)
+			if err != nil {
+				return b, err
+			}
+			*p.dst = nb
+		}
+	}
+	return b, nil
+}
 
-// Flush waits until everything queued before it is committed.
-func (l *Log) Flush() error { return l.send(item{barrier: true}, true) }
+// load reads the log's state, creating a new log or adopting an older one.
+func (l *Log) load(b buckets) error {
+	var info logInfo
+	hasInfo, err := store.GetJSON(b.root, keyLog, &info)
+	if err != nil {
+		return err
+	}
+	if _, err := store.GetJSON(b.root, keyHead, &l.head); err != nil {
+		return err
+	}
+	if !hasInfo {
+		return l.adopt(b)
+	}
+	l.origin = info.Origin
+	if l.head.Hash == "" {
+		l.head.Hash = Genesis
+	}
+	c := b.bases.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
+			l.base = base
+			break
+		}
+	}
+	if k, _ := b.checkpoints.Cursor().Last(); k != nil {
+		l.lastCP = u64(k)
+	}
+	rng, err := loadRange(b.tree, l.head.Seq)
+	if err != nil {
+		// A broken tree is reported by checkStretch; keep appending onto
+		// what the receipts say, without signing, until acknowledged.
+		rng = rebuildRange(b, l.head.Seq)
+	}
+	l.rng = rng
+	return nil
+}
 
-// Prune applies retention now (it also runs periodically).
-func (l *Log) Prune() error { return l.send(item{prune: true}, true) }
+// rebuildRange recomputes the frontier from receipt bytes where the stored
+// tree is unusable (used only to keep appending while the log is flagged).
+func rebuildRange(b buckets, size uint64) *compact.Range {
+	r := factory.NewEmptyRange(0)
+	c := b.receipts.Cursor()
+	for k, v := c.First(); k != nil && u64(k) == r.End()+1 && u64(k) <= size; k, v = c.Next() {
+		_ = r.Append(LeafHash(v), nil)
+	}
+	if r.End() != size {
+		return placeholderRange(size)
+	}
+	return r
+}
 
-func (l *Log) send(it item, wait bool) error {
-	if wait {
+func newOrigin() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "accords-mcp/audit/" + hex.EncodeToString(b[:])
+}
+
+// adopt turns a log without signed history into a signed one: a new log
+// gets its origin; an older log (receipts, maybe an unsigned retention
+// record) gets its tree built and a signed base and checkpoint, once its
+// chain verified. A chain that does not verify is adopted too (so appends
+// go on) but flagged by checkStretch until acknowledged.
+func (l *Log) adopt(b buckets) error {
+	info := logInfo{Origin: newOrigin(), Created: l.opts.Now().UTC().Format(time.RFC3339Nano)}
+	l.origin = info.Origin
+	if err := store.PutJSON(b.root, keyLog, info); err != nil {
+		return err
+	}
+	var legacy legacyCheckpoint
+	hasLegacy, err := store.GetJSON(b.root, keyLegacyCheckpoint, &legacy)
+	if err != nil {
+		return err
+	}
+	first, _ := b.receipts.Cursor().First()
+	if l.head.Hash == "" && first == nil && !hasLegacy {
+		l.head.Hash = Genesis
+		l.rng = factory.NewEmptyRange(0)
+		return nil
+	}
+	if l.head.Hash == "" {
+		l.head = Head{Seq: legacy.Seq, Hash: legacy.Hash}
+	}
+	var note string
+	if rep := verifyLegacy(b); !rep.OK {
+		note = "the chain written before signed audit did not verify: " + rep.Problem.Message
+		if err := store.PutJSON(b.root, keyIntegrity, rep.Problem); err != nil {
+			return err
+		}
+	}
+	l.rng = placeholderRange(legacy.Seq)
+	if err := putRange(b.tree, l.rng); err != nil {
+		return err
+	}
+	b.tree.FillPercent = 1
+	c := b.receipts.Cursor()
+	for k, v := c.Seek(store.U64(legacy.Seq + 1)); k != nil && u64(k) <= l.head.Seq; k, v = c.Next() {
+		if u64(k) != l.rng.End()+1 {
+			break // a gap: flagged by the legacy verification above
+		}
+		var perr error
+		if err := l.rng.Append(LeafHash(v), func(id compact.NodeID, h []byte) {
+			if perr == nil {
+				perr = b.tree.Put(keyBytes(nodeKey(id)), h)
+			}
+		}); err != nil {
+			return err
+		}
+		if perr != nil {
+			return perr
+		}
+	}
+	if l.rng.End() != l.head.Seq {
+		l.rng = placeholderRange(l.head.Seq) // keeps appends numbered; the log is flagged
+		return nil
+	}
+	if legacy.Seq > 0 || note != "" {
+		base, err := signBase(l.key, Base{Origin: l.origin, Kind: BaseAdopted, Size: legacy.Seq, Root: rootOf(placeholderRange(legacy.Seq)),
+			Chain: chainAt(legacy), Time: l.opts.Now(), Text: "adopted a log written before signed audit; " + note})
+		if err != nil {
+			return err
+		}
+		if err := b.bases.Put(store.U64(legacy.Seq), base.Signed); err != nil {
+			return err
+		}
+		l.base = base
+	}
+	if err := b.root.Delete(keyLegacyCheckpoint); err != nil {
+		return err
+	}
+	if l.head.Seq > legacy.Seq {
+		cp, err := signCheckpoint(l.key, l.origin, l.rng.End(), rootOf(l.rng))
+		if err != nil {
+			return err
+		}
+		l.lastCP = cp.Size
+		return b.checkpoints.Put(store.U64(cp.Size), cp.Note)
+	}
+	return nil
+}
+
+func chainAt(c legacyCheckpoint) string {
+	if c.Seq == 0 {
+		return Genesis
+	}
+	return c.Hash
+}
+
+// Origin is the log's name, the first line of its checkpoints.
+func (l *Log) Origin() string { return l.origin }
+
+// Key is the log's key.
+func (l *Log) Key() *Key { return l.key }
+
+// DB is the database the log lives in.
+func (l *Log) DB() *store.DB { return l.db }
+
+// Integrity reports the unacknowledged verification failure, if any: write
+// tools are refused while it stands and no checkpoint is signed.
+func (l *Log) Integrity() *Problem { return l.problem.Load() }
+
+// Append numbers and chains r and queues it; it returns at once with the
+// receipt's reference. It fails when the log is closed or the backlog of
+// uncommittable receipts is full.
+func (l *Log) Append(r Receipt) (Ref, error) { return l.append(r, false) }
+
+// AppendSync is Append that waits until the receipt is committed. On a
+// failed commit the receipt stays queued and is written by the next
+// successful commit, under the same reference.
+func (l *Log) AppendSync(r Receipt) (Ref, error) { return l.append(r, true) }
+
+func (l *Log) append(r Receipt, wait bool) (Ref, error) {
+	r = sanitize(r)
+	if r.Type == "" {
+		r.Type = TypeToolCall
+	}
+	it := item{ts: r.Timestamp, ack: r.Type == TypeAcknowledgement}
+	if wait || it.ack {
 		it.done = make(chan error, 1)
 	}
-	l.mu.RLock()
+	l.mu.Lock()
 	if l.closed {
-		l.mu.RUnlock()
+		l.mu.Unlock()
+		return Ref{}, ErrClosed
+	}
+	if l.backlog.Load() >= int64(l.opts.MaxBacklog) {
+		l.mu.Unlock()
+		return Ref{}, ErrBacklog
+	}
+	r.Seq, r.PrevHash = l.nextSeq, l.tip
+	raw, err := seal(&r)
+	if err != nil {
+		l.mu.Unlock()
+		return Ref{}, err
+	}
+	it.seq, it.raw, it.hash, it.leaf = r.Seq, raw, r.Hash, LeafHash(raw)
+	l.nextSeq++
+	l.tip = r.Hash
+	l.backlog.Add(1)
+	l.queue <- it
+	l.mu.Unlock()
+	ref := Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
+	if it.done == nil {
+		return ref, nil
+	}
+	return ref, <-it.done
+}
+
+// Flush waits until everything queued before it is committed.
+func (l *Log) Flush() error { return l.send(item{barrier: true}) }
+
+// Prune applies retention now (it also runs periodically).
+func (l *Log) Prune() error { return l.send(item{prune: true}) }
+
+// Checkpoint commits what is queued and signs a checkpoint of the tree if
+// it grew since the last one.
+func (l *Log) Checkpoint() error { return l.send(item{sign: true}) }
+
+func (l *Log) send(it item) error {
+	it.done = make(chan error, 1)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		return ErrClosed
 	}
 	l.queue <- it
-	l.mu.RUnlock()
-	if !wait {
-		return nil
-	}
+	l.mu.Unlock()
 	return <-it.done
+}
+
+// Acknowledge records that an operator accepts the log as it is: a signed
+// base at the current size (verification starts again after it), then an
+// acknowledgement receipt. The failure that was flagged is lifted.
+func (l *Log) Acknowledge(operator, note string, p *Problem) (Ref, error) {
+	if err := l.Flush(); err != nil {
+		return Ref{}, err
+	}
+	what := "no verification failure"
+	if p != nil {
+		what = fmt.Sprintf("%s at receipt %d: %s", p.Kind, p.Seq, p.Message)
+	}
+	ref, err := l.append(Receipt{
+		CallID:    "ack_" + hex.EncodeToString(randomBytes(8)),
+		Timestamp: l.opts.Now().UTC().Format(time.RFC3339Nano),
+		Caller:    operator, Transport: "cli", Type: TypeAcknowledgement,
+		Outcome: OutcomeAcknowledged, Note: oneLine(note + " | acknowledged: " + what),
+	}, true)
+	if err == nil {
+		l.problem.Store(nil)
+	}
+	return ref, err
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
 }
 
 // Healthy reports whether the last commit succeeded, with the last error.
@@ -231,7 +623,8 @@ func (l *Log) setErr(err error) {
 	l.healthy.Store(false)
 }
 
-// Close drains the queue and stops the writer. The database stays open.
+// Close drains the queue, signs a final checkpoint, hands it to the anchor
+// and stops the writer. The database stays open.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -242,6 +635,9 @@ func (l *Log) Close() error {
 	close(l.queue)
 	l.mu.Unlock()
 	<-l.done
+	if l.anchors != nil {
+		l.anchors.close(10 * time.Second)
+	}
 	return nil
 }
 
@@ -250,7 +646,22 @@ func (l *Log) run() {
 	batch := make([]item, 0, 512)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	for it := range l.queue {
+	tickEvery := min(l.opts.Cadence.Interval, time.Second)
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	for {
+		var it item
+		var ok bool
+		select {
+		case it, ok = <-l.queue:
+		case <-tick.C:
+			l.tick()
+			continue
+		}
+		if !ok {
+			l.shutdown()
+			return
+		}
 		batch = append(batch[:0], it)
 		waited := it.done != nil
 		lingering := false
@@ -295,27 +706,52 @@ func (l *Log) run() {
 	}
 }
 
+// tick retries receipts whose commit failed and signs a checkpoint when
+// the interval has passed since the last one and the tree grew.
+func (l *Log) tick() {
+	if len(l.pending) > 0 {
+		l.commit(nil)
+		return
+	}
+	if l.rng.End() > l.lastCP && l.opts.Now().Sub(l.lastCPAt) >= l.opts.Cadence.Interval {
+		l.commit([]item{{sign: true}})
+	}
+}
+
+// shutdown commits what is left and signs the final checkpoint.
+func (l *Log) shutdown() {
+	l.commit([]item{{sign: true}})
+}
+
 func (l *Log) commit(batch []item) {
-	var receipts, prunes int
+	items := l.pending
+	var prunes, signs int
 	for _, it := range batch {
 		switch {
+		case it.isReceipt():
+			items = append(items, it)
 		case it.prune:
 			prunes++
-		case !it.barrier:
-			receipts++
+		case it.sign:
+			signs++
 		}
 	}
 	var err error
-	if receipts > 0 {
-		err = l.write(batch)
+	if len(items) > 0 || (signs > 0 && l.rng.End() > l.lastCP) {
+		err = l.write(items, signs > 0)
 		if err != nil {
 			l.setErr(err)
+			l.pending = items
 		} else {
 			l.healthy.Store(true)
-			l.commits++
+			l.backlog.Add(-int64(len(items)))
+			l.pending = nil
+			if len(items) > 0 {
+				l.commits++
+			}
 		}
 	}
-	if prunes > 0 || (receipts > 0 && l.commits%l.opts.PruneEvery == 0) {
+	if prunes > 0 || (len(items) > 0 && err == nil && l.commits%l.opts.PruneEvery == 0) {
 		if _, perr := l.prune(); perr != nil && err == nil && prunes > 0 {
 			err = perr
 		}
@@ -327,58 +763,138 @@ func (l *Log) commit(batch []item) {
 	}
 }
 
-func (l *Log) write(batch []item) error {
+// write commits items in order, with their tree hashes, the new head and,
+// when due, a signed checkpoint, in one transaction.
+func (l *Log) write(items []item, forceSign bool) error {
+	rng := cloneRange(l.rng)
 	head := l.head
+	signing := l.problem.Load() == nil
+	var cp *Checkpoint
+	acked := false
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		if l.beforeCommit != nil {
 			if err := l.beforeCommit(); err != nil {
 				return err
 			}
 		}
-		b := tx.Bucket(store.BucketAudit)
-		if b == nil {
-			return errors.New("audit bucket missing")
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
 		}
-		rb := b.Bucket(bucketReceipts)
-		if rb == nil {
-			return errors.New("audit receipts bucket missing")
-		}
-		for i := range batch {
-			if batch[i].barrier || batch[i].prune {
-				continue
+		b.receipts.FillPercent = 1
+		b.tree.FillPercent = 1
+		var perr error
+		visit := func(id compact.NodeID, h []byte) {
+			if perr == nil {
+				perr = b.tree.Put(keyBytes(nodeKey(id)), h)
 			}
-			r := sanitize(batch[i].r)
-			seq, err := rb.NextSequence()
+		}
+		for i := range items {
+			it := &items[i]
+			if it.seq != head.Seq+1 {
+				return fmt.Errorf("receipt %d queued after %d", it.seq, head.Seq)
+			}
+			if it.ack {
+				if err := l.writeAckBase(b, rng, head); err != nil {
+					return err
+				}
+				signing, acked = true, true
+			}
+			if err := b.receipts.Put(store.U64(it.seq), it.raw); err != nil {
+				return err
+			}
+			if err := rng.Append(it.leaf, visit); err != nil {
+				return err
+			}
+			if perr != nil {
+				return perr
+			}
+			head = Head{Seq: it.seq, Hash: it.hash, Timestamp: it.ts}
+		}
+		if len(items) > 0 {
+			if err := store.PutJSON(b.root, keyHead, head); err != nil {
+				return err
+			}
+		}
+		due := rng.End() > l.lastCP && (forceSign || acked || l.lastCP == 0 || rng.End()-l.lastCP >= l.opts.Cadence.Every)
+		if signing && due {
+			c, err := signCheckpoint(l.key, l.origin, rng.End(), rootOf(rng))
 			if err != nil {
 				return err
 			}
-			r.Seq = seq
-			r.Type = TypeToolCall
-			r.PrevHash = head.Hash
-			raw, err := seal(&r)
-			if err != nil {
+			if err := b.checkpoints.Put(store.U64(c.Size), c.Note); err != nil {
 				return err
 			}
-			if err := rb.Put(store.U64(seq), raw); err != nil {
-				return err
+			// Keep one checkpoint per Every receipts (the last of each
+			// block) and the newest: every checkpoint still goes to the
+			// anchor.
+			if prev := l.lastCP; prev > l.base.Size && prev/l.opts.Cadence.Every == c.Size/l.opts.Cadence.Every {
+				if err := b.checkpoints.Delete(store.U64(prev)); err != nil {
+					return err
+				}
 			}
-			head = Head{Seq: seq, Hash: r.Hash, Timestamp: r.Timestamp}
+			cp = &c
 		}
-		return store.PutJSON(b, keyHead, head)
+		if acked {
+			return b.root.Delete(keyIntegrity)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("append audit receipt: %w", err)
 	}
-	l.head = head
+	l.rng, l.head = rng, head
+	if cp != nil {
+		l.lastCP, l.lastCPAt = cp.Size, l.opts.Now()
+		if l.afterSign != nil {
+			l.afterSign(*cp)
+		}
+		if l.anchors != nil {
+			l.anchors.push(*cp)
+		}
+	}
 	return nil
 }
 
+// writeAckBase signs the base of an acknowledgement at the current size:
+// checkpoints beyond it (which the log no longer reaches) are dropped, and
+// verification restarts from it.
+func (l *Log) writeAckBase(b buckets, rng *compact.Range, head Head) error {
+	p := l.problem.Load()
+	text := "operator acknowledged the log as it stands"
+	if p != nil {
+		text = fmt.Sprintf("acknowledged %s at receipt %d: %s", p.Kind, p.Seq, p.Message)
+	}
+	base, err := signBase(l.key, Base{Origin: l.origin, Kind: BaseAcknowledged, Size: rng.End(), Root: rootOf(rng),
+		Chain: head.Hash, Time: l.opts.Now(), Text: text})
+	if err != nil {
+		return err
+	}
+	// Whatever lies beyond the acknowledged size belongs to no receipt the
+	// log continues from: checkpoints that covered more, tree hashes and
+	// receipts past the head (added or left behind outside the server).
+	for _, cut := range []struct {
+		bk   *bolt.Bucket
+		from uint64
+	}{{b.checkpoints, rng.End() + 1}, {b.tree, leafKey(rng.End())}, {b.receipts, head.Seq + 1}} {
+		if err := deleteFrom(cut.bk, cut.from); err != nil {
+			return err
+		}
+	}
+	if l.lastCP > rng.End() {
+		l.lastCP = 0
+	}
+	return b.bases.Put(store.U64(base.Size), base.Signed)
+}
+
 // prune removes receipts beyond the retention bounds, oldest first, in
-// transactions of at most pruneChunk deletions, recording the last removed
-// receipt as the checkpoint in the same transaction.
+// transactions of at most pruneChunk deletions. Each transaction signs a
+// retention base at the new start, keeps the tree hashes the retained
+// receipts' proofs still need, and drops checkpoints and bases before it.
+// Nothing is pruned while a verification failure stands.
 func (l *Log) prune() (int, error) {
 	ret := l.opts.Retention
-	if ret.MaxAge <= 0 && ret.MaxCount == 0 {
+	if (ret.MaxAge <= 0 && ret.MaxCount == 0) || l.problem.Load() != nil {
 		return 0, nil
 	}
 	total := 0
@@ -394,76 +910,139 @@ func (l *Log) prune() (int, error) {
 const pruneChunk = 5000
 
 func (l *Log) pruneChunk(ret Retention) (int, error) {
-	var cutoff string
+	var cutoff time.Time
 	if ret.MaxAge > 0 {
-		cutoff = l.opts.Now().UTC().Add(-ret.MaxAge).Format(time.RFC3339Nano)
+		cutoff = l.opts.Now().UTC().Add(-ret.MaxAge)
 	}
-	cp := l.checkpoint
 	deleted := 0
+	var newBase Base
 	err := l.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
-		rb := b.Bucket(bucketReceipts)
-		if rb == nil {
-			return nil
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
 		}
-		// Sequences are contiguous between the checkpoint and the head.
-		var count uint64
-		if l.head.Seq > cp.Seq {
-			count = l.head.Seq - cp.Seq
-		}
-		var doomed [][]byte
-		c := rb.Cursor()
-		for k, v := c.First(); k != nil && len(doomed) < pruneChunk; k, v = c.Next() {
-			var r Receipt
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("prune: receipt %x unreadable: %w", k, err)
-			}
-			overCount := ret.MaxCount > 0 && count-uint64(len(doomed)) > ret.MaxCount
-			tooOld := cutoff != "" && olderThan(r.Timestamp, cutoff)
+		start := l.base.Size // receipts 1..start are gone already
+		count := l.head.Seq - start
+		var last uint64
+		var lastHash string
+		c := b.receipts.Cursor()
+		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < pruneChunk; k, v = c.Next() {
+			seq := u64(k)
+			overCount := ret.MaxCount > 0 && count-uint64(deleted) > ret.MaxCount
+			tooOld := !cutoff.IsZero() && olderThan(timestampOf(v), cutoff)
 			if !overCount && !tooOld {
 				break
 			}
-			doomed = append(doomed, append([]byte(nil), k...))
-			cp.Seq, cp.Hash = r.Seq, r.Hash
+			last, lastHash = seq, hashOf(v)
+			deleted++
 		}
-		if len(doomed) == 0 {
+		if deleted == 0 {
 			return nil
 		}
-		for _, k := range doomed {
-			if err := rb.Delete(k); err != nil {
-				return err
-			}
+		frontier, err := loadRange(b.tree, last)
+		if err != nil {
+			return fmt.Errorf("prune: %w", err)
 		}
-		cp.Pruned += uint64(len(doomed))
-		cp.PrunedAt = l.opts.Now().UTC().Format(time.RFC3339Nano)
-		deleted = len(doomed)
-		return store.PutJSON(b, keyCheckpoint, cp)
+		newBase, err = signBase(l.key, Base{Origin: l.origin, Kind: BaseRetention, Size: last, Root: rootOf(frontier),
+			Chain: lastHash, Time: l.opts.Now(), Text: fmt.Sprintf("retention removed receipts %d..%d", start+1, last)})
+		if err != nil {
+			return err
+		}
+		if err := deleteBelow(b.receipts, last+1, nil); err != nil {
+			return err
+		}
+		keep := map[uint64]bool{}
+		for _, id := range frontierIDs(last) {
+			keep[nodeKey(id)] = true
+		}
+		if err := deleteBelow(b.tree, leafKey(last), keep); err != nil {
+			return err
+		}
+		if err := deleteBelow(b.checkpoints, last+1, nil); err != nil {
+			return err
+		}
+		if err := deleteBelow(b.bases, last+1, nil); err != nil {
+			return err
+		}
+		return b.bases.Put(store.U64(last), newBase.Signed)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune audit log: %w", err)
 	}
-	l.checkpoint = cp
+	if deleted > 0 {
+		l.base = newBase
+		if l.lastCP < newBase.Size {
+			l.lastCP = newBase.Size
+		}
+	}
 	return deleted, nil
 }
 
-// olderThan compares RFC 3339 UTC timestamps, parsing so that differing
-// fractional precision compares correctly.
-func olderThan(ts, cutoff string) bool {
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return false
+// deleteFrom deletes keys >= from.
+func deleteFrom(bk *bolt.Bucket, from uint64) error {
+	var doomed [][]byte
+	c := bk.Cursor()
+	for k, _ := c.Seek(store.U64(from)); k != nil; k, _ = c.Next() {
+		doomed = append(doomed, append([]byte(nil), k...))
 	}
-	c, _ := time.Parse(time.RFC3339Nano, cutoff)
-	return t.Before(c)
+	for _, k := range doomed {
+		if err := bk.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteBelow deletes keys < limit except those in keep.
+func deleteBelow(bk *bolt.Bucket, limit uint64, keep map[uint64]bool) error {
+	var doomed [][]byte
+	c := bk.Cursor()
+	for k, _ := c.First(); k != nil && u64(k) < limit; k, _ = c.Next() {
+		if !keep[u64(k)] {
+			doomed = append(doomed, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range doomed {
+		if err := bk.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func u64(k []byte) uint64 {
+	if len(k) != 8 {
+		return 0
+	}
+	return uint64(k[0])<<56 | uint64(k[1])<<48 | uint64(k[2])<<40 | uint64(k[3])<<32 |
+		uint64(k[4])<<24 | uint64(k[5])<<16 | uint64(k[6])<<8 | uint64(k[7])
+}
+
+// olderThan reports whether the RFC 3339 timestamp ts is before cutoff.
+func olderThan(ts string, cutoff time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	return err == nil && t.Before(cutoff)
 }
 
 // sanitize makes every string valid UTF-8: JSON encoding would otherwise
 // replace invalid bytes on the way out and the stored bytes would no longer
-// be the canonical form of the decoded receipt.
+// be the canonical form of the decoded receipt. Empty rule lists are nil so
+// they are omitted (an empty list would not survive a round trip).
 func sanitize(r Receipt) Receipt {
 	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Scope, &r.Tool,
-		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome} {
+		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type} {
 		*f = strings.ToValidUTF8(*f, "\uFFFD")
+	}
+	for _, list := range []*[]string{&r.RulesEvaluated, &r.RulesMatched} {
+		if len(*list) == 0 {
+			*list = nil
+			continue
+		}
+		cp := make([]string, len(*list))
+		for i, s := range *list {
+			cp[i] = strings.ToValidUTF8(s, "\uFFFD")
+		}
+		*list = cp
 	}
 	return r
 }

@@ -1,8 +1,12 @@
-// Package audit keeps the tamper-evident log of tool calls: one receipt per
-// call in completion order, chained by SHA-256 over the canonical receipt
-// bytes, in the bbolt bucket "audit". Parameters and results are recorded
-// only as HMAC-SHA-256 digests under a per-install key, so low-entropy
-// arguments (e-mail addresses, tokens) cannot be recovered from the log.
+// Package audit keeps the verifiable log of tool calls: one receipt per call
+// in completion order, chained by SHA-256 over the canonical receipt bytes
+// (prev_hash keeps the order), the leaves of an RFC 6962 Merkle tree whose
+// heads are signed as checkpoints with a key kept outside the database
+// folder, in the bbolt bucket "audit". Parameters and results are recorded
+// only as HMAC-SHA-256 digests under a key derived from that same outside
+// key, so low-entropy arguments (e-mail addresses, tokens) cannot be
+// recovered or guessed from the database. The trust model is in
+// docs/gateway.md.
 package audit
 
 import (
@@ -14,6 +18,8 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // Receipt is one audited tool call. Field order is the canonical encoding:
@@ -32,14 +38,25 @@ type Receipt struct {
 	ResultHash     string  `json:"result_hash"`
 	Outcome        string  `json:"outcome"`
 	DurationMS     float64 `json:"duration_ms"`
-	PrevHash       string  `json:"prev_hash"`
-	Hash           string  `json:"hash,omitempty"`
+	// The pre-execution rules that applied to the tool and those that
+	// matched (omitted when none, so older receipts verify unchanged).
+	RulesEvaluated []string `json:"rules_evaluated,omitempty"`
+	RulesMatched   []string `json:"rules_matched,omitempty"`
+	// Note is the text of receipts the log writes about itself (an
+	// operator's acknowledgement).
+	Note     string `json:"note,omitempty"`
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // Receipt types and outcomes.
 const (
 	TypeToolCall = "mcp_tool_call"
-	OutcomeOK    = "ok"
+	// TypeAcknowledgement records an operator accepting a stretch of the
+	// log that failed verification.
+	TypeAcknowledgement = "audit_acknowledgement"
+	OutcomeAcknowledged = "acknowledged"
+	OutcomeOK           = "ok"
 	// OutcomeProtocolError marks calls the protocol layer rejected (for
 	// example an unknown tool name).
 	OutcomeProtocolError = "protocol_error"
@@ -122,10 +139,19 @@ func (h *Hasher) Sum(b []byte) string {
 // sorted keys so equal arguments give equal digests whatever the client's
 // key order or whitespace. Arguments that are not valid JSON are digested as
 // sent.
+// maxCanonicalValues bounds the arguments SumArgs canonicalizes; it
+// matches the tool layer's limit on argument values.
+const maxCanonicalValues = 200_000
+
 func (h *Hasher) SumArgs(raw json.RawMessage) string {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return h.Sum([]byte("{}"))
+	}
+	if jsonscan.Scan(trimmed).Values > maxCanonicalValues {
+		// Refused by the tool layer anyway; canonicalizing would cost
+		// tens of bytes per value.
+		return h.Sum(trimmed)
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))

@@ -9,6 +9,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
 // Transports.
@@ -40,6 +42,9 @@ type Principal struct {
 	Transport string
 	// Authenticated is true when a bearer token was verified.
 	Authenticated bool
+	// Addr is the HTTP client's IP address ("" on stdio): anonymous
+	// callers are rate limited by it as well as by tenant.
+	Addr string
 }
 
 // Request is what one request says about its caller.
@@ -53,6 +58,8 @@ type Request struct {
 	// the one the policy binds it to.
 	VerifiedID     string
 	VerifiedTenant string
+	// Addr is the client's IP address.
+	Addr string
 }
 
 // Fixed are the tenants a policy pins for the callers without a token (""
@@ -76,7 +83,7 @@ func Resolve(r Request, fixed Fixed) Principal {
 		}
 		return p
 	case r.VerifiedID != "":
-		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true}
+		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true, Addr: r.Addr}
 	}
 	scope := fixed.Anonymous
 	if scope == "" {
@@ -85,7 +92,52 @@ func Resolve(r Request, fixed Fixed) Principal {
 	if scope == "" {
 		scope = DefaultScope
 	}
-	return Principal{ID: AnonymousID, Scope: scope, Transport: TransportHTTP}
+	return Principal{ID: AnonymousID, Scope: scope, Transport: TransportHTTP, Addr: r.Addr}
+}
+
+// MaxTenantLen bounds a tenant name; tenants are database keys and appear
+// in every receipt.
+const MaxTenantLen = 128
+
+// TenantCharset describes the characters a tenant header may use.
+const TenantCharset = "letters, digits and . _ - : @"
+
+func tenantChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("._-:@", c) >= 0
+}
+
+// CheckTenantHeaders refuses a tenant header that is too long or uses
+// characters outside TenantCharset (every header present is checked, not
+// only the one that wins). The error names the header.
+func CheckTenantHeaders(h http.Header) *apperr.Error {
+	for _, name := range TenantHeaders {
+		vals := h.Values(name)
+		if len(vals) > 1 {
+			return apperr.Validation(name, "%s must be sent once", name).With("header", name)
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		v := strings.TrimSpace(vals[0])
+		if v == "" {
+			continue
+		}
+		if len(v) > MaxTenantLen {
+			return apperr.Validation(name, "%s must be at most %d characters, got %d", name, MaxTenantLen, len(v)).
+				With("header", name).With("max_length", MaxTenantLen)
+		}
+		for i := range len(v) {
+			if !tenantChar(v[i]) {
+				return apperr.Validation(name, "%s may only contain %s", name, TenantCharset).
+					With("header", name).With("position", i)
+			}
+		}
+	}
+	return nil
 }
 
 // TenantFromHeader returns the tenant named by the request headers, or "".

@@ -20,6 +20,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/accordsai/accords-mcp/gateway/ratelimit"
+	"github.com/accordsai/accords-mcp/gateway/rules"
 )
 
 // Defaults for HTTP callers (the stdio caller is unlimited by default).
@@ -91,6 +92,8 @@ type Policy struct {
 	Anonymous *Caller
 	callers   map[[sha256.Size]byte]*Caller
 	byID      map[string]*Caller
+	// Rules are the pre-execution rules ([[rules]]), compiled.
+	Rules *rules.Set
 	// Source is the file it came from ("" for the built-in default).
 	Source string
 }
@@ -186,6 +189,7 @@ type File struct {
 	Stdio     PrincipalSpec `toml:"stdio" json:"stdio"`
 	Anonymous PrincipalSpec `toml:"anonymous" json:"anonymous"`
 	Callers   []CallerSpec  `toml:"callers" json:"callers"`
+	Rules     []rules.Spec  `toml:"rules" json:"rules"`
 }
 
 // Load reads and validates the policy file at path; a .json extension
@@ -232,7 +236,93 @@ func Parse(raw []byte, format string, known Known) (*Policy, error) {
 	default:
 		return nil, fmt.Errorf("unknown policy format %q", format)
 	}
-	return f.compile(known)
+	p, err := f.compile(known)
+	if err != nil {
+		return nil, err
+	}
+	if p.Rules, err = rules.Compile(f.Rules, known.Tools, ruleLines(raw, format)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ruleLines finds the line of each rule's deny_if (else of the rule) in
+// the source, for error messages that point at the rule.
+func ruleLines(raw []byte, format string) []int {
+	if format == "json" {
+		return jsonRuleLines(raw)
+	}
+	var out []int
+	inRule := false
+	for i, line := range strings.Split(string(raw), "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "[[") && strings.TrimSpace(strings.Trim(t, "[]")) == "rules":
+			out = append(out, i+1)
+			inRule = true
+		case strings.HasPrefix(t, "["):
+			inRule = false
+		case inRule && strings.HasPrefix(t, "deny_if") && strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, "deny_if")), "="):
+			out[len(out)-1] = i + 1
+		}
+	}
+	return out
+}
+
+// jsonRuleLines walks the tokens of a JSON policy for the objects of the
+// top-level "rules" array and their "deny_if" keys.
+func jsonRuleLines(raw []byte) []int {
+	lineAt := func(off int64) int { return bytes.Count(raw[:min(int(off), len(raw))], []byte("\n")) + 1 }
+	type frame struct {
+		obj     bool
+		wantKey bool
+		key     string // object: last key; array: the key it is the value of
+	}
+	var stack []frame
+	inRulesArray := func() bool {
+		return len(stack) == 2 && stack[0].obj && !stack[1].obj && stack[1].key == "rules"
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var out []int
+	for {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				f := frame{obj: d == '{', wantKey: d == '{'}
+				if len(stack) > 0 && stack[len(stack)-1].obj {
+					f.key = stack[len(stack)-1].key
+				}
+				if d == '{' && inRulesArray() {
+					out = append(out, lineAt(off))
+				}
+				stack = append(stack, f)
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].obj {
+					stack[len(stack)-1].wantKey = true
+				}
+			}
+			continue
+		}
+		if len(stack) == 0 || !stack[len(stack)-1].obj {
+			continue
+		}
+		top := &stack[len(stack)-1]
+		if top.wantKey {
+			top.key, _ = tok.(string)
+			top.wantKey = false
+			if top.key == "deny_if" && len(stack) == 3 && len(out) > 0 {
+				out[len(out)-1] = lineAt(dec.InputOffset())
+			}
+			continue
+		}
+		top.wantKey = true
+	}
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$`)

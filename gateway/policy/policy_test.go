@@ -143,3 +143,47 @@ func TestInvalidFiles(t *testing.T) {
 	_, err := Parse([]byte(`{"stdio":{"bogus":1}}`), "json", known)
 	require.Error(t, err)
 }
+
+func TestRulesCompileAtLoadWithTheirLine(t *testing.T) {
+	known := Known{Tools: []string{"vaultclaw_plan_execute", "vaultclaw_connector_execute"}, Capabilities: []string{"vault_execute"}}
+	good := `
+[stdio]
+capabilities = ["*"]
+
+[[rules]]
+id = "plan-size"
+tools = ["vaultclaw_plan_execute"]
+deny_if = 'size(args.plan.steps) > 5'
+message = "plans have at most 5 steps"
+`
+	p, err := Parse([]byte(good), "toml", known)
+	require.NoError(t, err)
+	require.Len(t, p.Rules.Rules(), 1)
+
+	bad := good + `
+[[rules]]
+id = "typo"
+tools = ["vaultclaw_connector_execute"]
+message = "x"
+deny_if = 'argz.request == 1'
+`
+	_, err = Parse([]byte(bad), "toml", known)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "line 15: rules[1] (typo).deny_if")
+	require.Contains(t, err.Error(), "undeclared reference to 'argz'")
+
+	js := `{
+  "rules": [
+    {"id": "ok", "tools": ["*"], "deny_if": "false"},
+    {"id": "broken",
+     "tools": ["vaultclaw_plan_execute"],
+     "deny_if": "size(args.plan.steps) >"}
+  ]
+}`
+	_, err = Parse([]byte(js), "json", known)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "line 6: rules[1] (broken).deny_if")
+
+	_, err = Parse([]byte("[[rules]]\nid = \"x\"\ntools = [\"*\"]\ndeny_if = \"true\"\nbogus = 1\n"), "toml", known)
+	require.ErrorContains(t, err, "unknown keys")
+}

@@ -82,14 +82,16 @@ func WriteFile(path string, fill func(w io.Writer) error) error {
 }
 
 // tempFile creates a new 0600 file in dir; O_EXCL guards against an
-// attacker-placed file or symlink.
+// attacker-placed file or symlink. The name carries the process id, so a
+// file left by a killed process can be told from one in use (CleanStale).
 func tempFile(dir, prefix string) (*os.File, error) {
 	for range 16 {
 		var b [6]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(b[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		name := fmt.Sprintf("%s%d-%s", prefix, os.Getpid(), hex.EncodeToString(b[:]))
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}

@@ -38,3 +38,13 @@ func lockExclusive(path string, timeout time.Duration) (unlock func(), err error
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// processAlive reports whether pid names a running process (signal 0
+// checks without sending anything; EPERM means it exists).
+func processAlive(pid int) bool {
+	if pid == os.Getpid() {
+		return true
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func TestRestoreRefusesBadFilesAndChangesNothing(t *testing.T) {
 		{"empty", write("empty.db", nil), "too short", backup.ErrInvalid},
 		{"random", write("random.db", random), "no valid bbolt meta page", backup.ErrInvalid},
 		{"not accords", foreign, "not written by accords-mcp", backup.ErrInvalid},
-		{"newer schema", newerSchemaFile(t), "schema version 2", store.ErrNewerSchema},
+		{"newer schema", newerSchemaFile(t), fmt.Sprintf("schema version %d", migrations.Latest()+1), store.ErrNewerSchema},
 		{"tampered audit", tampered, "audit chain does not verify", backup.ErrInvalid},
 		{"missing", filepath.Join(dir, "nope.db"), "no such file", backup.ErrInvalid},
 	}

@@ -261,7 +261,7 @@ func removeAll(dir string) error {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	aside := fmt.Sprintf("%s.removing-%d", dir, time.Now().UnixNano())
+	aside := fmt.Sprintf("%s.removing-%d-%d", dir, os.Getpid(), time.Now().UnixNano())
 	if err := os.Rename(dir, aside); err != nil {
 		return err
 	}

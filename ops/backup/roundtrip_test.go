@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/migrations"
+
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/catalog"
@@ -52,7 +54,7 @@ func capture(t *testing.T, a *app.App, scopes []string) state {
 		require.NoError(t, err)
 		st.Sessions[sc] = s
 	}
-	rep, err := audit.Verify(a.DB)
+	rep, err := audit.Verify(a.DB, audit.VerifyOptions{Verifier: a.AuditKey.Verifier()})
 	require.NoError(t, err)
 	st.Audit = rep
 	return st
@@ -63,12 +65,13 @@ func capture(t *testing.T, a *app.App, scopes []string) state {
 func writeReceipts(t *testing.T, l *audit.Log, n int) {
 	t.Helper()
 	for i := range n {
-		require.NoError(t, l.Append(audit.Receipt{
+		_, err := l.Append(audit.Receipt{
 			CallID: fmt.Sprintf("call_%d", i), Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
 			Caller: "local", Transport: "stdio", Scope: "default", Tool: "vaultclaw_session_status",
 			CapabilityUsed: "session", ParamsHash: "hmac-sha256:00", ResultHash: "hmac-sha256:11",
 			Outcome: audit.OutcomeOK, DurationMS: 0.5,
-		}))
+		})
+		require.NoError(t, err)
 	}
 	require.NoError(t, l.Flush())
 }
@@ -190,7 +193,7 @@ func TestHotBackupRoundTrip(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	info, err := backup.Check(out)
 	require.NoError(t, err)
-	assert.Equal(t, 1, info.SchemaVersion)
+	assert.Equal(t, migrations.Latest(), info.SchemaVersion)
 	assert.GreaterOrEqual(t, info.Audit.Count, before.Audit.Count, "receipts committed before the backup are in it")
 
 	cancel()

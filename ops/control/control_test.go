@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/migrations"
+
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/store"
@@ -83,13 +85,13 @@ func TestBackupAndStatusOverTheSocket(t *testing.T) {
 	st, err := c.Status(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 42, st.PID)
-	assert.Equal(t, 1, st.SchemaVersion)
+	assert.Equal(t, migrations.Latest(), st.SchemaVersion)
 
 	var buf bytes.Buffer
 	n, schema, err := c.Backup(context.Background(), &buf)
 	require.NoError(t, err)
 	assert.Equal(t, int64(buf.Len()), n)
-	assert.Equal(t, 1, schema)
+	assert.Equal(t, migrations.Latest(), schema)
 	p := filepath.Join(dir, "copy.db")
 	require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o600))
 	_, err = backup.Check(p)

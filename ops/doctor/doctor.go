@@ -18,6 +18,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
@@ -111,10 +112,72 @@ func Files(cfg config.Config, socketPath string) []Result {
 			rs = append(rs, r)
 		}
 	}
+	rs = append(rs, auditKeyCheck(cfg))
 	if fi, err := os.Lstat(socketPath); err == nil && fi.Mode()&fs.ModeSocket != 0 {
 		rs = append(rs, perm("control socket", socketPath, 0o600, false, "restart the daemon; it recreates the socket 0600"))
 	}
-	return rs
+	return append(rs, leftovers(dir))
+}
+
+// leftovers reports temporary copies a killed backup or restore left in
+// the database folder.
+func leftovers(dir string) Result {
+	list, err := backup.Leftovers(dir)
+	if err != nil {
+		return fail("leftovers", "check the folder permissions", "cannot list %s: %v", dir, err)
+	}
+	if len(list) == 0 {
+		return ok("leftovers", "no temporary files left by a killed backup or restore")
+	}
+	var total int64
+	names := make([]string, len(list))
+	for i, l := range list {
+		total += l.Size
+		names[i] = shellQuote(l.Path)
+	}
+	return fail("leftovers", "the next start removes them; or now: rm -r "+strings.Join(names, " "),
+		"%d temporary file(s) of a killed backup or restore, %s", len(list), humanBytes(total))
+}
+
+// SealedWithoutKey is the key-file check against the database: without
+// ACCORDS_MCP_SECRET_KEY and without the key file, sessions sealed with it
+// can never be read, and the server refuses to start. ok is false then.
+func SealedWithoutKey(cfg config.Config, db *store.DB) (r Result, failed bool) {
+	if strings.TrimSpace(cfg.SecretKey) != "" {
+		return Result{}, false
+	}
+	kf := cfg.KeyFile()
+	if _, err := os.Stat(kf); !errors.Is(err, fs.ErrNotExist) {
+		return Result{}, false
+	}
+	n, err := session.SealedCount(db)
+	if err != nil || n == 0 {
+		return Result{}, false
+	}
+	return fail("key file", "put the key file back (backups do not contain it), or set ACCORDS_MCP_SECRET_KEY to the same key; "+
+		"if the key is lost, stop the server and run accords-mcp doctor --forget-sealed-sessions, then configure those sessions again",
+		"%s is missing but %d stored session(s) are sealed with it; the server refuses to start", kf, n), true
+}
+
+func auditKeyCheck(cfg config.Config) Result {
+	if strings.TrimSpace(cfg.AuditKey) != "" {
+		if _, err := audit.LoadKey(audit.KeySpec{Env: cfg.AuditKey}, false); err != nil {
+			return fail("audit key", "set ACCORDS_MCP_AUDIT_KEY to 32 bytes in hex or base64, or unset it to use the key file", "%v", err)
+		}
+		return ok("audit key", "from ACCORDS_MCP_AUDIT_KEY (the key file is not used)")
+	}
+	kf := cfg.AuditKeyFile
+	if _, err := os.Stat(kf); errors.Is(err, fs.ErrNotExist) {
+		return ok("audit key", "%s does not exist yet; it is created on first start", kf)
+	}
+	if r := perm("audit key", kf, 0o600, false, "chmod 600 "+shellQuote(kf)); r.Status != OK {
+		return r
+	}
+	k, err := audit.LoadKey(audit.KeySpec{File: kf, DataDir: cfg.DataDir()}, false)
+	if err != nil {
+		return fail("audit key", "move the key out of the database folder (ACCORDS_MCP_AUDIT_KEY_FILE) or restore it from where you keep it", "%v", err)
+	}
+	return ok("audit key", "%s (outside the database folder); public key %s", kf, k.VerifierKey)
 }
 
 // perm fails when the mode grants more than want (group or other bits).
@@ -147,6 +210,10 @@ type Inputs struct {
 	Index func(ctx context.Context) IndexState
 	// SessionsUnavailable, when set, says why sessions cannot be read.
 	SessionsUnavailable string
+	// AuditKey checks the log's signatures; AuditKeyProblem says why it
+	// could not be loaded.
+	AuditKey        *audit.Key
+	AuditKeyProblem string
 	// Probe contacts Vaultclaw (HTTPProbe when nil).
 	Probe func(ctx context.Context, s session.Session) (int, error)
 }
@@ -176,7 +243,7 @@ func Database(ctx context.Context, in Inputs) []Result {
 		rs = append(rs, ok("schema version", "%d (latest)", v))
 	}
 	rs = append(rs, indexCheck(ctx, in))
-	rs = append(rs, auditCheck(in.DB))
+	rs = append(rs, auditCheck(in))
 	rs = append(rs, vaultCheck(ctx, in))
 	return rs
 }
@@ -195,22 +262,45 @@ func indexCheck(ctx context.Context, in Inputs) Result {
 	return ok("index", "%d documents, consistent with the store (revision %d)", st.Documents, st.StoreRev)
 }
 
-func auditCheck(db *store.DB) Result {
-	rep, err := audit.Verify(db)
+func auditCheck(in Inputs) Result {
+	opts := audit.VerifyOptions{}
+	if in.AuditKey != nil {
+		opts.Verifier = in.AuditKey.Verifier()
+	}
+	rep, err := audit.Verify(in.DB, opts)
 	if err != nil {
-		return fail("audit chain", "restore a backup whose chain verifies", "cannot read the audit log: %v", err)
+		return fail("audit chain", "restore a backup whose log verifies", "cannot read the audit log: %v", err)
 	}
 	if !rep.OK {
-		detail := "chain does not verify"
+		detail := "does not verify"
 		if rep.Problem != nil {
 			detail = fmt.Sprintf("receipt %d %s: %s", rep.Problem.Seq, rep.Problem.Kind, rep.Problem.Message)
 		}
-		return fail("audit chain", "the log was altered outside accords-mcp; keep this file for investigation and restore a backup", "%s", detail)
+		hint := "the log was altered outside accords-mcp: keep this file for investigation, then restore a backup or accept it with accords-mcp audit acknowledge --note TEXT"
+		if rep.Legacy {
+			hint = "start the server once: it signs the log written by the older version"
+		}
+		return fail("audit chain", hint, "%s", detail)
+	}
+	if in.AuditKey == nil {
+		why := in.AuditKeyProblem
+		if why == "" {
+			why = "no audit key"
+		}
+		return fail("audit chain", "restore the audit key (ACCORDS_MCP_AUDIT_KEY_FILE) from where you keep it, or acknowledge the log under a new key",
+			"chain and tree verify (%d receipts) but checkpoint signatures cannot be checked: %s", rep.Count, why)
 	}
 	if rep.Count == 0 {
 		return ok("audit chain", "empty (no tool calls recorded yet)")
 	}
-	return ok("audit chain", "%d receipts verify (seq %d..%d)", rep.Count, rep.FirstSeq, rep.LastSeq)
+	detail := fmt.Sprintf("%d receipts verify (seq %d..%d); %d signed checkpoints match", rep.Count, rep.FirstSeq, rep.LastSeq, rep.Checkpoints)
+	if rep.Newest != nil {
+		detail += fmt.Sprintf(", newest covers %d", rep.Newest.Size)
+	}
+	if len(rep.Acknowledged) > 0 {
+		detail += fmt.Sprintf("; %d acknowledged break(s)", len(rep.Acknowledged))
+	}
+	return ok("audit chain", "%s", detail)
 }
 
 func vaultCheck(ctx context.Context, in Inputs) Result {

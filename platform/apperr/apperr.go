@@ -30,6 +30,9 @@ const (
 	CodeTenantHeaderRequired = "MCP_TENANT_HEADER_REQUIRED"
 	CodePermissionDenied     = "MCP_PERMISSION_DENIED"
 	CodeRateLimited          = "MCP_RATE_LIMITED"
+	// CodePolicyViolation: a pre-execution rule of the policy file denied
+	// the call (details.violated_rules).
+	CodePolicyViolation = "MCP_POLICY_VIOLATION"
 
 	CodeApprovalRequired         = "MCP_APPROVAL_REQUIRED"
 	CodeApprovalDenied           = "MCP_APPROVAL_DENIED"
@@ -78,6 +81,7 @@ var categoryByCode = map[string]string{
 	CodeAuthForbidden:            CatAuth,
 	CodePermissionDenied:         CatPolicy,
 	CodeRateLimited:              CatPolicy,
+	CodePolicyViolation:          CatPolicy,
 	CodePolicyError:              CatPolicy,
 	CodeModuleHashRequired:       CatPolicy,
 	CodeApprovalRequired:         CatApproval,

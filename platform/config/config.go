@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,11 +27,23 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
-	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits; SIGHUP reloads it (docs/gateway.md)"},
+	{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS", "(none: only the server's own origin)", "comma-separated browser origins (scheme://host[:port]) allowed to call the HTTP bridge, e.g. a local MCP Inspector; other web pages get 403 (docs/security.md)"},
+	{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", "10s", "time a client has to send its request headers (a Go duration)"},
+	{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", "30s", "time a client has to send its request body once the headers are in; slower bodies get 408"},
+	{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", "60s", "how long an idle keep-alive connection stays open"},
+	{"ACCORDS_MCP_HTTP_MAX_CONNS", "256", "most HTTP connections open at once; further clients wait in the listen queue"},
+	{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", "64", "most tenants anonymous HTTP callers (no policy file) can use, counting those already holding data; a new one beyond it gets 403"},
+	{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", "8388608", "largest stdio message; a longer one gets a JSON-RPC error and the session goes on"},
+	{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", "4194304", "largest cookbook bundle stored by any path (tools, CLI import, remote install, legacy import), in canonical JSON bytes"},
+	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
 	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets)"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
+	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
+	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
+	{"ACCORDS_MCP_AUDIT_CHECKPOINT", "1000,30s", "sign an audit checkpoint every N receipts and/or, when receipts were added, every interval (also at the first receipt and at shutdown)"},
+	{"ACCORDS_MCP_AUDIT_ANCHOR", "(none)", "hand each signed checkpoint elsewhere: file:/path (appended, synced) or exec:command (checkpoint on stdin); failures are logged and counted, never block calls"},
 	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
 	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
@@ -58,16 +71,33 @@ type Config struct {
 	HTTPPath            string
 	RequireTenantHeader bool
 	MaxBodyBytes        int64
+	// AllowedOrigins are browser origins, normalized to scheme://host[:port].
+	AllowedOrigins    []string
+	HTTPHeaderTimeout time.Duration
+	HTTPBodyTimeout   time.Duration
+	HTTPIdleTimeout   time.Duration
+	HTTPMaxConns      int
+	// MaxAnonTenants bounds the tenants anonymous HTTP callers can use.
+	MaxAnonTenants int
+	// StdioMaxMessageBytes caps one stdio message.
+	StdioMaxMessageBytes int
+	// MaxBundleBytes caps a stored bundle (canonical JSON).
+	MaxBundleBytes int64
 
 	LogLevel string
 
 	PolicyFile string
 	ReadOnly   bool
-	// DynamicToolsets starts sessions with the core tools only.
+	// DynamicToolsets starts stdio sessions with the core tools only.
 	DynamicToolsets bool
 	Toolsets        []string
 	AuditRetention  string
 	AuditOnFailure  string
+	// AuditKey (the variable) wins over AuditKeyFile.
+	AuditKey        string
+	AuditKeyFile    string
+	AuditCheckpoint string
+	AuditAnchor     string
 
 	RemoteMaxIndexBytes  int64
 	RemoteMaxBundleBytes int64
@@ -98,6 +128,17 @@ const (
 	ShutdownGrace          = 10 * time.Second
 )
 
+// HTTP and stdio limits (docs/security.md).
+const (
+	DefaultHTTPHeaderTimeout    = 10 * time.Second
+	DefaultHTTPBodyTimeout      = 30 * time.Second
+	DefaultHTTPIdleTimeout      = 60 * time.Second
+	DefaultHTTPMaxConns         = 256
+	DefaultMaxAnonTenants       = 64
+	DefaultStdioMaxMessageBytes = 8 << 20
+	DefaultMaxBundleBytes       = 4 << 20
+)
+
 // Remote catalog limits (decision D9).
 const (
 	DefaultRemoteMaxIndexBytes  = 8 << 20
@@ -110,6 +151,7 @@ const (
 func FromEnv(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	c := Config{
+		AuditKeyFile:    get("ACCORDS_MCP_AUDIT_KEY_FILE"),
 		DBPath:          get("ACCORDS_MCP_DB"),
 		SecretKey:       get("ACCORDS_MCP_SECRET_KEY"),
 		HTTPAddr:        get("ACCORDS_MCP_HTTP_ADDR"),
@@ -128,6 +170,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 		HandleRetention:      DefaultHandleRetention,
+
+		HTTPHeaderTimeout:    DefaultHTTPHeaderTimeout,
+		HTTPBodyTimeout:      DefaultHTTPBodyTimeout,
+		HTTPIdleTimeout:      DefaultHTTPIdleTimeout,
+		HTTPMaxConns:         DefaultHTTPMaxConns,
+		MaxAnonTenants:       DefaultMaxAnonTenants,
+		StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
+		MaxBundleBytes:       DefaultMaxBundleBytes,
 	}
 	if err := c.resolvePaths(); err != nil {
 		return c, err
@@ -151,6 +201,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
 	c.AuditOnFailure = get("ACCORDS_MCP_AUDIT_ON_FAILURE")
+	c.AuditKey = get("ACCORDS_MCP_AUDIT_KEY")
+	c.AuditCheckpoint = get("ACCORDS_MCP_AUDIT_CHECKPOINT")
+	c.AuditAnchor = get("ACCORDS_MCP_AUDIT_ANCHOR")
 	if err := c.readLimits(get); err != nil {
 		return c, err
 	}
@@ -159,7 +212,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
 		}
 	}
+	if err := c.readTransportLimits(get); err != nil {
+		return c, err
+	}
 	c.resolveVault(get)
+	if err := checkBaseURL(c.VaultBaseURL); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -174,6 +233,13 @@ func (c *Config) resolvePaths() error {
 	}
 	if c.HTTPPath == "" {
 		c.HTTPPath = DefaultHTTPPath
+	}
+	if c.AuditKeyFile == "" {
+		// Outside the database folder by default: its holder must not be
+		// able to re-sign the log.
+		if dir, err := os.UserConfigDir(); err == nil {
+			c.AuditKeyFile = filepath.Join(dir, "accords-mcp-audit", "audit.key")
+		}
 	}
 	if !strings.HasPrefix(c.HTTPPath, "/") {
 		c.HTTPPath = "/" + c.HTTPPath
@@ -219,6 +285,89 @@ func (c *Config) readLimits(get func(string) string) error {
 			return fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
 		}
 		c.RemoteTimeoutMS = n
+	}
+	return nil
+}
+
+// readTransportLimits reads the HTTP and stdio limits and the allowed
+// browser origins.
+func (c *Config) readTransportLimits(get func(string) string) error {
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", &c.HTTPHeaderTimeout},
+		{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", &c.HTTPBodyTimeout},
+		{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout},
+	} {
+		if v := get(d.name); v != "" {
+			n, err := time.ParseDuration(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%s must be a positive duration such as 30s, got %q", d.name, v)
+			}
+			*d.dst = n
+		}
+	}
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{
+		{"ACCORDS_MCP_HTTP_MAX_CONNS", &c.HTTPMaxConns},
+		{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", &c.MaxAnonTenants},
+		{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", &c.StdioMaxMessageBytes},
+	} {
+		if v := get(n.name); v != "" {
+			x, err := strconv.Atoi(v)
+			if err != nil || x <= 0 {
+				return fmt.Errorf("%s must be a positive integer, got %q", n.name, v)
+			}
+			*n.dst = x
+		}
+	}
+	if err := positiveInt64(get, "ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", &c.MaxBundleBytes); err != nil {
+		return err
+	}
+	for _, raw := range SplitList(get("ACCORDS_MCP_HTTP_ALLOWED_ORIGINS")) {
+		o, err := NormalizeOrigin(raw)
+		if err != nil {
+			return fmt.Errorf("ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: %w", err)
+		}
+		c.AllowedOrigins = append(c.AllowedOrigins, o)
+	}
+	return nil
+}
+
+// NormalizeOrigin checks a browser origin and writes it as browsers send
+// it: lower-case scheme://host, the port only when not the default.
+func NormalizeOrigin(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(raw), "/"))
+	if err != nil {
+		return "", fmt.Errorf("%q is not an origin: %w", raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if (scheme != "http" && scheme != "https") || u.Hostname() == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("%q is not an origin: write scheme://host[:port], e.g. http://localhost:6274", raw)
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, nil
+}
+
+// checkBaseURL refuses a VC_BASE_URL carrying credentials: they would be
+// sent to Vault and shown in session_status (the token belongs in
+// VC_AGENT_TOKEN).
+func checkBaseURL(raw string) error {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return fmt.Errorf("VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN")
 	}
 	return nil
 }
@@ -277,6 +426,9 @@ func (c *Config) resolveVault(get func(string) string) {
 func (c Config) KeyFile() string {
 	return filepath.Join(filepath.Dir(c.DBPath), "accords.key")
 }
+
+// DataDir is the database folder.
+func (c Config) DataDir() string { return filepath.Dir(c.DBPath) }
 
 // IndexDir is the bleve index folder beside the database.
 func (c Config) IndexDir() string { return c.DBPath + ".index" }

@@ -25,6 +25,10 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_TOOLSETS":                   "vault, ,catalog",
 		"ACCORDS_MCP_AUDIT_RETENTION":            "7d",
 		"ACCORDS_MCP_AUDIT_ON_FAILURE":           "continue",
+		"ACCORDS_MCP_AUDIT_KEY":                  "ak",
+		"ACCORDS_MCP_AUDIT_KEY_FILE":             "/keys/audit.key",
+		"ACCORDS_MCP_AUDIT_CHECKPOINT":           "10,5s",
+		"ACCORDS_MCP_AUDIT_ANCHOR":               "file:/anchors/a.log",
 		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":     "10",
 		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":    "20",
 		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":          "30",
@@ -33,6 +37,14 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_POLICY_HASH_TTL":            "45",
 		"ACCORDS_MCP_HANDLE_RETENTION":           "72h",
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
+		"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS":       "HTTP://LocalHost:6274/, https://inspector.example:443",
+		"ACCORDS_MCP_HTTP_HEADER_TIMEOUT":        "2s",
+		"ACCORDS_MCP_HTTP_BODY_TIMEOUT":          "3s",
+		"ACCORDS_MCP_HTTP_IDLE_TIMEOUT":          "4s",
+		"ACCORDS_MCP_HTTP_MAX_CONNS":             "5",
+		"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS":      "6",
+		"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES":    "7",
+		"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES":   "8",
 		"VC_AGENT_TOKEN":                         "tok",
 		"VC_TIMEOUT_MS":                          "1500",
 		"VAULT_UNIX_SOCKET":                      "/run/vault.sock",
@@ -43,9 +55,13 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		HTTPAddr: "127.0.0.1:1", HTTPPath: "/rpc", RequireTenantHeader: true, MaxBodyBytes: 2048,
 		LogLevel:   "debug",
 		PolicyFile: "/p.toml", ReadOnly: true, Toolsets: []string{"vault", "catalog"}, AuditRetention: "7d", AuditOnFailure: "continue",
+		AuditKey: "ak", AuditKeyFile: "/keys/audit.key", AuditCheckpoint: "10,5s", AuditAnchor: "file:/anchors/a.log",
 		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
 		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
 		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
+		AllowedOrigins:    []string{"http://localhost:6274", "https://inspector.example"},
+		HTTPHeaderTimeout: 2 * time.Second, HTTPBodyTimeout: 3 * time.Second, HTTPIdleTimeout: 4 * time.Second,
+		HTTPMaxConns: 5, MaxAnonTenants: 6, StdioMaxMessageBytes: 7, MaxBundleBytes: 8,
 	}, c)
 }
 
@@ -58,9 +74,13 @@ func TestFromEnvDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Config{
 		DBPath: filepath.Join(dir, "accords-mcp", "accords.db"), HTTPPath: DefaultHTTPPath, MaxBodyBytes: DefaultMaxBodyBytes,
+		AuditKeyFile:        filepath.Join(dir, "accords-mcp-audit", "audit.key"),
 		RemoteMaxIndexBytes: DefaultRemoteMaxIndexBytes, RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes, RemoteTimeoutMS: DefaultRemoteTimeoutMS,
 		VaultBaseURL: "http://localhost", VaultTimeoutMS: DefaultVaultTimeoutMS, VaultUnixSocket: "/a.sock",
 		PolicyHashTTL: DefaultPolicyHashTTL, VaultMaxResponseBytes: DefaultVaultMaxBytes, HandleRetention: DefaultHandleRetention,
+		HTTPHeaderTimeout: DefaultHTTPHeaderTimeout, HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout,
+		HTTPMaxConns: DefaultHTTPMaxConns, MaxAnonTenants: DefaultMaxAnonTenants, StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
+		MaxBundleBytes: DefaultMaxBundleBytes,
 	}, c)
 
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock", "VC_TIMEOUT_MS": "soon"}))
@@ -90,6 +110,14 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0", "ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "0"}, `ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES must be a positive integer, got "0"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "x", "ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES must be a positive integer, got "x"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_BODY_TIMEOUT": "0s", "ACCORDS_MCP_HTTP_MAX_CONNS": "0"}, `ACCORDS_MCP_HTTP_BODY_TIMEOUT must be a positive duration such as 30s, got "0s"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT": "long"}, `ACCORDS_MCP_HTTP_IDLE_TIMEOUT must be a positive duration such as 30s, got "long"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_MAX_CONNS": "0"}, `ACCORDS_MCP_HTTP_MAX_CONNS must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES": "8M"}, `ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES must be a positive integer, got "8M"`},
+		{map[string]string{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES": "-1"}, `ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES must be a positive integer, got "-1"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274, localhost:6274"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "localhost:6274" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},
+		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274/app"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "http://localhost:6274/app" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},
+		{map[string]string{"VC_BASE_URL": "http://agent:secret@vault:8080"}, `VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN`},
 	} {
 		env := map[string]string{"ACCORDS_MCP_DB": "/x.db", "ACCORDS_MCP_HTTP_PATH": "p", "ACCORDS_MCP_POLICY_FILE": "/p.toml"}
 		maps.Copy(env, c.env)

@@ -22,6 +22,8 @@ const (
 	NameBuildInfo     = "accords_mcp_build_info"
 	NameStartTime     = "accords_mcp_start_time_seconds"
 	NameGoroutines    = "accords_mcp_goroutines"
+	NameAuditAnchors  = "accords_mcp_audit_anchor_total"
+	NameAuditBroken   = "accords_mcp_audit_integrity_failure"
 )
 
 // Tool call outcomes.
@@ -43,6 +45,9 @@ type Server struct {
 	ToolDuration  *HistogramVec
 	VaultDuration *HistogramVec
 	VaultErrors   *CounterVec
+	// AuditAnchors counts checkpoint hand-overs to the anchor by result
+	// (ok, failed).
+	AuditAnchors *CounterVec
 }
 
 // New registers the process-wide series. Gauges that need the database or
@@ -56,6 +61,7 @@ func New() *Server {
 		ToolDuration:  r.NewHistogramVec(NameToolDuration, "MCP tool call latency in seconds.", DurationBuckets, "tool"),
 		VaultDuration: r.NewHistogramVec(NameVaultDuration, "Vaultclaw HTTP request latency in seconds, by endpoint.", DurationBuckets, "endpoint"),
 		VaultErrors:   r.NewCounterVec(NameVaultErrors, "Vaultclaw requests that failed, by endpoint and kind (network or http_<status>).", "endpoint", "kind"),
+		AuditAnchors:  r.NewCounterVec(NameAuditAnchors, "Signed audit checkpoints handed to ACCORDS_MCP_AUDIT_ANCHOR, by result (ok, failed).", "result"),
 	}
 	bi := r.NewGaugeVec(NameBuildInfo, "Build information; the value is always 1.", "version", "goversion")
 	bi.Set(1, version.Version, runtime.Version())

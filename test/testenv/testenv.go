@@ -23,6 +23,8 @@ func Config(t testing.TB, env ...string) config.Config {
 	vars := map[string]string{
 		"ACCORDS_MCP_DB":         filepath.Join(dir, "accords.db"),
 		"ACCORDS_MCP_SECRET_KEY": strings.Repeat("ab", 32),
+		// The audit key lives outside the database folder, as in use.
+		"ACCORDS_MCP_AUDIT_KEY_FILE": filepath.Join(t.TempDir(), "audit.key"),
 	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -31,6 +33,19 @@ func Config(t testing.TB, env ...string) config.Config {
 	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	return cfg
+}
+
+// IsolateConfigDir points the user config dir (XDG_CONFIG_HOME) at a fresh
+// temporary folder for the whole test binary, so defaults derived from it
+// (the audit key file) never touch the real one. Call it from TestMain;
+// run the returned cleanup after m.Run.
+func IsolateConfigDir() func() {
+	dir, err := os.MkdirTemp("", "accords-test-config-")
+	if err != nil {
+		panic(err)
+	}
+	_ = os.Setenv("XDG_CONFIG_HOME", dir)
+	return func() { _ = os.RemoveAll(dir) }
 }
 
 // Open opens an app on cfg and closes it when the test ends.

@@ -125,6 +125,10 @@ type Fault struct {
 	ContentType string `json:"content_type,omitempty"`
 	// Reset drops the connection without a reply.
 	Reset bool `json:"reset,omitempty"`
+	// ResetAfter handles the request first (an execute runs, its
+	// Idempotency-Key is remembered) and then drops the connection
+	// without the reply: the client cannot know whether it ran.
+	ResetAfter bool `json:"reset_after,omitempty"`
 }
 
 // Sim is the simulator. It is an http.Handler and safe for concurrent use.
@@ -448,6 +452,12 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case fault.Reset:
 			setStatus(0, "reset")
+			resetConn(w)
+			return
+		case fault.ResetAfter:
+			_, _ = s.dispatch(r, raw, body)
+			s.flushNotify()
+			setStatus(0, "reset_after")
 			resetConn(w)
 			return
 		case fault.Status != 0:

@@ -203,7 +203,7 @@ func TestApprovalExpiry(t *testing.T) {
 func TestSyncExecuteApprovalAndRules(t *testing.T) {
 	e := start(t, vaultsim.Options{})
 	hash := e.srv.PolicyHash("google")
-	_, err := e.c.Execute(e.ctx, e.s, gmailSend(hash, map[string]any{"to": []any{"a@example.com"}}))
+	_, err := e.c.Execute(e.ctx, e.s, gmailSend(hash, map[string]any{"to": []any{"a@example.com"}}), "")
 	ae := apperr.As(err)
 	assert.Equal(t, apperr.CodeApprovalRequired, ae.Code)
 	assert.Equal(t, 409, vault.ErrorStatus(err))
@@ -212,18 +212,18 @@ func TestSyncExecuteApprovalAndRules(t *testing.T) {
 	assert.NotEmpty(t, pa["challenge"].(map[string]any)["challenge_id"])
 
 	e.srv.SetApprovalRule(vaultsim.ApprovalRule{ConnectorID: "google", Verb: "google.gmail.send*", Action: vaultsim.ActionDeny})
-	_, err = e.c.Execute(e.ctx, e.s, gmailSend(hash, map[string]any{"to": []any{"a@example.com"}}))
+	_, err = e.c.Execute(e.ctx, e.s, gmailSend(hash, map[string]any{"to": []any{"a@example.com"}}), "")
 	assert.Equal(t, apperr.CodeApprovalDenied, apperr.As(err).Code)
 
 	e.srv.SetApprovalRules()
-	resp, err := e.c.Execute(e.ctx, e.s, gmailSend(hash, map[string]any{"to": []any{"a@example.com"}, "text_plain": "now"}))
+	resp, err := e.c.Execute(e.ctx, e.s, gmailSend(hash, map[string]any{"to": []any{"a@example.com"}, "text_plain": "now"}), "")
 	require.NoError(t, err)
 	assert.Equal(t, "SUCCEEDED", obj(resp)["status"])
 	assert.Len(t, e.srv.SentMessages(), 1)
 
 	// Gmail list with the default AST returns the seeded inbox.
 	resp, err = e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.messages.list", "module_hash": hash,
-		"request": map[string]any{"user_id": "me", "page_limit": 2}, "query_ast_v1": map[string]any{"pred": map[string]any{"field": "label", "op": "eq", "value": map[string]any{"kind": "enum", "enum": "inbox"}}}})
+		"request": map[string]any{"user_id": "me", "page_limit": 2}, "query_ast_v1": map[string]any{"pred": map[string]any{"field": "label", "op": "eq", "value": map[string]any{"kind": "enum", "enum": "inbox"}}}}, "")
 	require.NoError(t, err)
 	res := obj(resp)["result"].(map[string]any)
 	assert.Len(t, res["messages"].([]any), 2)
@@ -445,7 +445,7 @@ func TestGenericHTTPWithSecretAttachment(t *testing.T) {
 	defer upstream.Close()
 	e := start(t, vaultsim.Options{})
 	e.srv.PutSecret("sec_api", "s3cr3t-value")
-	_, err := e.c.SlotBind(e.ctx, e.s, map[string]any{"connector_id": "generic.http", "verb": "generic.http.request.v1", "slot": "api_key", "secret_id": "sec_api"})
+	_, err := e.c.SlotBind(e.ctx, e.s, map[string]any{"connector_id": "generic.http", "verb": "generic.http.request.v1", "slot": "api_key", "secret_id": "sec_api"}, "")
 	require.NoError(t, err)
 	_, err = e.c.ProfileUpsert(e.ctx, e.s, map[string]any{"type": "connector.unbounded.profile.v1", "profile_id": "up", "connector_id": "generic.http",
 		"verb": "generic.http.request.v1", "slots": []any{map[string]any{"slot": "api_key", "allowed_modes": []any{"read"}, "allowed_targets": []any{upstream.URL}}}}, "")
@@ -453,7 +453,7 @@ func TestGenericHTTPWithSecretAttachment(t *testing.T) {
 	req := map[string]any{"connector_id": "generic.http", "verb": "generic.http.request.v1", "request": map[string]any{
 		"method": "GET", "url": upstream.URL + "/v1/thing", "profile_id": "up",
 		"secret_attachments": []any{map[string]any{"slot": "api_key", "mode": "read", "target": upstream.URL}}}}
-	resp, err := e.c.Execute(e.ctx, e.s, req)
+	resp, err := e.c.Execute(e.ctx, e.s, req, "")
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer s3cr3t-value", gotAuth)
 	res := obj(resp)["result"].(map[string]any)
@@ -463,19 +463,19 @@ func TestGenericHTTPWithSecretAttachment(t *testing.T) {
 
 	// Target outside the profile.
 	req["request"].(map[string]any)["url"] = "http://elsewhere.invalid/x"
-	_, err = e.c.Execute(e.ctx, e.s, req)
+	_, err = e.c.Execute(e.ctx, e.s, req, "")
 	assert.Equal(t, apperr.CodeUnboundedProfileInvalid, apperr.As(err).Code)
 
 	// Slot bindings listing and replacement.
 	e.srv.PutSecret("sec_api2", "v2")
-	resp, err = e.c.SlotBind(e.ctx, e.s, map[string]any{"connector_id": "generic.http", "verb": "generic.http.request.v1", "slot": "api_key", "secret_id": "sec_api2"})
+	resp, err = e.c.SlotBind(e.ctx, e.s, map[string]any{"connector_id": "generic.http", "verb": "generic.http.request.v1", "slot": "api_key", "secret_id": "sec_api2"}, "")
 	require.NoError(t, err)
 	assert.NotEmpty(t, obj(resp)["replaced_binding_id"])
 	resp, _ = e.c.SlotBindings(e.ctx, e.s, "generic.http", "generic.http.request.v1", false)
 	assert.Len(t, obj(resp)["items"].([]any), 1)
 	resp, _ = e.c.SlotBindings(e.ctx, e.s, "generic.http", "generic.http.request.v1", true)
 	assert.Len(t, obj(resp)["items"].([]any), 2)
-	_, err = e.c.SlotBind(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.send.v1", "slot": "nope", "secret_id": "sec_api"})
+	_, err = e.c.SlotBind(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.send.v1", "slot": "nope", "secret_id": "sec_api"}, "")
 	assert.Equal(t, apperr.CodeSecretError, apperr.As(err).Code)
 }
 
@@ -581,7 +581,7 @@ func TestGmailVerbsAndIdentityDirect(t *testing.T) {
 				map[string]any{"pred": map[string]any{"field": "is_unread", "op": "eq", "value": true}},
 			}}}
 		}
-		resp, err := e.c.Execute(e.ctx, e.s, req)
+		resp, err := e.c.Execute(e.ctx, e.s, req, "")
 		require.NoError(t, err, verb)
 		return obj(resp)["result"].(map[string]any)
 	}
@@ -604,17 +604,17 @@ func TestGmailVerbsAndIdentityDirect(t *testing.T) {
 	draft := run("google.gmail.drafts.create", map[string]any{"to": []any{"x@example.com"}, "subject": "d"})
 	sent := run("google.gmail.drafts.send.v1", map[string]any{"draft_id": draft["draft_id"]})
 	assert.Equal(t, "SENT", sent["status"])
-	_, err := e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": hash, "request": map[string]any{"draft_id": draft["draft_id"]}})
+	_, err := e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": hash, "request": map[string]any{"draft_id": draft["draft_id"]}}, "")
 	assert.Equal(t, 404, vault.ErrorStatus(err), "a sent draft is gone")
-	_, err = e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.messages.get", "module_hash": hash, "request": map[string]any{"message_id": "msg_nope"}})
+	_, err = e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "google", "verb": "google.gmail.messages.get", "module_hash": hash, "request": map[string]any{"message_id": "msg_nope"}}, "")
 	assert.Equal(t, "NOT_FOUND", vault.ErrorVaultCode(err))
 
 	// Identity verbs need no module hash.
-	resp, err := e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "identity", "verb": "identity.profile.read.v1", "request": map[string]any{"slots": []any{"given_name"}}})
+	resp, err := e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "identity", "verb": "identity.profile.read.v1", "request": map[string]any{"slots": []any{"given_name"}}}, "")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{}, obj(resp)["result"].(map[string]any)["values"])
 	resp, err = e.c.Execute(e.ctx, e.s, map[string]any{"connector_id": "identity", "verb": "identity.extraction.run.v1",
-		"request": map[string]any{"document_id": "doc_passport_self", "slots": []any{"given_name"}, "extracted_fields": map[string]any{"given_name": "Augusta"}}})
+		"request": map[string]any{"document_id": "doc_passport_self", "slots": []any{"given_name"}, "extracted_fields": map[string]any{"given_name": "Augusta"}}}, "")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"given_name": "Augusta"}, obj(resp)["result"].(map[string]any)["values"])
 	assert.Equal(t, "Augusta", e.srv.KYC("self")["given_name"])

@@ -8,8 +8,10 @@ package execution
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/approval/orchestration"
@@ -141,16 +143,18 @@ func (s *Service) Validate(ctx context.Context, sess session.Session, request ma
 // Execute runs vaultclaw_connector_execute synchronously: module-hash
 // preflight, validate (any validation failure stops), execute. Data is
 // Vault's execute body. A pending-approval error becomes a stored handoff
-// (MCP_APPROVAL_REQUIRED with a handle) as for execute-job.
-func (s *Service) Execute(ctx context.Context, scope string, sess session.Session, request map[string]any) (Outcome, error) {
+// (MCP_APPROVAL_REQUIRED with a handle) as for execute-job. key is the
+// agent's idempotency key ("" for a fresh one).
+func (s *Service) Execute(ctx context.Context, scope string, sess session.Session, request map[string]any, key string) (Outcome, error) {
 	req := cloneJSON(request)
 	var resp *vault.Response
+	keys := newActionKeys(key)
 	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
 		if _, err := s.Vault.Validate(ctx, sess, req); err != nil {
 			return err
 		}
 		var err error
-		resp, err = s.Vault.Execute(ctx, sess, req)
+		resp, err = s.Vault.Execute(ctx, sess, req, keys.next())
 		return err
 	})
 	if err != nil {
@@ -211,7 +215,7 @@ func copyObject(m map[string]any, field string) (map[string]any, error) {
 // ExecuteJob runs vaultclaw_connector_execute_job: profile orchestration,
 // module-hash preflight, validate (E3), execute-job (E5), and the approval
 // handoff. The request is not modified.
-func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options) (Outcome, error) {
+func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options, key string) (Outcome, error) {
 	req, err := copyObject(request, "request")
 	if err != nil {
 		return Outcome{}, err
@@ -222,13 +226,14 @@ func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Ses
 	}
 	var validation any
 	var resp *vault.Response
+	keys := newActionKeys(key)
 	mh, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
 		v, err := s.Vault.Validate(ctx, sess, req)
 		if err != nil {
 			return err
 		}
 		validation = v.Body
-		resp, err = s.Vault.ExecuteJob(ctx, sess, req, "")
+		resp, err = s.Vault.ExecuteJob(ctx, sess, req, keys.next())
 		return err
 	})
 	if err != nil {
@@ -262,6 +267,12 @@ type PlanExecuteInput struct {
 	// Source names the caller in the durable handle (default
 	// "vaultclaw_plan_execute").
 	Source string
+	// BeforeSend, when set, sees the request before anything reaches
+	// Vault: the plan with its defaults, as it would be sent (profile
+	// bindings, resolved later, aside). An error stops the call.
+	BeforeSend func(ctx context.Context, rendered map[string]any) error
+	// IdempotencyKey is the agent's key ("" for a fresh one).
+	IdempotencyKey string
 }
 
 // PlanExecute runs vaultclaw_plan_execute: strict profile preflight, plan
@@ -269,6 +280,16 @@ type PlanExecuteInput struct {
 // and the approval handoff. On MCP_APPROVAL_REQUIRED the handle is already
 // stored under scope.
 func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Session, in PlanExecuteInput) (Outcome, error) {
+	if in.BeforeSend != nil {
+		rendered, err := copyObject(in.Plan, "plan")
+		if err != nil {
+			return Outcome{}, err
+		}
+		vault.PlanModuleHashPreflight(rendered)
+		if err := in.BeforeSend(ctx, planBody(rendered, in)); err != nil {
+			return Outcome{}, err
+		}
+	}
 	var plan map[string]any
 	preflight := map[string]any{"orchestrated": in.Orchestration.UnboundedProfiles}
 	if in.Orchestration.UnboundedProfiles {
@@ -286,6 +307,28 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 		}
 	}
 	preflight["module_hash"] = vault.PlanModuleHashPreflight(plan)
+	body := planBody(plan, in)
+	source := in.Source
+	if source == "" {
+		source = "vaultclaw_plan_execute"
+	}
+	resp, err := s.Vault.PlanExecute(ctx, sess, body, newActionKeys(in.IdempotencyKey).next())
+	if err != nil {
+		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, source)
+	}
+	r, _ := reply(resp, nil)
+	if h, ok := approval.DetectPlan(r); ok {
+		return Outcome{}, s.handoff(ctx, scope, sess, h, source)
+	}
+	return Outcome{
+		Data:       map[string]any{"response": resp.Body, "preflight": preflight, "plan": plan},
+		RequestID:  resp.RequestID,
+		HTTPStatus: resp.Status,
+	}, nil
+}
+
+// planBody is the plans/execute request for plan.
+func planBody(plan map[string]any, in PlanExecuteInput) map[string]any {
 	body := map[string]any{"plan": plan}
 	if in.PlanInputSet {
 		body["plan_input"] = in.PlanInput
@@ -299,23 +342,7 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 	if in.AnalysisModel != "" {
 		body["analysis_model"] = in.AnalysisModel
 	}
-	source := in.Source
-	if source == "" {
-		source = "vaultclaw_plan_execute"
-	}
-	resp, err := s.Vault.PlanExecute(ctx, sess, body, "")
-	if err != nil {
-		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, source)
-	}
-	r, _ := reply(resp, nil)
-	if h, ok := approval.DetectPlan(r); ok {
-		return Outcome{}, s.handoff(ctx, scope, sess, h, source)
-	}
-	return Outcome{
-		Data:       map[string]any{"response": resp.Body, "preflight": preflight, "plan": plan},
-		RequestID:  resp.RequestID,
-		HTTPStatus: resp.Status,
-	}, nil
+	return body
 }
 
 // PlanValidate runs vaultclaw_plan_validate: plan defaults (no module hash)
@@ -354,4 +381,29 @@ func (s *Service) Wait(ctx context.Context, scope string, sess session.Session, 
 		return nil, err
 	}
 	return res.Data(), nil
+}
+
+// actionKeys are the Idempotency-Keys of one action (D17): the agent's key,
+// or a fresh one, for the first attempt. A module-hash rejection is retried
+// once with the refreshed hash, a different body Vault never ran, so that
+// attempt gets a key of its own derived from the first: an agent retrying
+// the whole call with its key meets the same two keys again.
+type actionKeys struct {
+	base string
+	n    int
+}
+
+func newActionKeys(key string) *actionKeys {
+	if key = strings.TrimSpace(key); key == "" {
+		key = vault.NewID()
+	}
+	return &actionKeys{base: key}
+}
+
+func (k *actionKeys) next() string {
+	k.n++
+	if k.n == 1 {
+		return k.base
+	}
+	return fmt.Sprintf("%s.retry%d", k.base, k.n-1)
 }

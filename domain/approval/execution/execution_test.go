@@ -56,7 +56,7 @@ func TestExecuteJobStoresHandleAndNeverMutatesTheRequest(t *testing.T) {
 	svc, db, sess := newService(t)
 	defer db.Close()
 	req := genericRequest()
-	_, err := svc.ExecuteJob(context.Background(), "tenant", sess, req, orchestration.DefaultOptions())
+	_, err := svc.ExecuteJob(context.Background(), "tenant", sess, req, orchestration.DefaultOptions(), "")
 	ae := apperr.As(err)
 	require.Equal(t, apperr.CodeApprovalRequired, ae.Code)
 	assert.NotContains(t, ae.Details, "handle_stored")

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,9 @@ func TestBearerTokenStaysOnItsOrigin(t *testing.T) {
 		item{"cookbook_id": "cb", "version": "1.0.0", "download_url": home.URL + "/b/cb-1.0.0.json", "sha256": sha(local)},
 		item{"cookbook_id": "cb", "version": "2.0.0", "download_url": cdn.URL + "/cb-2.0.0.json", "sha256": sha(foreign)},
 	), "")
-	e.addSource(t, SourceInput{SourceID: "s", IndexURL: home.URL + "/index.json", AuthMode: AuthBearerEnv, AuthEnvVar: "TEAM_TOKEN"})
+	hostOf := func(raw string) string { u, _ := url.Parse(raw); return u.Host }
+	e.addSource(t, SourceInput{SourceID: "s", IndexURL: home.URL + "/index.json", AuthMode: AuthBearerEnv, AuthEnvVar: "TEAM_TOKEN",
+		DownloadHosts: []string{hostOf(home.URL), hostOf(cdn.URL)}})
 
 	res, err := e.svc.Install(t.Context(), InstallRequest{SourceID: "s", CookbookID: "cb", Version: "2.0.0"})
 	require.NoError(t, err)
@@ -406,7 +409,8 @@ func TestInstallFromStaleIndex(t *testing.T) {
 	b := bundleJSON("cb", "1.0.0")
 	files.serveBytes("/b.json", b, "")
 	idxSrv.serveBytes("/index.json", indexJSON(item{"cookbook_id": "cb", "version": "1.0.0", "download_url": files.URL + "/b.json", "sha256": sha(b)}), "")
-	e.addSource(t, SourceInput{SourceID: "s", IndexURL: idxSrv.URL + "/index.json"})
+	u, _ := url.Parse(files.URL)
+	e.addSource(t, SourceInput{SourceID: "s", IndexURL: idxSrv.URL + "/index.json", DownloadHosts: []string{u.Host}})
 	_, err := e.svc.List(t.Context(), "s", "")
 	require.NoError(t, err)
 	idxSrv.Close()

@@ -182,6 +182,37 @@ func validHexSHA256(s string) bool {
 	return err == nil
 }
 
+// restrictDownloads moves the items whose download_url points outside what
+// src allows (download_hosts, or the index URL's origin) to Invalid, so a
+// compromised or careless index cannot send installs to any host.
+func (idx *Index) restrictDownloads(src Source) {
+	kept := idx.Items[:0]
+	for _, it := range idx.Items {
+		du, ok := parseHTTPURL(it.DownloadURL)
+		if !ok { // ParseIndex admits only http(s) URLs
+			continue
+		}
+		if downloadAllowed(src, du) {
+			kept = append(kept, it)
+			continue
+		}
+		reason := "download_url points to " + truncate(strings.ToLower(du.Host), 128) + ", which this source does not allow (download_hosts; by default only the index URL's origin)"
+		idx.Invalid = append(idx.Invalid, BadItem{Position: -1, CookbookID: it.CookbookID, Version: it.Version, Field: "download_url", Reason: reason})
+	}
+	idx.Items = kept
+}
+
+// Rejected lists the invalid items of cookbookID.
+func (idx *Index) Rejected(cookbookID string) []BadItem {
+	out := []BadItem{}
+	for _, b := range idx.Invalid {
+		if b.CookbookID == cookbookID {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // Filter returns the items matching query: a lowercased substring of the
 // cookbook_id, version, title, summary or the tags joined by spaces. An empty
 // query keeps everything.

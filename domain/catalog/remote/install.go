@@ -158,6 +158,15 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	progress(1, "remote index fetched")
 	item, err := SelectItem(view.Index.Items, r.CookbookID, r.Version, r.IncludePrerelease)
 	if err != nil {
+		// Say so when the index has items for the cookbook that were
+		// rejected (a file:// download_url, a host the source does not
+		// allow): not finding it is then not the whole story.
+		if rej := view.Index.Rejected(r.CookbookID); len(rej) > 0 {
+			if ae, ok := err.(*apperr.Error); ok {
+				ae.Message += fmt.Sprintf("; %d item(s) for it were rejected: %s", len(rej), rej[0].Reason)
+				ae.With("rejected_items", rej)
+			}
+		}
 		return nil, withSource(err, src)
 	}
 	if err := integrityPlan(src, item, expected); err != nil {

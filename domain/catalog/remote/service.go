@@ -141,6 +141,12 @@ func (s *Service) FetchIndex(ctx context.Context, src Source) (*IndexView, error
 	if !ok {
 		return nil, schemaInvalid("source.index_url", "source.index_url must be http(s) url").With("source_id", src.SourceID)
 	}
+	if tok != "" && !tokenSafe(u) {
+		// A source stored before the rule: refuse rather than send the
+		// token in clear.
+		return nil, apperr.New(apperr.CodeRemoteFetchFailed, "the bearer token of this source is only sent over https (or plain http to a loopback host); change its index_url").
+			With("source_id", src.SourceID).With("url", u.Redacted())
+	}
 	cached, err := s.loadCache(src)
 	if err != nil {
 		return nil, apperr.Internal("read cached remote index", err)
@@ -161,6 +167,7 @@ func (s *Service) FetchIndex(ctx context.Context, src Source) (*IndexView, error
 		if perr != nil {
 			return nil, ae
 		}
+		idx.restrictDownloads(src)
 		return &IndexView{Index: idx, Stale: true, FetchedAt: cached.meta.FetchedAt, CheckedAt: cached.meta.CheckedAt, FetchError: ae}, nil
 	case resp.notModified:
 		if cached == nil {
@@ -171,6 +178,7 @@ func (s *Service) FetchIndex(ctx context.Context, src Source) (*IndexView, error
 		if perr != nil {
 			return nil, withSource(perr, src)
 		}
+		idx.restrictDownloads(src)
 		if err := s.touchCache(src, resp.etag, now); err != nil {
 			return nil, apperr.Internal("update cached remote index", err)
 		}
@@ -180,6 +188,7 @@ func (s *Service) FetchIndex(ctx context.Context, src Source) (*IndexView, error
 	if perr != nil {
 		return nil, withSource(perr, src)
 	}
+	idx.restrictDownloads(src)
 	if err := s.saveCache(src, resp.body, resp.etag, resp.lastModified, now); err != nil {
 		return nil, apperr.Internal("cache remote index", err)
 	}

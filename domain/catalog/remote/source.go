@@ -6,6 +6,7 @@
 package remote
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"regexp"
@@ -41,12 +42,15 @@ var (
 // Source is one configured remote catalog. It never holds a token: with
 // BEARER_ENV only the name of the environment variable is stored.
 type Source struct {
-	SourceID      string    `json:"source_id"`
-	IndexURL      string    `json:"index_url"`
-	Enabled       bool      `json:"enabled"`
-	AuthMode      string    `json:"auth_mode"`
-	AuthEnvVar    string    `json:"auth_env_var,omitempty"`
-	RequireSHA256 bool      `json:"require_sha256"`
+	SourceID      string `json:"source_id"`
+	IndexURL      string `json:"index_url"`
+	Enabled       bool   `json:"enabled"`
+	AuthMode      string `json:"auth_mode"`
+	AuthEnvVar    string `json:"auth_env_var,omitempty"`
+	RequireSHA256 bool   `json:"require_sha256"`
+	// DownloadHosts are the hosts (host or host:port) download_urls may
+	// name; empty means the index URL's own origin only.
+	DownloadHosts []string  `json:"download_hosts,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
@@ -60,6 +64,7 @@ type SourceInput struct {
 	AuthMode      string
 	AuthEnvVar    string
 	RequireSHA256 *bool
+	DownloadHosts []string
 }
 
 // schemaInvalid builds the catalog's schema error for a source field; the
@@ -121,6 +126,11 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 		// Credentials in the URL would be stored and listed in clear text.
 		return Source{}, apperr.Validation("source.index_url", "source.index_url must not contain credentials; use auth_mode BEARER_ENV")
 	}
+	hosts, err := normalizeHosts(in.DownloadHosts)
+	if err != nil {
+		return Source{}, err
+	}
+	src.DownloadHosts = hosts
 	switch src.AuthMode {
 	case "":
 		src.AuthMode = AuthNone
@@ -136,6 +146,9 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 		}
 		if err := s.opts.checkTokenVar(src.AuthEnvVar); err != nil {
 			return Source{}, err
+		}
+		if !tokenSafe(u) {
+			return Source{}, apperr.Validation("source.index_url", "a BEARER_ENV source needs an https index_url (plain http only to a loopback host): the token would cross the network in clear")
 		}
 	default:
 		return Source{}, apperr.Validation("source.auth_mode", "source.auth_mode must be one of NONE, BEARER_ENV, got %q", strings.TrimSpace(in.AuthMode)).
@@ -292,12 +305,80 @@ func origin(u *url.URL) string {
 	host := strings.ToLower(u.Hostname())
 	port := u.Port()
 	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "https":
-			port = "443"
-		default:
-			port = "80"
-		}
+		port = defaultPort(u.Scheme)
 	}
 	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(host, port)
+}
+
+func defaultPort(scheme string) string {
+	if strings.EqualFold(scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
+
+// tokenSafe reports whether a bearer token may be sent to u: over https,
+// or over plain http to this machine only.
+func tokenSafe(u *url.URL) bool {
+	if strings.EqualFold(u.Scheme, "https") {
+		return true
+	}
+	host := strings.Trim(u.Hostname(), "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// maxDownloadHosts bounds a source's download_hosts list.
+const maxDownloadHosts = 32
+
+// normalizeHosts checks download_hosts entries (host or host:port, no
+// scheme or path), lower-cased, deduplicated, in order.
+func normalizeHosts(in []string) ([]string, error) {
+	if len(in) > maxDownloadHosts {
+		return nil, apperr.Validation("source.download_hosts", "source.download_hosts may list at most %d hosts", maxDownloadHosts)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, h := range in {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		u, err := url.Parse("//" + h)
+		if err != nil || u.Host != h || u.Hostname() == "" || u.User != nil || len(h) > 255 {
+			return nil, apperr.Validation(fmt.Sprintf("source.download_hosts[%d]", i), "source.download_hosts entries are host names with an optional port (cdn.example.com, 127.0.0.1:8443), got %q", truncate(h, 80))
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// downloadAllowed reports whether target may be downloaded for src: an
+// entry of download_hosts matches its host (and port, when the entry has
+// one), or, without entries, it is on the index URL's own origin.
+func downloadAllowed(src Source, target *url.URL) bool {
+	if len(src.DownloadHosts) == 0 {
+		iu, ok := parseHTTPURL(src.IndexURL)
+		return ok && origin(iu) == origin(target)
+	}
+	port := target.Port()
+	if port == "" {
+		port = defaultPort(target.Scheme)
+	}
+	for _, h := range src.DownloadHosts {
+		e, err := url.Parse("//" + h)
+		if err != nil {
+			continue
+		}
+		if strings.EqualFold(e.Hostname(), target.Hostname()) && (e.Port() == "" || e.Port() == port) {
+			return true
+		}
+	}
+	return false
 }

@@ -48,6 +48,9 @@ type Input struct {
 	Execute *bool
 	// RunID resumes a submitted run (after an approval or while running).
 	RunID string
+	// BeforeSend sees the plan execute request before it is sent (the
+	// gateway's pre-execution rules); an error stops the workflow.
+	BeforeSend func(ctx context.Context, rendered map[string]any) error
 }
 
 // Result is a successful outcome with the meta of the Vault call behind it.
@@ -136,6 +139,7 @@ func (s *Service) Run(ctx context.Context, scope string, in Input) (Result, erro
 	out, err := s.Exec.PlanExecute(ctx, scope, sess, execution.PlanExecuteInput{
 		Plan: data["plan"].(map[string]any), PlanInput: data["plan_input"], PlanInputSet: true,
 		Orchestration: orchestration.Options{UnboundedProfiles: false, AutoCreate: true}, Source: ToolName,
+		BeforeSend: in.BeforeSend,
 	})
 	if err != nil {
 		return Result{}, sendFailure(err, summary, req)
@@ -243,7 +247,7 @@ func (s *Service) identity(ctx context.Context, sess session.Session, verb strin
 	var resp *vault.Response
 	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
 		var err error
-		resp, err = s.Vault.Execute(ctx, sess, req)
+		resp, err = s.Vault.Execute(ctx, sess, req, "")
 		return err
 	})
 	if err != nil {

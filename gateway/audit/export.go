@@ -1,0 +1,326 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/accordsai/accords-mcp/store"
+	tlogproof "github.com/transparency-dev/formats/proof"
+	"github.com/transparency-dev/merkle/compact"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// ExportFormat names the NDJSON export: a "log" line, then "base",
+// "frontier" and "checkpoint" lines, then one "receipt" line per receipt
+// with the stored bytes verbatim. With the public key it verifies offline
+// (VerifyExport) exactly as the database does, except for the stored tree
+// hashes, which it recomputes instead.
+const ExportFormat = "accords-mcp-audit-export/v1"
+
+type exportLine struct {
+	Type   string          `json:"type"`
+	Format string          `json:"format,omitempty"`
+	Origin string          `json:"origin,omitempty"`
+	Head   *Head           `json:"head,omitempty"`
+	Size   uint64          `json:"size,omitempty"`
+	Note   string          `json:"note,omitempty"`
+	Hashes []string        `json:"hashes,omitempty"`
+	Raw    json.RawMessage `json:"receipt,omitempty"`
+}
+
+// Export writes the log as NDJSON to w and returns the receipt count.
+func Export(db *store.DB, w io.Writer) (int, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	n := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		src, err := dbSource(tx)
+		if err != nil {
+			return err
+		}
+		if !src.hasInfo {
+			return errors.New("the log has no signed history yet (start the server once): nothing verifiable to export")
+		}
+		enc := json.NewEncoder(bw)
+		if err := enc.Encode(exportLine{Type: "log", Format: ExportFormat, Origin: src.origin, Head: src.head}); err != nil {
+			return err
+		}
+		for _, k := range src.bases {
+			if err := enc.Encode(exportLine{Type: "base", Size: k.key, Note: string(k.raw)}); err != nil {
+				return err
+			}
+			rng, err := src.frontier(k.key)
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			hs := make([]string, len(rng.Hashes()))
+			for i, h := range rng.Hashes() {
+				hs[i] = base64.StdEncoding.EncodeToString(h)
+			}
+			if err := enc.Encode(exportLine{Type: "frontier", Size: k.key, Hashes: hs}); err != nil {
+				return err
+			}
+		}
+		for _, k := range src.checkpoints {
+			if err := enc.Encode(exportLine{Type: "checkpoint", Size: k.key, Note: string(k.raw)}); err != nil {
+				return err
+			}
+		}
+		var werr error
+		err = src.receipts(0, func(_ uint64, raw []byte) bool {
+			// The stored bytes are compact JSON: written verbatim they stay
+			// the leaf bytes.
+			if _, werr = bw.WriteString(`{"type":"receipt","receipt":`); werr == nil {
+				if _, werr = bw.Write(raw); werr == nil {
+					_, werr = bw.WriteString("}\n")
+				}
+			}
+			n++
+			return werr == nil
+		})
+		if err != nil {
+			return err
+		}
+		return werr
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, bw.Flush()
+}
+
+// VerifyExport verifies an export with no database: chain, tree (recomputed),
+// signatures and saved checkpoints. It streams, so memory stays constant.
+func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	src := &source{hasInfo: true}
+	frontiers := map[uint64]*compact.Range{0: factory.NewEmptyRange(0)}
+	var first []byte
+	lineNo := 0
+	readLine := func() ([]byte, error) {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			lineNo++
+			return bytes.TrimRight(line, "\r\n"), nil
+		}
+		return nil, err
+	}
+	for {
+		line, err := readLine()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Report{}, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var l exportLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return Report{}, fmt.Errorf("export line %d: %w", lineNo, err)
+		}
+		if lineNo == 1 && (l.Type != "log" || l.Format != ExportFormat) {
+			return Report{}, fmt.Errorf("export line 1: not an %s file", ExportFormat)
+		}
+		switch l.Type {
+		case "log":
+			src.origin, src.head = l.Origin, l.Head
+		case "base":
+			src.bases = append(src.bases, keyed{key: l.Size, raw: []byte(l.Note)})
+		case "checkpoint":
+			src.checkpoints = append(src.checkpoints, keyed{key: l.Size, raw: []byte(l.Note)})
+		case "frontier":
+			hs := make([][]byte, len(l.Hashes))
+			for i, h := range l.Hashes {
+				if hs[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(hs[i]) != hashSize {
+					return Report{}, fmt.Errorf("export line %d: bad frontier hash", lineNo)
+				}
+			}
+			rng, err := factory.NewRange(0, l.Size, hs)
+			if err != nil {
+				return Report{}, fmt.Errorf("export line %d: %w", lineNo, err)
+			}
+			frontiers[l.Size] = rng
+		case "receipt":
+			first = line
+		default:
+			return Report{}, fmt.Errorf("export line %d: unknown type %q", lineNo, l.Type)
+		}
+		if first != nil {
+			break
+		}
+	}
+	src.frontier = func(size uint64) (*compact.Range, error) {
+		if r, ok := frontiers[size]; ok {
+			return cloneRange(r), nil
+		}
+		return nil, fmt.Errorf("the export has no tree frontier at size %d", size)
+	}
+	var streamErr error
+	src.receipts = func(_ uint64, yield func(uint64, []byte) bool) error {
+		line := first
+		for line != nil {
+			raw, seq, err := receiptOfLine(line)
+			if err != nil {
+				return fmt.Errorf("export line %d: %w", lineNo, err)
+			}
+			if !yield(seq, raw) {
+				return nil
+			}
+			line = nil
+			for line == nil {
+				l, err := readLine()
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				if err != nil {
+					streamErr = err
+					return nil
+				}
+				if len(bytes.TrimSpace(l)) > 0 {
+					line = l
+				}
+			}
+		}
+		return nil
+	}
+	rep := verify(src, opts, 0)
+	return rep, streamErr
+}
+
+// receiptOfLine returns the receipt's bytes exactly as exported.
+func receiptOfLine(line []byte) ([]byte, uint64, error) {
+	const prefix = `{"type":"receipt","receipt":`
+	if !bytes.HasPrefix(line, []byte(prefix)) || !bytes.HasSuffix(line, []byte("}")) {
+		return nil, 0, errors.New("not a receipt line")
+	}
+	raw := line[len(prefix) : len(line)-1]
+	var r struct {
+		Seq uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, 0, err
+	}
+	return raw, r.Seq, nil
+}
+
+// Proof is a receipt with its inclusion proof in a signed checkpoint.
+type Proof struct {
+	Seq       uint64 `json:"seq"`
+	LeafIndex uint64 `json:"leaf_index"`
+	LeafHash  string `json:"leaf_hash"`
+	// Receipt is the stored receipt, byte for byte (the leaf data), as a
+	// JSON string so no reformatting can change it.
+	Receipt  string `json:"receipt"`
+	TreeSize uint64 `json:"tree_size"`
+	Root     string `json:"root"`
+	// Path is the RFC 6962 audit path, base64, leaf to root.
+	Path       []string `json:"inclusion_proof"`
+	Checkpoint string   `json:"checkpoint"`
+	// TLogProof is the same proof in the C2SP tlog-proof format, the
+	// receipt bytes as its extra data.
+	TLogProof string `json:"tlog_proof"`
+}
+
+// ErrNotCovered means the receipt is newer than every checkpoint.
+var ErrNotCovered = errors.New("receipt not yet covered by a signed checkpoint")
+
+// Prove returns receipt seq with its inclusion proof in the newest
+// checkpoint.
+func Prove(db *store.DB, seq uint64) (Proof, error) {
+	var p Proof
+	err := db.View(func(tx *bolt.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		k, cpRaw := b.checkpoints.Cursor().Last()
+		if k == nil {
+			return fmt.Errorf("%w: the log has no checkpoint", ErrNotCovered)
+		}
+		cp, err := parseCheckpointUnverified(cpRaw)
+		if err != nil {
+			return err
+		}
+		raw := b.receipts.Get(store.U64(seq))
+		switch {
+		case seq == 0:
+			return errors.New("receipt sequence numbers start at 1")
+		case seq > cp.Size:
+			return fmt.Errorf("%w: receipt %d is newer than the newest checkpoint (size %d); the next one is signed within the checkpoint interval or at shutdown", ErrNotCovered, seq, cp.Size)
+		case raw == nil:
+			return fmt.Errorf("receipt %d is not in the log (pruned by retention, or never written)", seq)
+		}
+		path, err := inclusionProof(bucketNodes(b.tree), seq-1, cp.Size)
+		if err != nil {
+			return err
+		}
+		leaf := LeafHash(raw)
+		p = Proof{Seq: seq, LeafIndex: seq - 1, LeafHash: hex.EncodeToString(leaf), Receipt: string(raw),
+			TreeSize: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Root), Checkpoint: string(cpRaw)}
+		tp := tlogproof.TLogProof{Index: seq - 1, Checkpoint: append([]byte(nil), cpRaw...), ExtraData: []byte(p.Receipt)}
+		for _, h := range path {
+			p.Path = append(p.Path, base64.StdEncoding.EncodeToString(h))
+			tp.Hashes = append(tp.Hashes, [hashSize]byte(h))
+		}
+		p.TLogProof = string(tp.Marshal())
+		return nil
+	})
+	return p, err
+}
+
+// VerifyProof checks a proof offline: the checkpoint's signature under v,
+// the receipt's leaf hash (and wantLeaf when given, e.g. from a tool
+// result's _meta) and the audit path to the signed root.
+func VerifyProof(p Proof, v note.Verifier, wantLeaf string) (Checkpoint, error) {
+	cp, err := OpenCheckpoint([]byte(p.Checkpoint), "", v)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	leaf := LeafHash([]byte(p.Receipt))
+	if hex.EncodeToString(leaf) != p.LeafHash || (wantLeaf != "" && wantLeaf != p.LeafHash) {
+		return cp, errors.New("the receipt's leaf hash does not match the one named")
+	}
+	var r struct {
+		Seq uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal([]byte(p.Receipt), &r); err != nil || r.Seq != p.LeafIndex+1 {
+		return cp, errors.New("the receipt's seq does not match the proof's leaf index")
+	}
+	path := make([][]byte, len(p.Path))
+	for i, h := range p.Path {
+		if path[i], err = base64.StdEncoding.DecodeString(h); err != nil {
+			return cp, fmt.Errorf("proof hash %d: %w", i, err)
+		}
+	}
+	if err := VerifyInclusion(p.LeafIndex, cp.Size, leaf, path, cp.Root); err != nil {
+		return cp, fmt.Errorf("inclusion proof does not verify: %w", err)
+	}
+	return cp, nil
+}
+
+// NewestCheckpoint returns the newest stored checkpoint note.
+func NewestCheckpoint(db *store.DB) ([]byte, error) {
+	var out []byte
+	err := db.View(func(tx *bolt.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		if k, v := b.checkpoints.Cursor().Last(); k != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err == nil && out == nil {
+		err = errors.New("the log has no checkpoint yet (the server signs one at its first receipt)")
+	}
+	return out, err
+}

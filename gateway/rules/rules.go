@@ -1,0 +1,514 @@
+// Package rules evaluates the policy file's pre-execution rules: CEL
+// expressions (the language of Kubernetes admission policies) that deny a
+// tool call before anything reaches Vault. Rules are compiled once, when
+// the policy file is loaded; a call evaluates only the rules whose tool
+// globs name its tool. It knows nothing of MCP; the gateway calls it.
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Spec is one [[rules]] entry as written in the policy file.
+type Spec struct {
+	ID      string   `toml:"id" json:"id"`
+	Tools   []string `toml:"tools" json:"tools"`
+	DenyIf  string   `toml:"deny_if" json:"deny_if"`
+	Message string   `toml:"message" json:"message"`
+	// OnError is what an expression that fails to evaluate (a missing
+	// key, a type mismatch) decides: "deny" (default) or "allow".
+	OnError string `toml:"on_error" json:"on_error"`
+}
+
+// Variables an expression sees.
+const (
+	VarTool       = "tool"
+	VarCaller     = "caller"
+	VarTenant     = "tenant"
+	VarCapability = "capability"
+	VarArgs       = "args"
+	VarRendered   = "rendered"
+	VarNow        = "now"
+)
+
+// Rule is one compiled rule.
+type Rule struct {
+	ID      string
+	Message string
+	Tools   []string
+	// Rendered: the expression reads `rendered`, so it runs when the
+	// request to Vault has been built (plan and template paths) rather
+	// than before the tool starts.
+	Rendered   bool
+	allowOnErr bool
+	prg        cel.Program
+}
+
+// Set is a compiled, immutable rule set.
+type Set struct {
+	rules  []*Rule
+	byTool map[string][]*Rule
+}
+
+// Violation names a rule that denied a call.
+type Violation struct {
+	ID      string `json:"id"`
+	Message string `json:"message"`
+}
+
+// Decision is the outcome of evaluating rules for one call.
+type Decision struct {
+	// Evaluated are the ids of the rules that ran, in file order.
+	Evaluated []string
+	// Matched are the rules that denied.
+	Matched []Violation
+}
+
+// Denied reports whether any rule matched.
+func (d Decision) Denied() bool { return len(d.Matched) > 0 }
+
+// MatchedIDs are the ids of the rules that matched.
+func (d Decision) MatchedIDs() []string {
+	ids := make([]string, len(d.Matched))
+	for i, v := range d.Matched {
+		ids[i] = v.ID
+	}
+	return ids
+}
+
+// Merge adds a later phase's decision.
+func (d *Decision) Merge(o Decision) {
+	d.Evaluated = append(d.Evaluated, o.Evaluated...)
+	d.Matched = append(d.Matched, o.Matched...)
+}
+
+// Input is what the expressions see.
+type Input struct {
+	Tool       string
+	Caller     string
+	Tenant     string
+	Capability string
+	// Args are the call's arguments as given (JSON).
+	Args json.RawMessage
+	// Rendered is the request that would be sent to Vault (plan and
+	// template paths), in the rendered phase only.
+	Rendered any
+	Now      time.Time
+}
+
+// Phase selects which rules run.
+type Phase int
+
+// Phases: before the tool (rules that do not read `rendered`), when the
+// request to Vault is built (rules that do), or every rule at once (tools
+// that build no request: `rendered` is then empty).
+const (
+	PhaseArgs Phase = iota
+	PhaseRendered
+	PhaseAll
+)
+
+func (r *Rule) inPhase(p Phase) bool {
+	return p == PhaseAll || r.Rendered == (p == PhaseRendered)
+}
+
+var (
+	envOnce sync.Once
+	env     *cel.Env
+	envErr  error
+)
+
+// Env is the CEL environment of rules: the variables above, the strings
+// extension, url_host(string) / email_domain(string), which extract a URL's
+// lowercase host name and an address's lowercase domain (safer than a
+// regular expression over a URL with user info or a port), and
+// local_hour(timestamp, zone) / local_weekday(timestamp, zone) (0 is
+// Sunday) with cached time zones.
+func Env() (*cel.Env, error) {
+	envOnce.Do(func() {
+		env, envErr = cel.NewEnv(
+			cel.Variable(VarTool, cel.StringType),
+			cel.Variable(VarCaller, cel.StringType),
+			cel.Variable(VarTenant, cel.StringType),
+			cel.Variable(VarCapability, cel.StringType),
+			cel.Variable(VarArgs, cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable(VarRendered, cel.DynType),
+			cel.Variable(VarNow, cel.TimestampType),
+			ext.Strings(),
+			cel.CrossTypeNumericComparisons(true),
+			cel.Function("url_host", cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					s, ok := v.Value().(string)
+					if !ok {
+						return types.NewErr("url_host: not a string")
+					}
+					return types.String(urlHost(s))
+				}))),
+			cel.Function("local_hour", cel.Overload("local_hour_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
+				cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
+					return inZone(ts, tz, func(t time.Time) int64 { return int64(t.Hour()) })
+				}))),
+			cel.Function("local_weekday", cel.Overload("local_weekday_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
+				cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
+					return inZone(ts, tz, func(t time.Time) int64 { return int64(t.Weekday()) })
+				}))),
+			cel.Function("email_domain", cel.Overload("email_domain_string", []*cel.Type{cel.StringType}, cel.StringType,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					s, ok := v.Value().(string)
+					if !ok {
+						return types.NewErr("email_domain: not a string")
+					}
+					return types.String(emailDomain(s))
+				}))),
+		)
+	})
+	return env, envErr
+}
+
+// zones caches time zones: the standard getHours(tz) loads the zone file on
+// every call, which would cost a rule more than the 20-rule budget.
+var zones sync.Map // name -> *time.Location
+
+func inZone(ts, tz ref.Val, f func(time.Time) int64) ref.Val {
+	t, ok := ts.Value().(time.Time)
+	name, ok2 := tz.Value().(string)
+	if !ok || !ok2 {
+		return types.NewErr("expects a timestamp and a time zone name")
+	}
+	loc, found := zones.Load(name)
+	if !found {
+		l, err := time.LoadLocation(name)
+		if err != nil {
+			return types.NewErr("unknown time zone %q", name)
+		}
+		loc, _ = zones.LoadOrStore(name, l)
+	}
+	return types.Int(f(t.In(loc.(*time.Location))))
+}
+
+func urlHost(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
+}
+
+func emailDomain(s string) string {
+	s = strings.TrimSpace(s)
+	// "Name <a@b>" forms: keep the address.
+	if i := strings.LastIndexByte(s, '<'); i >= 0 {
+		s = strings.TrimSuffix(s[i+1:], ">")
+	}
+	i := strings.LastIndexByte(s, '@')
+	if i < 0 {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(s[i+1:]))
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+
+// Compile validates and compiles specs. known lists every tool name (a glob
+// must name at least one); lines[i], when given, is the file line of rule
+// i for error messages.
+func Compile(specs []Spec, known []string, lines []int) (*Set, error) {
+	if len(specs) == 0 {
+		return &Set{}, nil
+	}
+	e, err := Env()
+	if err != nil {
+		return nil, fmt.Errorf("rules: CEL environment: %w", err)
+	}
+	s := &Set{byTool: map[string][]*Rule{}}
+	seen := map[string]bool{}
+	for i, sp := range specs {
+		where := fmt.Sprintf("rules[%d]", i)
+		if sp.ID != "" {
+			where += fmt.Sprintf(" (%s)", sp.ID)
+		}
+		if i < len(lines) && lines[i] > 0 {
+			where = fmt.Sprintf("line %d: %s", lines[i], where)
+		}
+		r, err := compileOne(e, sp, known)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%w", where, err)
+		}
+		if seen[r.ID] {
+			return nil, fmt.Errorf("%s.id: duplicate rule id %q", where, r.ID)
+		}
+		seen[r.ID] = true
+		s.rules = append(s.rules, r)
+	}
+	for _, t := range known {
+		s.byTool[t] = s.match(t)
+	}
+	return s, nil
+}
+
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (f fieldError) Error() string { return f.field + ": " + f.err.Error() }
+
+func fieldErr(field, format string, args ...any) error {
+	return fieldError{field: field, err: fmt.Errorf(format, args...)}
+}
+
+func compileOne(e *cel.Env, sp Spec, known []string) (*Rule, error) {
+	if !idPattern.MatchString(sp.ID) {
+		return nil, fieldErr("id", "%q must match %s", sp.ID, idPattern)
+	}
+	if len(sp.Tools) == 0 {
+		return nil, fieldErr("tools", "required: tool names or globs (\"*\" for every tool)")
+	}
+	for _, g := range sp.Tools {
+		if _, err := path.Match(g, ""); err != nil || strings.TrimSpace(g) == "" {
+			return nil, fieldErr("tools", "%q is not a valid name or glob", g)
+		}
+		if len(known) > 0 && !slices.ContainsFunc(known, func(t string) bool { ok, _ := path.Match(g, t); return ok }) {
+			return nil, fieldErr("tools", "%q names no tool of this server", g)
+		}
+	}
+	if strings.TrimSpace(sp.DenyIf) == "" {
+		return nil, fieldErr("deny_if", "required: a CEL expression that is true when the call must be refused")
+	}
+	r := &Rule{ID: sp.ID, Message: strings.TrimSpace(sp.Message), Tools: slices.Clone(sp.Tools)}
+	switch strings.ToLower(strings.TrimSpace(sp.OnError)) {
+	case "", "deny":
+	case "allow":
+		r.allowOnErr = true
+	default:
+		return nil, fieldErr("on_error", "%q: use deny or allow", sp.OnError)
+	}
+	if r.Message == "" {
+		r.Message = "denied by rule " + sp.ID
+	}
+	ast, iss := e.Compile(sp.DenyIf)
+	if iss != nil && iss.Err() != nil {
+		return nil, fieldErr("deny_if", "%s", strings.TrimSpace(iss.Err().Error()))
+	}
+	if !ast.OutputType().IsExactType(cel.BoolType) && !ast.OutputType().IsExactType(cel.DynType) {
+		return nil, fieldErr("deny_if", "must be a boolean expression, this one is %s", ast.OutputType())
+	}
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == VarRendered {
+			r.Rendered = true
+		}
+	}
+	prg, err := e.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, fieldErr("deny_if", "%v", err)
+	}
+	r.prg = prg
+	return r, nil
+}
+
+// match lists the rules whose globs name tool.
+func (s *Set) match(tool string) []*Rule {
+	var out []*Rule
+	for _, r := range s.rules {
+		for _, g := range r.Tools {
+			if ok, _ := path.Match(g, tool); ok {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Rules lists the compiled rules in file order.
+func (s *Set) Rules() []*Rule {
+	if s == nil {
+		return nil
+	}
+	return s.rules
+}
+
+func (s *Set) forTool(tool string) []*Rule {
+	if s == nil || len(s.rules) == 0 {
+		return nil
+	}
+	if rs, ok := s.byTool[tool]; ok {
+		return rs
+	}
+	return s.match(tool)
+}
+
+// Applies reports whether any rule names tool in phase.
+func (s *Set) Applies(tool string, phase Phase) bool {
+	for _, r := range s.forTool(tool) {
+		if r.inPhase(phase) {
+			return true
+		}
+	}
+	return false
+}
+
+// Evaluate runs the rules of in.Tool for phase. Every matching rule is
+// reported, not only the first, so one refusal names all it broke.
+func (s *Set) Evaluate(in Input, phase Phase) Decision {
+	var d Decision
+	rs := s.forTool(in.Tool)
+	if len(rs) == 0 {
+		return d
+	}
+	act := &activation{in: in}
+	for _, r := range rs {
+		if !r.inPhase(phase) {
+			continue
+		}
+		d.Evaluated = append(d.Evaluated, r.ID)
+		out, _, err := r.prg.Eval(act)
+		if err == nil {
+			if b, ok := out.Value().(bool); ok {
+				if b {
+					d.Matched = append(d.Matched, Violation{ID: r.ID, Message: r.Message})
+				}
+				continue
+			}
+			err = fmt.Errorf("the expression gave %v, not a boolean", out.Type())
+		}
+		if !r.allowOnErr {
+			d.Matched = append(d.Matched, Violation{ID: r.ID, Message: fmt.Sprintf("%s (the rule could not be evaluated, and denies on error: %v)", r.Message, err)})
+		}
+	}
+	return d
+}
+
+// activation resolves variables lazily: arguments are decoded only when an
+// expression reads them, once per call.
+type activation struct {
+	in       Input
+	args     any
+	decoded  bool
+	rendered any
+	rdone    bool
+}
+
+var _ interpreter.Activation = (*activation)(nil)
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case VarTool:
+		return a.in.Tool, true
+	case VarCaller:
+		return a.in.Caller, true
+	case VarTenant:
+		return a.in.Tenant, true
+	case VarCapability:
+		return a.in.Capability, true
+	case VarNow:
+		if a.in.Now.IsZero() {
+			return time.Now().UTC(), true
+		}
+		return a.in.Now.UTC(), true
+	case VarArgs:
+		if !a.decoded {
+			a.args, a.decoded = decodeArgs(a.in.Args), true
+		}
+		return a.args, true
+	case VarRendered:
+		if !a.rdone {
+			a.rendered, a.rdone = normalize(a.in.Rendered), true
+			if a.rendered == nil {
+				a.rendered = map[string]any{}
+			}
+		}
+		return a.rendered, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// decodeArgs decodes the arguments as given; anything but an object is an
+// empty object (the tool's own validation reports it).
+func decodeArgs(raw json.RawMessage) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return map[string]any{}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return map[string]any{}
+	}
+	normalizeInPlace(m)
+	return m
+}
+
+// normalizeInPlace is normalize for values the activation owns.
+func normalizeInPlace(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				normalizeInPlace(e)
+			case json.Number:
+				x[k] = normalize(e)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeInPlace(e)
+		}
+	case json.Number:
+		return normalize(x)
+	}
+	return v
+}
+
+// normalize gives CEL integers where JSON has whole numbers (so
+// `args.limit == 5` and `size(x) > 3` compare as written) and doubles
+// otherwise.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case float64:
+		if x == float64(int64(x)) && x < 1<<53 && x > -(1<<53) {
+			return int64(x)
+		}
+		return x
+	case int:
+		return int64(x)
+	}
+	return v
+}
