@@ -46,7 +46,13 @@ func listTools(t *testing.T, env ...string) listing {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.ServeStdio(ctx, inR, outW); _ = outW.Close() }()
-	t.Cleanup(func() { cancel(); _ = inW.Close(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		_ = inW.Close()
+		if err := <-done; err != nil {
+			t.Logf("stdio server: %v", err)
+		}
+	})
 	lines := bufio.NewScanner(outR)
 	lines.Buffer(make([]byte, 1<<20), 4<<20)
 	send := func(msg string) {

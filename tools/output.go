@@ -11,8 +11,8 @@ import (
 // description the rest). Every tools/list pays for them, so they stay
 // shallow. Every node has one type, or anyOf of single types, and arrays
 // say what they hold: the strict portability check holds every tool to
-// that. A field that may be null is orNull; a field not always present is
-// simply not required (no schema here requires fields).
+// that. A field that may be absent or null is left out: no schema here
+// requires fields, and each lists only fields whose type always holds.
 
 // obj is an object with the given name, schema pairs as properties.
 func obj(fields ...any) *jsonschema.Schema {
@@ -40,8 +40,6 @@ func arr(items *jsonschema.Schema) *jsonschema.Schema {
 }
 
 func str() *jsonschema.Schema     { return &jsonschema.Schema{Type: "string"} }
-func integer() *jsonschema.Schema { return &jsonschema.Schema{Type: "integer"} }
-func number() *jsonschema.Schema  { return &jsonschema.Schema{Type: "number"} }
 func boolean() *jsonschema.Schema { return &jsonschema.Schema{Type: "boolean"} }
 
 // strs is an array of strings.
@@ -49,11 +47,6 @@ func strs() *jsonschema.Schema { return arr(str()) }
 
 // objs is an array of objects whose fields are not described further.
 func objs() *jsonschema.Schema { return arr(obj()) }
-
-// orNull lets s be null as well.
-func orNull(s *jsonschema.Schema) *jsonschema.Schema {
-	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{s, {Type: "null"}}}
-}
 
 // anyValue is any JSON value, as anyOf of the six types (a schema without a
 // type is refused by clients that translate schemas for their model).
