@@ -127,6 +127,20 @@ func (c control) Toolsets() []tools.ToolsetState {
 	return out
 }
 
+// Always implements tools.ToolsetControl: the core tools this caller may
+// call on this server.
+func (c control) Always() []string {
+	g := c.s.g
+	callr := g.callerFor(g.policy.Load(), caller.From(c.ctx))
+	out := []string{}
+	for _, name := range tools.Core {
+		if t, ok := g.visible.Lookup(name); ok && g.refusal(callr, t) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func (c control) state(name string) tools.ToolsetState {
 	g := c.s.g
 	callr := g.callerFor(g.policy.Load(), caller.From(c.ctx))

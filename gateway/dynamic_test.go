@@ -76,6 +76,8 @@ func TestDynamicSessionStartsWithTheCoreAndGrowsOnDemand(t *testing.T) {
 		assert.NotEmpty(t, s.Description, s.Name)
 	}
 	assert.Equal(t, []string{"session", "vault", "approvals", "audit"}, names, "only the toolsets this server offers")
+	assert.Equal(t, []any{"vaultclaw_session_status", "vaultclaw_toolsets_list", "vaultclaw_toolset_enable"}, list.Object()["always"],
+		"the core tools this server has (no catalog or routing here)")
 
 	en := call(t, cs, "vaultclaw_toolset_enable", map[string]any{"toolset": "approvals"})
 	require.True(t, en.OK, "%+v", en.Error)

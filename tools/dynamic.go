@@ -48,6 +48,8 @@ type ToolsetState struct {
 type ToolsetControl interface {
 	// Toolsets lists the toolsets the server offers, in a stable order.
 	Toolsets() []ToolsetState
+	// Always are the core tools the session lists whatever it enables.
+	Always() []string
 	// Enable shows a toolset's tools to the session and tells it so; added
 	// are the tools it did not see before. An unknown or unoffered toolset
 	// is an error.
@@ -84,7 +86,7 @@ func listToolsets(ctx context.Context, _ *Deps, _ *Call, _ Empty) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	return OK(map[string]any{"toolsets": c.Toolsets(), "always": Core})
+	return OK(map[string]any{"toolsets": c.Toolsets(), "always": c.Always()})
 }
 
 type toolsetEnableIn struct {
