@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
@@ -29,6 +31,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/gate"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/metrics"
@@ -69,6 +72,23 @@ type App struct {
 	Gateway  *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// Gate counts tool calls and operator requests in flight; a restore
+	// through the daemon holds new ones while it swaps the file, and
+	// shutdown drains it.
+	Gate *gate.Gate
+
+	// audit is what the gateway and the tools write to and read from: it
+	// follows the log across a restore (Audit is replaced then).
+	audit     auditRef
+	auditOpts audit.Options
+	// listenAddr is the HTTP bridge's bound address, once it listens.
+	listenAddr atomic.Value
+	// restoreMu lets one restore run at a time.
+	restoreMu sync.Mutex
+	// clients are the attached stdio clients, by session id.
+	clients    clientRegistry
+	attachOnce sync.Once
+	attachSrv  *mcp.Server
 	// Drain is the shutdown signal: long waits answer at once when it
 	// begins (ServeHTTP and ServeStdio begin it when their context ends).
 	Drain *lifecycle.Drain
@@ -88,14 +108,14 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	if err != nil {
 		logger.Warn("could not remove every leftover temporary file", "error", err.Error())
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{})
+	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: cfg.DBLockTimeout})
 	if err != nil {
 		return nil, err
 	}
 	if db.BackupPath != "" {
 		logger.Info("database migrated; previous file copied aside", "backup", db.BackupPath)
 	}
-	a := &App{Config: cfg, Logger: logger, DB: db}
+	a := &App{Config: cfg, Logger: logger, DB: db, Gate: &gate.Gate{}}
 	if err := a.init(); err != nil {
 		if a.Catalog != nil {
 			a.Catalog.Close()
@@ -119,6 +139,13 @@ func (a *App) openCatalog() error {
 	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
 		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
 	}
+	return a.seedBuiltins(ctx)
+}
+
+// seedBuiltins stores the built-in cookbooks the catalog lacks or holds
+// in an older version (at start, and after a restore).
+func (a *App) seedBuiltins(ctx context.Context) error {
+	cat := a.Catalog
 	bundles, err := builtin.Bundles()
 	if err != nil {
 		return fmt.Errorf("load built-in cookbooks: %w", err)
@@ -180,6 +207,7 @@ func (a *App) init() error {
 		return err
 	}
 	hasher := a.AuditKey.Hasher()
+	a.audit.set(a.Audit)
 	reg, err := tools.All(tools.Deps{
 		Sessions:  a.Sessions,
 		Vault:     a.Vault,
@@ -189,7 +217,7 @@ func (a *App) init() error {
 		Handles:   a.Handles,
 		Router:    a.Router,
 		Passport:  a.Passport,
-		Audit:     a.Audit,
+		Audit:     &a.audit,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -212,8 +240,13 @@ func (a *App) init() error {
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: routes.Instructions(a.Config.DynamicToolsets),
-		// Outside the gateway, so calls it refuses are counted too.
-		Outer: []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
+		// Outside the gateway, so calls it refuses are counted too. The
+		// gate comes first: a call held during a restore has not started.
+		Outer: []mcp.Middleware{
+			gateMiddleware(a.Gate),
+			a.clients.middleware,
+			transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger}),
+		},
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:        reg,
@@ -222,7 +255,7 @@ func (a *App) init() error {
 		ReadOnly:        a.Config.ReadOnly,
 		Toolsets:        a.Config.Toolsets,
 		DynamicToolsets: a.Config.DynamicToolsets,
-		Audit:           a.Audit,
+		Audit:           &a.audit,
 		Hasher:          hasher,
 		OnAuditFailure:  a.Config.AuditOnFailure,
 		Logger:          a.Logger,
@@ -256,6 +289,7 @@ func (a *App) openAudit() error {
 		return fmt.Errorf("load audit key: %w", err)
 	}
 	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	defer func() { a.auditOpts = opts }()
 	if anchor != nil {
 		opts.Anchor = anchor
 		opts.OnAnchor = func(target string, err error) {
@@ -275,7 +309,7 @@ func (a *App) openAudit() error {
 			"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
 	}
 	a.Metrics.Gauge(metrics.NameAuditBroken, "1 while the audit log has an unacknowledged verification failure.", func() (float64, bool) {
-		if a.Audit.Integrity() != nil {
+		if a.audit.current() != nil && a.audit.Integrity() != nil {
 			return 1, true
 		}
 		return 0, true
@@ -292,10 +326,10 @@ func AuditKeySpec(cfg config.Config) audit.KeySpec {
 // /healthz).
 func (a *App) Degraded() []string {
 	var out []string
-	if p := a.Audit.Integrity(); p != nil {
+	if p := a.audit.Integrity(); p != nil {
 		out = append(out, fmt.Sprintf("audit log failed verification (%s at receipt %d): write tools refused until acknowledged", p.Kind, p.Seq))
 	}
-	if ok, why := a.Audit.Healthy(); !ok {
+	if ok, why := a.audit.Healthy(); !ok {
 		out = append(out, "audit receipts cannot be written: "+why)
 	}
 	return out
@@ -411,9 +445,16 @@ func (a *App) HTTPHandler() http.Handler {
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
-		Health:              a.DB.Ping,
-		Degraded:            a.Degraded,
-		Logger:              a.sdkLogger(),
+		Health: func() error {
+			leave, err := a.Gate.Enter(context.Background())
+			if err != nil {
+				return err
+			}
+			defer leave()
+			return a.DB.Ping()
+		},
+		Degraded: a.Degraded,
+		Logger:   a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.
 		// The audit public key is public.
@@ -461,6 +502,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 		IdleTimeout:       a.Config.HTTPIdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
+	a.listenAddr.Store(ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -481,3 +523,5 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	}
 	return nil
 }
+
+func pid() int { return os.Getpid() }

@@ -57,6 +57,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		Timestamp:  g.opts.Now().UTC().Format(time.RFC3339Nano),
 		Caller:     p.ID,
 		Transport:  p.Transport,
+		Session:    p.Session,
 		Scope:      p.Scope,
 		Tool:       truncate(name, MaxToolNameInReceipt),
 		ParamsHash: g.opts.Hasher.SumArgs(args),
@@ -78,7 +79,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		rec.CapabilityUsed = t.Capability
 		s := g.sessionOf(ctx, req)
 		pol := g.policy.Load()
-		if refused := g.admit(pol, p, t); refused != nil {
+		if refused := g.admit(ctx, pol, p, t); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else if refused := s.notEnabled(t); refused != nil {
 			res = tools.Fail(ctx, refused)
@@ -179,9 +180,9 @@ func violation(t tools.Tool, d rules.Decision) *apperr.Error {
 
 // admit runs the checks in order: capability (and read-only/toolsets), audit
 // health, rate limit.
-func (g *Gateway) admit(pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
+func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Principal, t tools.Tool) *apperr.Error {
 	c := g.callerFor(pol, p)
-	if e := g.refusal(c, t); e != nil {
+	if e := g.refusalIn(ctx, c, t); e != nil {
 		return e
 	}
 	if p := g.opts.Audit.Integrity(); p != nil && t.Writes() {

@@ -37,9 +37,22 @@ func (g *Gateway) callerFor(pol *policy.Policy, p caller.Principal) *policy.Call
 
 // refusal explains why c may not call t, or returns nil.
 func (g *Gateway) refusal(c *policy.Caller, t tools.Tool) *apperr.Error {
+	return g.refusalIn(context.Background(), c, t)
+}
+
+// refusalIn is refusal with the view of the client in ctx applied after
+// the server-wide settings.
+func (g *Gateway) refusalIn(ctx context.Context, c *policy.Caller, t tools.Tool) *apperr.Error {
 	deny := func(reason, format string, args ...any) *apperr.Error {
 		return apperr.New(apperr.CodePermissionDenied, format, args...).
 			With("tool", t.Name).With("capability", t.Capability).With("reason", reason)
+	}
+	if reason, format := g.viewRefusal(ctx, t); reason == "read_only" {
+		return deny(reason, format, t.Name)
+	} else if reason != "" {
+		if _, ok := g.visible.Lookup(t.Name); ok {
+			return deny(reason, format, t.Name, t.Toolset)
+		}
 	}
 	if _, ok := g.visible.Lookup(t.Name); !ok {
 		if g.opts.ReadOnly && t.Writes() {
@@ -69,7 +82,7 @@ func (g *Gateway) filterList(ctx context.Context, s *liveSession, res mcp.Result
 	c := g.callerFor(g.policy.Load(), caller.From(ctx))
 	kept := make([]*mcp.Tool, 0, len(lr.Tools))
 	for _, mt := range lr.Tools {
-		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusal(c, t) == nil && s.shows(t) {
+		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusalIn(ctx, c, t) == nil && s.shows(t) {
 			kept = append(kept, mt)
 		}
 	}

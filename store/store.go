@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/migrations"
@@ -48,10 +49,13 @@ type Options struct {
 	Migrations []migrations.Migration
 }
 
-// DB is an open bbolt file with its schema brought up to date.
+// DB is an open bbolt file with its schema brought up to date. The handle
+// behind it can be replaced while the process runs (Replace: a restore
+// through the daemon), so services keep their *DB across a restore.
 type DB struct {
-	bolt *bolt.DB
+	bolt atomic.Pointer[bolt.DB]
 	path string
+	opts Options
 	// BackupPath is the copy made before the last migration, if any.
 	BackupPath string
 }
@@ -63,9 +67,8 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
 	}
-	migs := opts.Migrations
-	if migs == nil {
-		migs = migrations.All()
+	if opts.Migrations == nil {
+		opts.Migrations = migrations.All()
 	}
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -73,25 +76,71 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
 		}
 	}
-	b, err := openLocked(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	db := &DB{bolt: b, path: path}
-	if opts.ReadOnly {
-		v, err := db.SchemaVersion()
-		if err == nil && v > len(migs) {
-			b.Close()
-			return nil, fmt.Errorf("%s: %w (file has version %d, this binary supports %d)", path, ErrNewerSchema, v, len(migs))
-		}
-		return db, nil
-	}
-	if err := db.migrate(migs); err != nil {
-		b.Close()
+	db := &DB{path: path, opts: opts}
+	if err := db.open(); err != nil {
 		return nil, err
 	}
 	return db, nil
 }
+
+// open opens the file and checks or migrates its schema.
+func (db *DB) open() error {
+	b, err := openLocked(db.path, db.opts)
+	if err != nil {
+		return err
+	}
+	db.bolt.Store(b)
+	migs := db.opts.Migrations
+	if db.opts.ReadOnly {
+		v, err := db.SchemaVersion()
+		if err == nil && v > len(migs) {
+			b.Close()
+			return fmt.Errorf("%s: %w (file has version %d, this binary supports %d)", db.path, ErrNewerSchema, v, len(migs))
+		}
+		return nil
+	}
+	if err := db.migrate(migs); err != nil {
+		b.Close()
+		return err
+	}
+	return nil
+}
+
+// Replace closes the file, runs swap (which puts another database file at
+// the same path), and opens and migrates the new file under the same *DB.
+// When the new file cannot be opened, undo (if set) puts the old one back
+// and it is opened again; the error is returned either way. The caller
+// makes sure no transaction runs meanwhile (the daemon holds every call).
+func (db *DB) Replace(swap func() error, undo func() error) error {
+	if db.opts.ReadOnly {
+		return errors.New("store: cannot replace a database opened read-only")
+	}
+	if err := db.b().Close(); err != nil {
+		return fmt.Errorf("close %s before the swap: %w", db.path, err)
+	}
+	if err := swap(); err != nil {
+		if oerr := db.open(); oerr != nil {
+			return fmt.Errorf("%w; reopening the previous database also failed: %w", err, oerr)
+		}
+		return err
+	}
+	err := db.open()
+	if err == nil {
+		return nil
+	}
+	if undo == nil {
+		return err
+	}
+	if uerr := undo(); uerr != nil {
+		return fmt.Errorf("open the new database: %w; putting the previous one back failed: %w", err, uerr)
+	}
+	if oerr := db.open(); oerr != nil {
+		return fmt.Errorf("open the new database: %w; reopening the previous one failed: %w", err, oerr)
+	}
+	return fmt.Errorf("open the new database: %w (the previous database is back in place)", err)
+}
+
+func (db *DB) b() *bolt.DB { return db.bolt.Load() }
 
 // openLocked opens path with bbolt, which waits for the file lock, and
 // then checks that path still names the file it locked. restore replaces
@@ -109,7 +158,7 @@ func openLocked(path string, opts Options) (*bolt.DB, error) {
 			}})
 		if err != nil {
 			if errors.Is(err, bolterr.ErrTimeout) {
-				return nil, fmt.Errorf("open %s: %w (another accords-mcp may be running: stop it first; backup and doctor reach a running daemon through its control socket)", path, ErrLocked)
+				return nil, fmt.Errorf("open %s: %w (held by a process that is not a daemon answering on its socket: an accords-mcp command in progress, or an older accords-mcp; find it with fuser)", path, ErrLocked)
 			}
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
@@ -136,7 +185,7 @@ func stillThere(path string, f *os.File) bool {
 // SchemaVersion reads the stored schema version (0 for a new file).
 func (db *DB) SchemaVersion() (int, error) {
 	v := 0
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.b().View(func(tx *bolt.Tx) error {
 		v = readVersion(tx)
 		return nil
 	})
@@ -171,13 +220,13 @@ func (db *DB) migrate(migs []migrations.Migration) error {
 		// Copy aside before touching an existing schema, so a failed or
 		// unwanted upgrade can be undone by hand.
 		bak := fmt.Sprintf("%s.pre-v%d-%s.bak", db.path, latest, time.Now().UTC().Format("20060102T150405Z"))
-		if err := db.bolt.View(func(tx *bolt.Tx) error { return tx.CopyFile(bak, 0o600) }); err != nil {
+		if err := db.b().View(func(tx *bolt.Tx) error { return tx.CopyFile(bak, 0o600) }); err != nil {
 			return fmt.Errorf("copy %s aside before migrating: %w", db.path, err)
 		}
 		db.BackupPath = bak
 	}
 	for _, m := range migs[current:] {
-		if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := db.b().Update(func(tx *bolt.Tx) error {
 			if err := m.Apply(tx); err != nil {
 				return err
 			}
@@ -197,21 +246,21 @@ func (db *DB) migrate(migs []migrations.Migration) error {
 func (db *DB) Path() string { return db.path }
 
 // Bolt exposes the handle for packages that need Batch or WriteTo.
-func (db *DB) Bolt() *bolt.DB { return db.bolt }
+func (db *DB) Bolt() *bolt.DB { return db.b() }
 
 // View runs a read transaction.
-func (db *DB) View(fn func(tx *bolt.Tx) error) error { return db.bolt.View(fn) }
+func (db *DB) View(fn func(tx *bolt.Tx) error) error { return db.b().View(fn) }
 
 // Update runs a write transaction.
-func (db *DB) Update(fn func(tx *bolt.Tx) error) error { return db.bolt.Update(fn) }
+func (db *DB) Update(fn func(tx *bolt.Tx) error) error { return db.b().Update(fn) }
 
 // Close closes the file.
-func (db *DB) Close() error { return db.bolt.Close() }
+func (db *DB) Close() error { return db.b().Close() }
 
 // Ping reports whether the file is readable and has its meta bucket; the
 // health endpoint uses it.
 func (db *DB) Ping() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	return db.b().View(func(tx *bolt.Tx) error {
 		if tx.Bucket(BucketMeta) == nil {
 			return errors.New("meta bucket missing")
 		}

@@ -78,6 +78,8 @@ type Report struct {
 	Command    string            `json:"command"`
 	Seed       uint64            `json:"seed"`
 	Transports []TransportReport `json:"transports"`
+	// Attach is the attached-front-end comparison (--compare-attach).
+	Attach *AttachComparison `json:"attach_comparison,omitempty"`
 }
 
 // WriteTable prints the report for people.
@@ -121,6 +123,9 @@ func (rep Report) WriteTable(w io.Writer) {
 				fmt.Fprintf(w, "  %s: %s\n", o.Op, o.Note)
 			}
 		}
+	}
+	if rep.Attach != nil {
+		rep.Attach.Write(w)
 	}
 }
 
@@ -167,6 +172,15 @@ func (rep Report) WriteMarkdown(w io.Writer) {
 			}
 			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond)
 		}
+	}
+	if c := rep.Attach; c != nil {
+		fmt.Fprintf(w, "\n#### attached front end vs in-process, %d bundles, %d alternating search calls x %d rounds\n\n", c.Bundles, c.Calls, c.Rounds)
+		fmt.Fprintln(w, "| | p50 ms | p95 ms |")
+		fmt.Fprintln(w, "|---|---:|---:|")
+		fmt.Fprintf(w, "| standalone (in-process) | %.3f | %.3f |\n", c.StandaloneP50MS, c.StandaloneP95MS)
+		fmt.Fprintf(w, "| attached front end | %.3f | %.3f |\n", c.AttachedP50MS, c.AttachedP95MS)
+		fmt.Fprintf(w, "\n- added at the median (median of per-pair differences): %.3f ms\n", c.AddedP50MS)
+		fmt.Fprintf(w, "- launch attaching to a running daemon, to the initialize answer: median %.1f ms of %v; standalone launch %.1f ms\n", c.AttachInitMS, c.InitRunsMS, c.StandaloneInitMS)
 	}
 }
 

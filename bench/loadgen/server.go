@@ -19,10 +19,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Transport names.
+// Transport names. Stdio serves in the launched process (--standalone);
+// Attach launches a stdio front end attached to the daemon that owns the
+// database (the first launch starts it), as MCP clients run it by default.
 const (
-	Stdio = "stdio"
-	HTTP  = "http"
+	Stdio  = "stdio"
+	HTTP   = "http"
+	Attach = "attach"
 )
 
 // ServerOptions say how to start the built server binary.
@@ -46,11 +49,14 @@ type Server struct {
 	Sessions  []*mcp.ClientSession
 	// Startup is the time from process start to the first tools/list answer.
 	Startup time.Duration
-	Tools   map[string]*mcp.Tool
-	stderr  *tailBuffer
-	done    chan struct{} // HTTP: closed when the process has exited
-	waitErr error
-	killed  bool
+	// Initialize is the time from process start to the initialize answer
+	// (stdio and attach).
+	Initialize time.Duration
+	Tools      map[string]*mcp.Tool
+	stderr     *tailBuffer
+	done       chan struct{} // HTTP: closed when the process has exited
+	waitErr    error
+	killed     bool
 }
 
 // tailBuffer keeps the last 64 KiB of the server's stderr for diagnostics.
@@ -111,9 +117,13 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	s := &Server{Transport: o.Transport, stderr: &tailBuffer{}, done: make(chan struct{})}
 	client := mcp.NewClient(&mcp.Implementation{Name: "accords-bench", Version: "1"}, nil)
 	switch o.Transport {
-	case Stdio:
+	case Stdio, Attach:
 		cmd := exec.Command(o.Bin)
-		cmd.Env = ServerEnv(o.DBPath, append([]string{"ACCORDS_MCP_LOG_LEVEL=warn"}, o.Env...))
+		mode := "ACCORDS_MCP_STANDALONE=true"
+		if o.Transport == Attach {
+			mode = "ACCORDS_MCP_STANDALONE=false"
+		}
+		cmd.Env = ServerEnv(o.DBPath, append([]string{"ACCORDS_MCP_LOG_LEVEL=warn", mode}, o.Env...))
 		cmd.Stderr = s.stderr
 		s.Cmd = cmd
 		t0 := time.Now()
@@ -122,6 +132,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 			s.kill()
 			return nil, fmt.Errorf("connect over stdio: %w\n%s", err, s.Stderr())
 		}
+		s.Initialize = time.Since(t0)
 		s.Sessions = []*mcp.ClientSession{cs}
 		if err := s.listTools(ctx, cs); err != nil {
 			s.Close()
@@ -258,11 +269,38 @@ func PeakRSS(pid int) (int64, error) {
 	return 0, errors.New("VmHWM not found")
 }
 
+// StopDaemon stops the daemon that owns dbPath (the attach transport's
+// first launch started it), waiting for it to exit.
+func StopDaemon(ctx context.Context, bin, dbPath string) error {
+	cmd := exec.CommandContext(ctx, bin, "stop")
+	cmd.Env = ServerEnv(dbPath, nil)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("accords-mcp stop: %w: %s", err, out)
+	}
+	return nil
+}
+
+// DaemonPID is the pid of the daemon that owns dbPath (0 when none runs).
+func DaemonPID(ctx context.Context, bin, dbPath string) int {
+	cmd := exec.CommandContext(ctx, bin, "status", "--json")
+	cmd.Env = ServerEnv(dbPath, nil)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0
+	}
+	var st struct {
+		PID int `json:"pid"`
+	}
+	_ = json.Unmarshal(out, &st)
+	return st.PID
+}
+
 // Close ends the sessions and stops the process: closing stdin for stdio
 // (the SDK transport then waits, escalating to SIGTERM and SIGKILL after
 // 10 s each), SIGTERM for HTTP, killing it if it does not exit within 15 s.
 func (s *Server) Close() error {
-	if s.Transport == Stdio {
+	if s.Transport == Stdio || s.Transport == Attach {
 		var err error
 		for _, cs := range s.Sessions {
 			if cerr := cs.Close(); cerr != nil && err == nil {

@@ -49,6 +49,8 @@ type options struct {
 	env         []string
 	bearer      string
 	policy      string
+	compare     bool
+	rounds      int
 }
 
 var allOps = []string{"status", "search", "render", "route", "route-search", "list", "upsert", "mixed"}
@@ -66,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var transports, ops string
 	var env multiFlag
 	fs.StringVar(&o.bin, "bin", "bin/accords-mcp", "the built server binary (make build)")
-	fs.StringVar(&transports, "transport", "stdio,http", "transports to measure: stdio, http or both")
+	fs.StringVar(&transports, "transport", "stdio,http", "transports to measure: stdio (standalone), http, attach (a front end attached to a daemon)")
 	fs.IntVar(&o.bundles, "bundles", 1000, "catalog size to seed (five entries a bundle)")
 	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients (stdio always uses one)")
 	fs.IntVar(&o.calls, "calls", 2000, "calls per operation (upper bound)")
@@ -80,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.fromJSON, "from-json", "", "render a report saved with --json (as a table, or with --markdown) instead of running")
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
 	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
+	fs.BoolVar(&o.compare, "compare-attach", false, "instead of the workloads: alternate search calls between a standalone stdio server and a front end attached to a daemon (same catalog), and time launches attaching to the running daemon")
+	fs.IntVar(&o.rounds, "rounds", 3, "--compare-attach rounds (fresh processes each)")
 	fs.StringVar(&o.policy, "policy", "", "policy file for the HTTP server (default: one lifting the anonymous caller's rate limit, since a load test against the default 60 calls a minute measures refusals; \"none\" keeps the server's default)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: accords-bench [flags]\n\nSeeds --bundles bundles through the built server and measures each operation.\nOperations whose tools the server does not register are reported as skipped.\n\nflags:")
@@ -115,25 +119,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	for t := range strings.SplitSeq(transports, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			if t != loadgen.Stdio && t != loadgen.HTTP {
-				fmt.Fprintf(stderr, "accords-bench: unknown transport %q (stdio, http)\n", t)
-				return 2
-			}
-			o.transports = append(o.transports, t)
-		}
+	var err error
+	if o.transports, err = pickList(transports, []string{loadgen.Stdio, loadgen.HTTP, loadgen.Attach}, "transport"); err != nil {
+		fmt.Fprintln(stderr, "accords-bench:", err)
+		return 2
 	}
-	for op := range strings.SplitSeq(ops, ",") {
-		if op = strings.TrimSpace(op); op != "" {
-			if !slices.Contains(allOps, op) {
-				fmt.Fprintf(stderr, "accords-bench: unknown operation %q (%s)\n", op, strings.Join(allOps, ", "))
-				return 2
-			}
-			o.ops = append(o.ops, op)
-		}
+	if o.ops, err = pickList(ops, allOps, "operation"); err != nil {
+		fmt.Fprintln(stderr, "accords-bench:", err)
+		return 2
 	}
-	if o.bundles < 0 || o.clients < 1 || o.calls < 1 || o.startupRuns < 1 || o.bundles > 1_000_000 {
+	if o.bundles < 0 || o.clients < 1 || o.calls < 1 || o.startupRuns < 1 || o.bundles > 1_000_000 || o.rounds < 1 {
 		fmt.Fprintln(stderr, "accords-bench: --bundles 0..1000000, --clients, --calls and --startup-runs at least 1")
 		return 2
 	}
@@ -149,6 +144,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	rep := loadgen.Report{Machine: loadgen.ThisMachine(), Binary: bin, Seed: o.seed,
 		Command: "accords-bench " + strings.Join(args, " ")}
+	if o.compare {
+		o.transports = nil
+		c, err := compareAttach(ctx, o, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "accords-bench: compare-attach:", err)
+			return 1
+		}
+		rep.Attach = &c
+	}
 	for _, t := range o.transports {
 		tr, err := measure(ctx, o, t, stderr)
 		if err != nil {
@@ -169,6 +173,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.WriteTable(stdout)
 	}
 	return 0
+}
+
+// pickList splits a comma-separated flag value, refusing names not in
+// known.
+func pickList(v string, known []string, what string) ([]string, error) {
+	var out []string
+	for x := range strings.SplitSeq(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			if !slices.Contains(known, x) {
+				return nil, fmt.Errorf("unknown %s %q (%s)", what, x, strings.Join(known, ", "))
+			}
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
 
 // benchPolicy lifts the rate limit of the anonymous HTTP caller and
@@ -218,6 +237,10 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 		return tr, err
 	}
 	m.so = loadgen.ServerOptions{Bin: o.bin, DBPath: m.dbPath, Transport: transport, Clients: tr.Clients, Env: env, Bearer: o.bearer}
+	if transport == loadgen.Attach {
+		// The first launch starts the daemon; it outlives the launches.
+		defer func() { _ = loadgen.StopDaemon(context.Background(), o.bin, m.dbPath) }()
+	}
 	w := &loadgen.Workload{Corpus: m.corpus, Bundles: o.bundles, RunID: time.Now().Unix() % 1_000_000}
 
 	// Phase 1: start on the (possibly empty) database and seed.
@@ -244,6 +267,38 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 		return tr, err
 	}
 	return tr, nil
+}
+
+// compareAttach seeds two copies of the catalog (one per side) and runs
+// the attached-front-end comparison.
+func compareAttach(ctx context.Context, o options, logw io.Writer) (loadgen.AttachComparison, error) {
+	root, cleanup, err := benchRoot(o)
+	if err != nil {
+		return loadgen.AttachComparison{}, err
+	}
+	defer cleanup()
+	logf := func(format string, a ...any) { fmt.Fprintf(logw, "[compare-attach] "+format+"\n", a...) }
+	corpus := loadgen.Corpus{Seed: o.seed}
+	var dbs [2]string
+	for i, side := range []string{"standalone", "attach"} {
+		dir := filepath.Join(root, "compare-"+side)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return loadgen.AttachComparison{}, err
+		}
+		dbs[i] = filepath.Join(dir, "accords.db")
+		m := &measurement{o: o, transport: loadgen.Stdio, tr: &loadgen.TransportReport{}, dir: dir, dbPath: dbs[i],
+			markerPath: filepath.Join(dir, "accords-bench.json"), corpus: corpus, logf: logf}
+		m.so = loadgen.ServerOptions{Bin: o.bin, DBPath: dbs[i], Transport: loadgen.Stdio, Clients: 1, Env: o.env}
+		reuse, err := m.prepareDB()
+		if err != nil {
+			return loadgen.AttachComparison{}, err
+		}
+		if _, err := m.seed(ctx, reuse); err != nil {
+			return loadgen.AttachComparison{}, err
+		}
+	}
+	return loadgen.CompareAttach(ctx, loadgen.CompareOptions{Bin: o.bin, StandaloneDB: dbs[0], AttachDB: dbs[1], Corpus: corpus,
+		Bundles: o.bundles, Calls: o.calls, Rounds: o.rounds, InitRuns: o.startupRuns, Seed: o.seed, Log: logf})
 }
 
 // benchRoot is --db, or a temporary directory that cleanup removes.

@@ -144,3 +144,34 @@ func TestKeptDatabaseIsReused(t *testing.T) {
 	assert.True(t, h.Reused)
 	assert.Equal(t, []string{"status"}, ops(h))
 }
+
+// TestCompareAttach runs the attached-front-end comparison small: both
+// sides answer every call, the attached launches are timed, and the
+// daemon the comparison started is stopped at the end.
+func TestCompareAttach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and drives the server binary")
+	}
+	bin := buildServer(t)
+	db := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--bin", bin, "--db", db, "--compare-attach", "--bundles", "10", "--calls", "40",
+		"--rounds", "2", "--startup-runs", "3", "--json"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var rep loadgen.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+	c := rep.Attach
+	require.NotNil(t, c)
+	assert.Empty(t, rep.Transports, "the comparison replaces the workloads")
+	assert.Zero(t, c.Errors)
+	assert.Len(t, c.RoundsMS, 2)
+	assert.Greater(t, c.StandaloneP50MS, 0.0)
+	assert.Greater(t, c.AttachedP50MS, 0.0)
+	assert.Len(t, c.InitRunsMS, 3)
+	assert.Greater(t, c.AttachInitMS, 0.0)
+	_, err := os.Stat(filepath.Join(db, "compare-attach", "accords.db.sock"))
+	assert.True(t, os.IsNotExist(err), "the daemon is stopped afterwards")
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	assert.Contains(t, table.String(), "added at the median")
+}

@@ -3,20 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/platform/config"
-	"github.com/accordsai/accords-mcp/store"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -44,7 +44,7 @@ func runAudit(ctx context.Context, env *environment, args []string) int {
 		}
 		return 0
 	}
-	sub := map[string]func(*environment, []string) int{
+	sub := map[string]func(context.Context, *environment, []string) int{
 		"verify": auditVerify, "tail": auditTail, "key": auditKey, "checkpoint": auditCheckpoint,
 		"prove": auditProve, "export": auditExport, "acknowledge": auditAcknowledge,
 	}
@@ -53,25 +53,7 @@ func runAudit(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintf(env.stderr, "accords-mcp audit: unknown subcommand %q\n%s\n", args[0], auditUsage)
 		return 2
 	}
-	return run(env, args[1:])
-}
-
-func openAuditDB(env *environment, readOnly bool) (*store.DB, config.Config, int) {
-	cfg, err := env.config()
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return nil, cfg, 1
-	}
-	if readOnly && dbIsNew(cfg.DBPath) {
-		fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
-		return nil, cfg, 1
-	}
-	db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: readOnly})
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return nil, cfg, 1
-	}
-	return db, cfg, 0
+	return run(ctx, env, args[1:])
 }
 
 // stringList is a repeatable flag.
@@ -80,21 +62,24 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// publicKey is --key (a verifier key, or a file holding one), else the
-// configured audit key.
-func publicKey(cfg config.Config, flagKey string) (note.Verifier, error) {
+// publicKeyText is --key (a verifier key, or a file holding one), else
+// the configured audit key's, in verifier form.
+func publicKeyText(cfg config.Config, flagKey string) (string, error) {
 	if flagKey != "" {
 		text := flagKey
 		if b, err := os.ReadFile(flagKey); err == nil {
 			text = string(b)
 		}
-		return audit.ParseVerifierKey(text)
+		if _, err := audit.ParseVerifierKey(text); err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(text), nil
 	}
 	k, err := audit.LoadKey(app.AuditKeySpec(cfg), false)
 	if err != nil {
-		return nil, fmt.Errorf("%w; pass the public key with --key (accords-mcp audit key prints it)", err)
+		return "", fmt.Errorf("%w; pass the public key with --key (accords-mcp audit key prints it)", err)
 	}
-	return k.Verifier(), nil
+	return k.VerifierKey, nil
 }
 
 func readSaved(files []string) ([][]byte, error) {
@@ -113,7 +98,7 @@ func readSaved(files []string) ([][]byte, error) {
 	return out, nil
 }
 
-func auditVerify(env *environment, args []string) int {
+func auditVerify(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -129,43 +114,66 @@ func auditVerify(env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 1
 	}
-	pub, err := publicKey(cfg, *keyFlag)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
-		return 1
-	}
 	notes, err := readSaved(saved)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 		return 1
 	}
-	opts := audit.VerifyOptions{Verifier: pub, Saved: notes}
-	var rep audit.Report
+	keyText, kerr := publicKeyText(cfg, *keyFlag)
 	if *export != "" {
+		if kerr != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", kerr)
+			return 1
+		}
+		pub, err := audit.ParseVerifierKey(keyText)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
+			return 1
+		}
 		f, err := os.Open(*export)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-		rep, err = audit.VerifyExport(f, opts)
+		rep, err := audit.VerifyExport(f, audit.VerifyOptions{Verifier: pub, Saved: notes})
 		f.Close()
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-	} else {
-		db, _, code := openAuditDB(env, true)
-		if db == nil {
-			return code
-		}
-		rep, err = verifyLog(db, opts)
-		db.Close()
-		if err != nil {
-			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
+		return printReport(env, rep, pub, *asJSON)
+	}
+	return withBackend(ctx, env, func(b admin.Backend, w where) int {
+		// A daemon knows its own key; offline the command must have it.
+		if kerr != nil && !w.remote {
+			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", kerr)
 			return 1
 		}
+		if !w.remote && dbIsNew(cfg.DBPath) {
+			fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
+			return 1
+		}
+		return verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, *asJSON)
+	})
+}
+
+// verifyChain checks the signed log through log and prints the report.
+func verifyChain(ctx context.Context, env *environment, log admin.Audit, req admin.AuditVerifyRequest, asJSON bool) int {
+	res, err := log.AuditVerify(ctx, req)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
+		return 1
 	}
-	if *asJSON {
+	pub, err := audit.ParseVerifierKey(res.Key)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
+		return 1
+	}
+	return printReport(env, res.Report, pub, asJSON)
+}
+
+func printReport(env *environment, rep audit.Report, pub note.Verifier, asJSON bool) int {
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
@@ -176,12 +184,6 @@ func auditVerify(env *environment, args []string) int {
 		return 1
 	}
 	return 0
-}
-
-// verifyLog is the verification behind `audit verify`, on an open
-// database (in this process or in the daemon that holds it).
-func verifyLog(db *store.DB, opts audit.VerifyOptions) (audit.Report, error) {
-	return audit.Verify(db, opts)
 }
 
 // writeReport prints a verification report for people.
@@ -226,7 +228,7 @@ func writeReport(w io.Writer, rep audit.Report, pub note.Verifier) {
 	}
 }
 
-func auditTail(env *environment, args []string) int {
+func auditTail(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit tail", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	n := fs.Int("n", 20, "number of receipts")
@@ -238,21 +240,18 @@ func auditTail(env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp audit tail: -n must be positive")
 		return 2
 	}
-	db, _, code := openAuditDB(env, true)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
-	rs, err := audit.List(db, audit.Filter{Limit: *n})
+	return auditBackend(ctx, env, func(b admin.Backend) int { return tailReceipts(ctx, env, b, *n, *asJSON) })
+}
+
+// tailReceipts prints the newest n receipts, oldest first like tail(1).
+func tailReceipts(ctx context.Context, env *environment, log admin.Audit, n int, asJSON bool) int {
+	rs, err := log.AuditTail(ctx, n)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp: audit tail:", err)
 		return 1
 	}
-	// Oldest first, like tail(1).
-	for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
-		rs[i], rs[j] = rs[j], rs[i]
-	}
-	if *asJSON {
+	slices.Reverse(rs)
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		for _, r := range rs {
 			_ = enc.Encode(r)
@@ -260,15 +259,34 @@ func auditTail(env *environment, args []string) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tCALLER\tSCOPE\tTOOL\tOUTCOME\tMS\tCALL_ID")
+	fmt.Fprintln(tw, "SEQ\tTIME\tCALLER\tSESSION\tSCOPE\tTOOL\tOUTCOME\tMS\tCALL_ID")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", r.Seq, r.Timestamp, r.Caller, r.Scope, r.Tool, r.Outcome, r.DurationMS, r.CallID)
+		sess := r.Session
+		if sess == "" {
+			sess = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", r.Seq, r.Timestamp, r.Caller, sess, r.Scope, r.Tool, r.Outcome, r.DurationMS, r.CallID)
 	}
 	_ = tw.Flush()
 	return 0
 }
 
-func auditKey(env *environment, args []string) int {
+// auditBackend runs fn against the daemon, or against the database
+// (read-only) when none runs, which must exist then.
+func auditBackend(ctx context.Context, env *environment, fn func(b admin.Backend) int) int {
+	return withBackend(ctx, env, func(b admin.Backend, w where) int {
+		if !w.remote {
+			cfg, _ := env.config()
+			if dbIsNew(cfg.DBPath) {
+				fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
+				return 1
+			}
+		}
+		return fn(b)
+	})
+}
+
+func auditKey(ctx context.Context, env *environment, args []string) int {
 	if len(args) > 0 {
 		fmt.Fprintln(env.stderr, "usage: accords-mcp audit key")
 		return 2
@@ -288,26 +306,23 @@ func auditKey(env *environment, args []string) int {
 	return 0
 }
 
-func auditCheckpoint(env *environment, args []string) int {
+func auditCheckpoint(ctx context.Context, env *environment, args []string) int {
 	if len(args) > 0 {
 		fmt.Fprintln(env.stderr, "usage: accords-mcp audit checkpoint")
 		return 2
 	}
-	db, _, code := openAuditDB(env, true)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
-	cp, err := audit.NewestCheckpoint(db)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp audit checkpoint:", err)
-		return 1
-	}
-	_, _ = env.stdout.Write(cp)
-	return 0
+	return auditBackend(ctx, env, func(b admin.Backend) int {
+		cp, err := b.AuditCheckpoint(ctx)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp audit checkpoint:", err)
+			return 1
+		}
+		_, _ = env.stdout.Write(cp)
+		return 0
+	})
 }
 
-func auditProve(env *environment, args []string) int {
+func auditProve(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit prove", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	tlog := fs.Bool("tlog", false, "print the C2SP tlog-proof text instead of JSON")
@@ -332,49 +347,46 @@ func auditProve(env *environment, args []string) int {
 		fmt.Fprintf(env.stderr, "accords-mcp audit prove: SEQ must be a receipt sequence number (1, 2, …), got %q\n", positional[0])
 		return 2
 	}
-	db, _, code := openAuditDB(env, true)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
-	p, err := audit.Prove(db, seq)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp audit prove:", err)
-		return 1
-	}
-	if *tlog {
-		fmt.Fprint(env.stdout, p.TLogProof)
+	return auditBackend(ctx, env, func(b admin.Backend) int {
+		p, err := b.AuditProve(ctx, seq)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp audit prove:", err)
+			return 1
+		}
+		if *tlog {
+			fmt.Fprint(env.stdout, p.TLogProof)
+			return 0
+		}
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(p)
 		return 0
-	}
-	enc := json.NewEncoder(env.stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(p)
-	return 0
+	})
 }
 
-func auditExport(env *environment, args []string) int {
+func auditExport(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit export", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	out := fs.String("out", "", "write to this file (default: standard output)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	db, _, code := openAuditDB(env, true)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
+	return auditBackend(ctx, env, func(b admin.Backend) int { return exportLog(ctx, env, b, *out) })
+}
+
+// exportLog writes the NDJSON export to out (a new 0600 file) or stdout.
+func exportLog(ctx context.Context, env *environment, log admin.Audit, out string) int {
 	w := env.stdout
 	var f *os.File
-	if *out != "" {
+	if out != "" {
 		var err error
-		if f, err = os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+		if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit export:", err)
 			return 1
 		}
 		w = f
 	}
-	n, err := audit.Export(db, w)
+	n, err := log.AuditExport(ctx, w)
 	if f != nil {
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -384,13 +396,13 @@ func auditExport(env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp audit export:", err)
 		return 1
 	}
-	if *out != "" {
-		fmt.Fprintf(env.stderr, "audit export: %d receipts written to %s\n", n, *out)
+	if out != "" {
+		fmt.Fprintf(env.stderr, "audit export: %d receipts written to %s\n", n, out)
 	}
 	return 0
 }
 
-func auditAcknowledge(env *environment, args []string) int {
+func auditAcknowledge(ctx context.Context, env *environment, args []string) int {
 	fs := flag.NewFlagSet("audit acknowledge", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	text := fs.String("note", "", "why the log is accepted as it is (required; recorded in the receipt)")
@@ -408,52 +420,13 @@ func auditAcknowledge(env *environment, args []string) int {
 			*operator = "operator:" + u.Username
 		}
 	}
-	db, cfg, code := openAuditDB(env, false)
-	if db == nil {
-		return code
-	}
-	defer db.Close()
-	key, err := audit.LoadKey(app.AuditKeySpec(cfg), false)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge: the audit key is needed to sign the acknowledgement:", err)
-		return 1
-	}
-	l, err := audit.Open(db, audit.Options{Key: key})
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge:", err)
-		return 1
-	}
-	defer l.Close()
-	msg, err := acknowledge(l, *operator, *text)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge:", err)
-		return 1
-	}
-	fmt.Fprintln(env.stdout, msg)
-	return 0
-}
-
-// errNothingToAcknowledge means the log verifies.
-var errNothingToAcknowledge = errors.New("the audit log verifies: nothing to acknowledge")
-
-// acknowledge verifies the whole log with l's key and, when it fails,
-// records the operator's acceptance (on an open log: here or in a daemon).
-func acknowledge(l *audit.Log, operator, text string) (string, error) {
-	rep, err := audit.Verify(l.DB(), audit.VerifyOptions{Verifier: l.Key().Verifier()})
-	if err != nil {
-		return "", err
-	}
-	p := rep.Problem
-	if p == nil {
-		p = l.Integrity()
-	}
-	if p == nil {
-		return "", errNothingToAcknowledge
-	}
-	ref, err := l.Acknowledge(operator, text, p)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("acknowledged: %s at receipt %d (%s); recorded as receipt %d; verification restarts after receipt %d and write tools are allowed again",
-		p.Kind, p.Seq, p.Message, ref.Seq, ref.Seq-1), nil
+	return withBackend(ctx, env, func(b admin.Backend, _ where) int {
+		msg, err := b.AuditAcknowledge(ctx, *operator, *text)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge:", err)
+			return 1
+		}
+		fmt.Fprintln(env.stdout, msg)
+		return 0
+	})
 }

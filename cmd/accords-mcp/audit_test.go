@@ -125,7 +125,7 @@ func TestServeRefusesPublicAddressWithoutCallers(t *testing.T) {
 
 func TestServeRejectsUnknownToolset(t *testing.T) {
 	dir := t.TempDir()
-	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db"), "ACCORDS_MCP_LOG_LEVEL": "error"}
+	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db"), "ACCORDS_MCP_LOG_LEVEL": "error", "ACCORDS_MCP_STANDALONE": "true"}
 	env, _, errb := gatewayEnv(vars, "")
 	require.Equal(t, 1, run(context.Background(), env, []string{"serve", "--toolsets", "vault,nope"}))
 	assert.Contains(t, errb.String(), `unknown toolset "nope"`)
@@ -133,7 +133,7 @@ func TestServeRejectsUnknownToolset(t *testing.T) {
 
 func TestServeReadOnlyOverRealStdio(t *testing.T) {
 	dir := t.TempDir()
-	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db"), "ACCORDS_MCP_LOG_LEVEL": "error"}
+	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db"), "ACCORDS_MCP_LOG_LEVEL": "error", "ACCORDS_MCP_STANDALONE": "true"}
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
+	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/backup"
-	"github.com/accordsai/accords-mcp/ops/control"
-	"github.com/accordsai/accords-mcp/store"
 )
 
 func init() {
@@ -44,14 +41,29 @@ func runBackup(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintf(env.stderr, "accords-mcp backup: no database at %s (set ACCORDS_MCP_DB?)\n", cfg.DBPath)
 		return 1
 	}
-	if *out == "-" || *out == "" {
+	toStdout := *out == "-" || *out == ""
+	if toStdout {
 		if f, ok := env.stdout.(*os.File); ok {
 			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 				fmt.Fprintln(env.stderr, "accords-mcp backup: refusing to write a binary database to a terminal; use --out FILE or redirect stdout")
 				return 2
 			}
 		}
-		n, via, err := snapshot(ctx, cfg.DBPath, env.stdout)
+	}
+	return withBackend(ctx, env, func(b admin.Backend, w where) int {
+		return writeBackup(ctx, env, b, w, *out, toStdout, *verify)
+	})
+}
+
+// writeBackup takes a snapshot through m (the daemon's hot snapshot, or
+// the file read-only) into out or stdout, and verifies the file.
+func writeBackup(ctx context.Context, env *environment, m admin.Maintenance, w where, out string, toStdout, verify bool) int {
+	via := "read from the database file; no daemon running"
+	if w.remote {
+		via = "hot snapshot from the running daemon via " + w.socket
+	}
+	if toStdout {
+		n, err := m.Backup(ctx, env.stdout)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp backup:", err)
 			return 1
@@ -59,7 +71,7 @@ func runBackup(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintf(env.stderr, "backup: %d bytes streamed to stdout (%s)\n", n, via)
 		return 0
 	}
-	removed, cerr := backup.CleanStale(filepath.Dir(*out))
+	removed, cerr := backup.CleanStale(filepath.Dir(out))
 	for _, l := range removed {
 		fmt.Fprintf(env.stderr, "backup: removed %s (%d bytes), left by a backup or restore that was killed\n", l.Path, l.Size)
 	}
@@ -67,48 +79,24 @@ func runBackup(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp backup: warning:", cerr)
 	}
 	var n int64
-	var via string
-	err = backup.WriteFile(*out, func(w io.Writer) error {
+	err := backup.WriteFile(out, func(wr io.Writer) error {
 		var err error
-		n, via, err = snapshot(ctx, cfg.DBPath, w)
+		n, err = m.Backup(ctx, wr)
 		return err
 	})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp backup:", err)
 		return 1
 	}
-	if *verify {
-		info, err := backup.Check(*out)
+	if verify {
+		info, err := backup.Check(out)
 		if err != nil {
-			fmt.Fprintf(env.stderr, "accords-mcp backup: the written file %s does not verify: %v\n", *out, err)
+			fmt.Fprintf(env.stderr, "accords-mcp backup: the written file %s does not verify: %v\n", out, err)
 			return 1
 		}
-		fmt.Fprintf(env.stdout, "backup: wrote %s (%d bytes, schema version %d, %d audit receipts, verified; %s)\n", *out, n, info.SchemaVersion, info.Audit.Count, via)
+		fmt.Fprintf(env.stdout, "backup: wrote %s (%d bytes, schema version %d, %d audit receipts, verified; %s)\n", out, n, info.SchemaVersion, info.Audit.Count, via)
 		return 0
 	}
-	fmt.Fprintf(env.stdout, "backup: wrote %s (%d bytes, not verified; %s)\n", *out, n, via)
+	fmt.Fprintf(env.stdout, "backup: wrote %s (%d bytes, not verified; %s)\n", out, n, via)
 	return 0
-}
-
-// snapshot copies the database into w: from the file itself when no daemon
-// holds it (read-only, shared lock), otherwise from the daemon through its
-// control socket. It reports which way it went.
-func snapshot(ctx context.Context, dbPath string, w io.Writer) (int64, string, error) {
-	db, err := store.Open(dbPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
-	if err == nil {
-		defer db.Close()
-		n, err := backup.Snapshot(db, w)
-		return n, "read from the database file; no daemon running", err
-	}
-	if !errors.Is(err, store.ErrLocked) {
-		return 0, "", err
-	}
-	sock := control.SocketPath(dbPath)
-	c := control.NewClient(sock)
-	defer c.Close()
-	n, _, err := c.Backup(ctx, w)
-	if err != nil {
-		return n, "", fmt.Errorf("the database is held by a running daemon and its control socket failed: %w", err)
-	}
-	return n, "hot snapshot from the running daemon via " + sock, nil
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // Shared plumbing of the catalog commands (search, catalog, render,
-// reindex): they open the database like the server does, print a human
-// table by default and the tool envelope with --json.
+// reindex): they run against the daemon when one owns the database, else
+// open it like the server does (backend.go); they print a human table by
+// default and the tool envelope with --json.
 
 // multiFlag is a repeatable string flag.
 type multiFlag []string
@@ -49,18 +50,6 @@ func newFlagSet(env *environment, name, usage string) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
-}
-
-// withCatalogApp opens the app for one command, runs fn and closes it; an
-// open failure is printed and exits 1.
-func withCatalogApp(env *environment, fn func(a *app.App) int) int {
-	a, done, err := openCatalogApp(env)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
-		return 1
-	}
-	defer done()
-	return fn(a)
 }
 
 // openCatalogApp opens the app quietly: warnings (such as an index

@@ -9,8 +9,8 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
@@ -65,25 +65,29 @@ func catalogList(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: catalog list takes no arguments")
 		return 2
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		items, err := a.Catalog.List(ctx, catalog.ListFilter{Query: *query, Tag: *tag, LatestOnly: *latest})
-		data := map[string]any{"items": items, "root_dir": a.Catalog.DBPath()}
-		return output(env, *asJSON, data, err, func(w io.Writer) {
-			if len(items) == 0 {
-				fmt.Fprintln(w, "no cookbooks")
-				return
+	f := catalog.ListFilter{Query: *query, Tag: *tag, LatestOnly: *latest}
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return listCookbooks(ctx, env, b, f, *asJSON) })
+}
+
+// listCookbooks prints the stored cookbook versions.
+func listCookbooks(ctx context.Context, env *environment, cat admin.Catalog, f catalog.ListFilter, asJSON bool) int {
+	res, err := cat.ListCookbooks(ctx, f)
+	data := map[string]any{"items": res.Items, "root_dir": res.RootDir}
+	return output(env, asJSON, data, err, func(w io.Writer) {
+		if len(res.Items) == 0 {
+			fmt.Fprintln(w, "no cookbooks")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "COOKBOOK\tVERSION\tLATEST\tENTRIES\tTITLE")
+		for _, it := range res.Items {
+			mark := ""
+			if it.Latest {
+				mark = "*"
 			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "COOKBOOK\tVERSION\tLATEST\tENTRIES\tTITLE")
-			for _, it := range items {
-				mark := ""
-				if it.Latest {
-					mark = "*"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.CookbookID, it.Version, mark, it.EntryCount, it.Title)
-			}
-			tw.Flush()
-		})
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.CookbookID, it.Version, mark, it.EntryCount, it.Title)
+		}
+		tw.Flush()
 	})
 }
 
@@ -117,78 +121,76 @@ func catalogImport(ctx context.Context, env *environment, args []string) int {
 		printErr(env.stderr, err)
 		return 2
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		bar := &progressBar{w: env.stderr, label: "importing", width: 30}
-		var results []importResult
-		failed := 0
-		for i, f := range files {
-			r := importResult{File: f}
-			res, err := importFile(ctx, a.Catalog, f, policy)
-			if err != nil {
-				ae := apperr.As(err)
-				r.Error = &importError{Code: ae.Code, Message: ae.Message, Details: ae.Details}
-				failed++
-			} else {
-				r.Result = res
-			}
-			results = append(results, r)
-			if len(files) > 1 {
-				bar.update(i+1, len(files), "")
-			}
-		}
-		bar.finish()
-		if *asJSON {
-			enc := json.NewEncoder(env.stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy}); err != nil {
-				fmt.Fprintf(env.stderr, "write JSON: %v\n", err)
-				return 1
-			}
-		} else {
-			tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
-			for _, r := range results {
-				if r.Error != nil {
-					fmt.Fprintf(tw, "%s\t-\t-\terror\n", r.File)
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
-			}
-			tw.Flush()
-			for _, r := range results {
-				if r.Error != nil {
-					printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
-				}
-			}
-		}
-		if failed > 0 {
-			return 1
-		}
-		return 0
-	})
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return importBundles(ctx, env, b, files, policy, *asJSON) })
 }
 
-// MaxImportBytes bounds a bundle file read by the CLI.
-const maxImportBytes = 16 << 20
+// importBundles validates and stores each file, reporting per file.
+func importBundles(ctx context.Context, env *environment, cat admin.Catalog, files []string, policy string, asJSON bool) int {
+	bar := &progressBar{w: env.stderr, label: "importing", width: 30}
+	var results []importResult
+	failed := 0
+	for i, f := range files {
+		r := importResult{File: f}
+		res, err := importFile(ctx, cat, f, policy)
+		if err != nil {
+			ae := apperr.As(err)
+			r.Error = &importError{Code: ae.Code, Message: ae.Message, Details: ae.Details}
+			failed++
+		} else {
+			r.Result = res
+		}
+		results = append(results, r)
+		if len(files) > 1 {
+			bar.update(i+1, len(files), "")
+		}
+	}
+	bar.finish()
+	if asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy}); err != nil {
+			fmt.Fprintf(env.stderr, "write JSON: %v\n", err)
+			return 1
+		}
+	} else {
+		tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
+		for _, r := range results {
+			if r.Error != nil {
+				fmt.Fprintf(tw, "%s\t-\t-\terror\n", r.File)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
+		}
+		tw.Flush()
+		for _, r := range results {
+			if r.Error != nil {
+				printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
+			}
+		}
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
 
-func importFile(ctx context.Context, svc *catalog.Service, path, policy string) (*catalog.UpsertResult, error) {
+// importFile reads one bundle file here (the daemon may not see this
+// command's working directory) and hands its bytes over.
+func importFile(ctx context.Context, cat admin.Catalog, path, policy string) (*catalog.UpsertResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+	raw, err := io.ReadAll(io.LimitReader(f, admin.MaxImportBytes+1))
 	if err != nil {
 		return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
 	}
-	if len(raw) > maxImportBytes {
-		return nil, apperr.Validation("file", "%s is larger than %d bytes", path, maxImportBytes)
+	if len(raw) > admin.MaxImportBytes {
+		return nil, apperr.Validation("file", "%s is larger than %d bytes", path, admin.MaxImportBytes)
 	}
-	b, err := catalog.DecodeBundle(raw)
-	if err != nil {
-		return nil, err
-	}
-	return svc.Upsert(ctx, b, catalog.UpsertOptions{Policy: policy})
+	return cat.ImportBundle(ctx, raw, policy)
 }
 
 func catalogExport(ctx context.Context, env *environment, args []string) int {
@@ -202,30 +204,33 @@ func catalogExport(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: catalog export needs exactly one ID[@VERSION]")
 		return 2
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		id, version := splitRef(pos[0])
-		st, err := a.Catalog.Get(ctx, id, version)
-		if err != nil {
-			printErr(env.stderr, err)
-			return 1
-		}
-		var sb bytes.Buffer
-		if err := json.Indent(&sb, st.Raw, "", "  "); err != nil {
-			printErr(env.stderr, apperr.Internal("format bundle", err))
-			return 1
-		}
-		sb.WriteString("\n")
-		if *out == "" {
-			fmt.Fprint(env.stdout, sb.String())
-			return 0
-		}
-		if err := os.WriteFile(*out, sb.Bytes(), 0o644); err != nil {
-			fmt.Fprintln(env.stderr, "accords-mcp:", err)
-			return 1
-		}
-		fmt.Fprintf(env.stderr, "exported %s@%s to %s\n", st.Bundle.CookbookID, st.Bundle.Version, *out)
+	id, version := splitRef(pos[0])
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return exportBundle(ctx, env, b, id, version, *out) })
+}
+
+// exportBundle prints (or writes) a bundle exactly as stored, indented.
+func exportBundle(ctx context.Context, env *environment, cat admin.Catalog, id, version, out string) int {
+	st, err := cat.ExportBundle(ctx, id, version)
+	if err != nil {
+		printErr(env.stderr, err)
+		return 1
+	}
+	var sb bytes.Buffer
+	if err := json.Indent(&sb, st.Raw, "", "  "); err != nil {
+		printErr(env.stderr, apperr.Internal("format bundle", err))
+		return 1
+	}
+	sb.WriteString("\n")
+	if out == "" {
+		fmt.Fprint(env.stdout, sb.String())
 		return 0
-	})
+	}
+	if err := os.WriteFile(out, sb.Bytes(), 0o644); err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	fmt.Fprintf(env.stderr, "exported %s@%s to %s\n", st.CookbookID, st.Version, out)
+	return 0
 }
 
 func catalogDelete(ctx context.Context, env *environment, args []string) int {
@@ -239,11 +244,14 @@ func catalogDelete(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: catalog delete needs exactly one ID[@VERSION]")
 		return 2
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		id, version := splitRef(pos[0])
-		res, err := a.Catalog.Delete(ctx, id, version)
-		return output(env, *asJSON, res, err, func(w io.Writer) {
-			fmt.Fprintf(w, "deleted %s@%s\n", res.CookbookID, res.Version)
-		})
+	id, version := splitRef(pos[0])
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return deleteCookbook(ctx, env, b, id, version, *asJSON) })
+}
+
+// deleteCookbook deletes one version (the latest when version is "").
+func deleteCookbook(ctx context.Context, env *environment, cat admin.Catalog, id, version string, asJSON bool) int {
+	res, err := cat.DeleteCookbook(ctx, id, version)
+	return output(env, asJSON, res, err, func(w io.Writer) {
+		fmt.Fprintf(w, "deleted %s@%s\n", res.CookbookID, res.Version)
 	})
 }

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
@@ -17,66 +18,224 @@ import (
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
 	"github.com/accordsai/accords-mcp/platform/config"
-	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// startDaemon starts what a serving process owns besides its transport: the
-// control socket beside the database (hot backup, status, doctor, metrics).
-// The returned stop waits for in-flight control requests (a backup being
-// streamed) and removes the socket; call it before closing the database.
-func startDaemon(ctx context.Context, a *app.App, transport string, logger *slog.Logger) (stop func()) {
-	path := control.SocketPath(a.Config.DBPath)
-	ln, err := control.Listen(path)
+func init() {
+	register("daemon", "own the database and serve attached stdio clients and operator commands over the socket beside it, until stopped (systemd, launchd)", runDaemon)
+}
+
+// ownerLockWait bounds the wait for the owner lock (another launch may be
+// starting a daemon, which can rebuild a large index first).
+const ownerLockWait = 2 * time.Minute
+
+// ownerDBLock bounds an owner's wait for the database lock: a daemon being
+// replaced, or an offline command, may still hold it for a moment.
+const ownerDBLock = 15 * time.Second
+
+func runDaemon(ctx context.Context, env *environment, args []string) int {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	auto := fs.Bool("auto", false, "started by a stdio launch: exit after ACCORDS_MCP_DAEMON_IDLE_TIMEOUT with no client attached (internal)")
+	readyFD := fs.Int("ready-fd", 0, "file descriptor to report readiness on, one JSON line (internal)")
+	logPath := fs.String("log", "", "the file this daemon's stderr goes to, shown by status (internal)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: accords-mcp daemon\n\nOwns the database and serves, over the socket beside it, the stdio launches that attach and the\noperator commands. Runs until SIGTERM/SIGINT or `accords-mcp stop`. For HTTP use serve --http.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	report := func(error) {}
+	if *readyFD > 0 {
+		f := os.NewFile(uintptr(*readyFD), "ready")
+		report = func(err error) {
+			line := map[string]any{"ok": err == nil, "pid": os.Getpid()}
+			if err != nil {
+				line["error"] = err.Error()
+			}
+			_ = json.NewEncoder(f).Encode(line)
+			f.Close()
+		}
+	}
+	cfg, err := env.config()
 	if err != nil {
-		// Serving MCP matters more than the socket: run without it and say
-		// what stops working.
-		logger.Warn("control socket unavailable; backup and doctor cannot reach this daemon", "socket", path, "error", err.Error())
-		return func() {}
+		report(err)
+		fmt.Fprintln(env.stderr, "accords-mcp daemon:", err)
+		return 1
 	}
-	srv := &control.Server{
-		DB: a.DB,
-		Status: control.Status{
-			PID: os.Getpid(), Version: version.Version, DB: a.Config.DBPath,
-			Transport: transport, Addr: a.Config.HTTPAddr, StartedAt: time.Now().UTC(),
-		},
-		Metrics: a.Metrics.Registry.Handler(),
-		Doctor: func(ctx context.Context, scope string) any {
-			return doctor.Database(ctx, doctorInputs(a, scope))
-		},
+	o := ownerRun{mode: control.ModeExplicit, transport: "attach", log: *logPath, ready: report}
+	if *auto {
+		o.mode = control.ModeAuto
+		o.idle = cfg.DaemonIdleTimeout
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := srv.Serve(cctx, ln, config.ShutdownGrace); err != nil {
-			logger.Warn("control socket stopped", "error", err.Error())
+	return runOwner(ctx, env, cfg, o, func(ctx context.Context, a *app.App) error {
+		a.Logger.Info("ready", "transport", "attach", "mode", o.mode, "db", cfg.DBPath)
+		<-ctx.Done()
+		return nil
+	})
+}
+
+// ownerRun says how runOwner serves.
+type ownerRun struct {
+	mode      string
+	transport string
+	idle      time.Duration
+	log       string
+	// ready is told once whether the daemon is serving (nil) or why not.
+	ready func(error)
+}
+
+// runOwner owns the database: it takes the owner role (taking over from
+// an auto-started daemon when explicit), opens the database, listens on
+// the control socket and runs serve until ctx ends, serve returns, or the
+// daemon is asked to stop (idle timeout, accords-mcp stop); then it drains
+// and closes.
+func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerRun, serve func(context.Context, *app.App) error) int {
+	if o.ready == nil {
+		o.ready = func(error) {}
+	}
+	logger := env.logger(cfg)
+	fail := func(err error) int {
+		o.ready(err)
+		logger.Error("cannot start", "error", err.Error())
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	release := func() {}
+	if o.mode != control.ModeAuto {
+		// An auto daemon's launcher holds the owner lock for it.
+		var err error
+		if release, err = takeOwnership(ctx, cfg, o.mode == control.ModeExplicit, logger); err != nil {
+			return fail(err)
+		}
+	}
+	defer func() { release() }()
+	cfg.DBLockTimeout = ownerDBLock
+	fresh := dbIsNew(cfg.DBPath)
+	a, err := app.Open(cfg, logger)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if err := a.Close(); err != nil {
+			logger.Error("closing database", "error", err.Error())
+		}
+	}()
+	if fresh {
+		hintLegacy(env, logger)
+	}
+	own, err := a.Own(app.OwnerOptions{Mode: o.mode, IdleTimeout: o.idle, Transport: o.transport, Log: o.log})
+	if err != nil {
+		if o.mode != control.ModeStandalone {
+			return fail(fmt.Errorf("the daemon needs its socket: %w", err))
+		}
+		// Serving its own stdin matters more than the socket.
+		logger.Warn("control socket unavailable; other launches, backup and doctor cannot reach this process", "error", err.Error())
+	}
+	release()
+	release = func() {}
+	o.ready(nil)
+	stopHUP := onHangup(func() {
+		if err := a.Reload(); err != nil {
+			logger.Error("policy reload failed; previous policy stays in force", "error", err.Error())
 		}
 	})
-	logger.Info("control socket listening", "socket", path)
-	return func() {
-		cancel()
-		wg.Wait()
-		logger.Info("control socket closed", "socket", path)
+	defer stopHUP()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if own != nil {
+		go func() {
+			select {
+			case <-own.Stopping():
+				logger.Info("stopping", "reason", own.Reason())
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
 	}
+	err = serve(sctx, a)
+	if own != nil {
+		own.Close(config.ShutdownGrace)
+	}
+	if err != nil {
+		logger.Error("server stopped", "error", err.Error())
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	return 0
 }
 
-// doctorInputs are the in-process database checks of a.
-func doctorInputs(a *app.App, scope string) doctor.Inputs {
-	in := doctor.Inputs{DB: a.DB, Sessions: a.Sessions, Scope: scope, AuditKey: a.AuditKey}
-	if a.Vault != nil {
-		in.Probe = doctor.VaultProbe(a.Vault)
+// takeOwnership takes the owner lock and makes sure no other process owns
+// the database: an explicit daemon asks an auto-started one to hand over
+// (it drains and exits; its clients reattach to this one), anything else
+// running is an error naming it. The returned release frees the lock once
+// this process listens.
+func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger *slog.Logger) (func(), error) {
+	lctx, cancel := context.WithTimeout(ctx, ownerLockWait)
+	defer cancel()
+	unlock, err := control.LockOwner(lctx, cfg.DBPath)
+	if err != nil {
+		return nil, err
 	}
-	if a.Catalog != nil {
-		in.Index = func(context.Context) doctor.IndexState {
-			docs, irev, srev, err := a.Catalog.IndexStats()
-			return doctor.IndexState{Documents: int(docs), IndexRev: irev, StoreRev: srev, Err: err}
+	c := control.NewClient(control.SocketPath(cfg.DBPath))
+	defer c.Close()
+	sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+	st, err := c.Status(sctx)
+	scancel()
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+		return unlock, nil
+	case errors.Is(err, control.ErrRefused):
+		unlock()
+		return nil, err
+	case err != nil:
+		// A socket that accepts but does not answer: the database lock
+		// decides (app.Open reports who holds it).
+		return unlock, nil
+	}
+	if !explicit || st.Mode != control.ModeAuto {
+		unlock()
+		return nil, fmt.Errorf("the database %s is served by a running accords-mcp (pid %d, %s, %s): stop it first with `accords-mcp stop`, or run this without --standalone to attach to it", cfg.DBPath, st.PID, st.Mode, describeTransports(st))
+	}
+	logger.Info("taking over from the daemon a stdio launch started; its clients reattach here", "pid", st.PID, "clients", len(st.Clients))
+	if err := c.Stop(ctx, "takeover"); err != nil {
+		unlock()
+		return nil, fmt.Errorf("ask the running daemon (pid %d) to hand over: %w", st.PID, err)
+	}
+	if err := waitGone(ctx, c, 2*config.ShutdownGrace+5*time.Second); err != nil {
+		unlock()
+		return nil, fmt.Errorf("the running daemon (pid %d) did not stop: %w", st.PID, err)
+	}
+	return unlock, nil
+}
+
+// waitGone polls until nothing answers on the socket.
+func waitGone(ctx context.Context, c *control.Client, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Status(sctx)
+		cancel()
+		if errors.Is(err, control.ErrNotRunning) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still answering after %s", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return in
 }
 
-// rebuildIndex is restore's reindex step: opening the catalog on the
-// restored database rebuilds the (removed) index from the store.
+// rebuildIndex is an offline restore's reindex step: opening the catalog
+// on the restored database rebuilds the (removed) index from the store.
 func rebuildIndex(ctx context.Context, cfg config.Config) func(db *store.DB) (int, error) {
 	return func(db *store.DB) (int, error) {
 		cat, err := catalog.Open(ctx, db, cfg.IndexDir(), catalog.Options{})

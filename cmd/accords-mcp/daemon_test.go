@@ -55,7 +55,7 @@ func runCmd(t *testing.T, vars map[string]string, args ...string) (int, string, 
 }
 
 // TestDaemonLifecycle is the README walk-through: run the daemon, check it,
-// back up while it serves, see restore refuse, stop it, restore.
+// back up while it serves, restore through it, stop it, restore offline.
 func TestDaemonLifecycle(t *testing.T) {
 	sim := httptest.NewServer(vaultsim.New(vaultsim.Options{AgentToken: simToken}))
 	defer sim.Close()
@@ -111,13 +111,21 @@ func TestDaemonLifecycle(t *testing.T) {
 	resp.Body.Close()
 	assert.Contains(t, string(raw), `accords_mcp_tool_calls_total{tool="vaultclaw_recipes_search",outcome="ok"}`)
 
-	// restore refuses while the daemon holds the database.
-	code, _, errOut = runCmd(t, vars, "restore", bak)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "nothing was changed")
-	assert.Contains(t, errOut, "stop the daemon")
+	// Change the state after the backup, then restore while the daemon
+	// serves: the daemon swaps the file itself and goes on with the
+	// restored state, no restart.
+	env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_configure", map[string]any{"token": "vc_tok_after_backup", "base_url": "http://after.example"}, nil).Raw
+	require.Equal(t, true, env["ok"])
+	code, out, errOut = runCmd(t, vars, "restore", bak)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "done by the running daemon")
+	assert.Contains(t, out, "previous database is kept as")
+	assert.Contains(t, out, "search index rebuilt")
+	assert.Empty(t, errOut, "same key file: no session warning")
+	st := mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, nil).Raw
+	assert.Equal(t, sim.URL, st["data"].(map[string]any)["base_url"], "the state at backup time is back, served by the same daemon")
 
-	// Change the state after the backup, stop, restore, start again.
+	// Change it again, stop, and restore offline.
 	env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_configure", map[string]any{"token": "vc_tok_after_backup", "base_url": "http://after.example"}, nil).Raw
 	require.Equal(t, true, env["ok"])
 	require.Equal(t, 0, d.stop())
@@ -126,12 +134,13 @@ func TestDaemonLifecycle(t *testing.T) {
 
 	code, out, errOut = runCmd(t, vars, "restore", bak)
 	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "done by the running daemon")
 	assert.Contains(t, out, "previous database is kept as")
 	assert.Contains(t, out, "search index rebuilt")
 	assert.Empty(t, errOut, "same key file: no session warning")
 
 	d2 := startServe(t, vars)
-	st := mcptest.PostCall(t, d2.url+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, nil).Raw
+	st = mcptest.PostCall(t, d2.url+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, nil).Raw
 	data := st["data"].(map[string]any)
 	assert.Equal(t, sim.URL, data["base_url"], "the state at backup time is back")
 	e := mcptest.PostCall(t, d2.url+"/v1/mcp", "vaultclaw_recipes_search", map[string]any{"query": "gmail"}, nil).Raw

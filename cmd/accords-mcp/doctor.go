@@ -12,9 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
@@ -46,7 +44,7 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 			return code
 		}
 	}
-	rs := doctorResults(ctx, cfg, *scope)
+	rs := doctorResults(ctx, env, cfg, *scope)
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -60,63 +58,58 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	return 0
 }
 
-func doctorResults(ctx context.Context, cfg config.Config, scope string) []doctor.Result {
+// doctorResults are the file checks, the daemon line, and the database
+// checks: run inside the daemon when one owns the database (with this
+// command's Vault session when it has a token), else on the file opened
+// read-only.
+func doctorResults(ctx context.Context, env *environment, cfg config.Config, scope string) []doctor.Result {
 	sock := control.SocketPath(cfg.DBPath)
 	rs := doctor.Files(cfg, sock)
+	b, w, closeFn, err := openBackend(ctx, env, cfg)
+	if err != nil {
+		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL, Detail: err.Error(),
+			Hint: "run doctor as the user the daemon runs as"})
+	}
+	defer closeFn()
+	if w.remote {
+		st := w.daemon
+		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK,
+			Detail: fmt.Sprintf("running: pid %d, version %s, %s, %s, since %s, %d client(s) attached; database checks run inside it", st.PID, st.Version, st.Mode, describeTransports(st), st.StartedAt.Format(time.RFC3339), len(st.Clients))})
+		dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		remote, err := b.Doctor(dctx, scope, commandEnv(cfg))
+		if err != nil {
+			return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(), Hint: "check the daemon's log"})
+		}
+		return append(rs, remote...)
+	}
 	if dbIsNew(cfg.DBPath) {
 		return append(rs, doctor.Result{Check: "daemon", Status: doctor.SKIP, Detail: "no database yet"})
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	local, err := b.Doctor(ctx, scope, commandEnv(cfg))
 	switch {
 	case err == nil:
-		defer db.Close()
 		detail := "not running (the database is not locked)"
 		if fi, serr := os.Lstat(sock); serr == nil && fi.Mode()&fs.ModeSocket != 0 {
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
-		if r, bad := doctor.SealedWithoutKey(cfg, db); bad {
-			// It replaces the file check's "created on first start".
-			for i := range rs {
-				if rs[i].Check == r.Check {
-					rs[i] = r
+		if db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err == nil {
+			if r, bad := doctor.SealedWithoutKey(cfg, db); bad {
+				// It replaces the file check's "created on first start".
+				for i := range rs {
+					if rs[i].Check == r.Check {
+						rs[i] = r
+					}
 				}
 			}
+			db.Close()
 		}
-		in := doctor.Inputs{DB: db, Sessions: localSessions(cfg, db), Scope: scope, Index: standaloneIndex(cfg, db)}
-		if k, err := audit.LoadKey(app.AuditKeySpec(cfg), false); err != nil {
-			in.AuditKeyProblem = err.Error()
-		} else {
-			in.AuditKey = k
-		}
-		if in.Sessions == nil {
-			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
-		}
-		return append(rs, doctor.Database(ctx, in)...)
+		return append(rs, local...)
 	case errors.Is(err, store.ErrLocked):
-		c := control.NewClient(sock)
-		defer c.Close()
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, serr := c.Status(cctx)
-		cancel()
-		if serr != nil {
-			return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
-				Detail: fmt.Sprintf("the database is locked by a process that does not answer on %s (%v)", sock, serr),
-				Hint:   "another program holds the file (an older accords-mcp without a control socket?); find it with: fuser " + cfg.DBPath + " (or lsof)"})
-		}
-		where := st.Transport
-		if st.Addr != "" {
-			where += " on " + st.Addr
-		}
-		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK,
-			Detail: fmt.Sprintf("running: pid %d, version %s, %s, since %s; database checks run inside it", st.PID, st.Version, where, st.StartedAt.Format(time.RFC3339))})
-		var remote []doctor.Result
-		dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		if err := c.Doctor(dctx, scope, &remote); err != nil {
-			return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(), Hint: "check the daemon's log"})
-		}
-		return append(rs, remote...)
+		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
+			Detail: fmt.Sprintf("the database is locked by a process that does not answer on %s", sock),
+			Hint:   "another program holds the file (an accords-mcp command in progress, or an older accords-mcp without a control socket?); find it with: fuser " + cfg.DBPath + " (or lsof)"})
 	case errors.Is(err, store.ErrNewerSchema):
 		return append(rs, doctor.Result{Check: "schema version", Status: doctor.FAIL, Detail: err.Error(), Hint: "upgrade accords-mcp, or restore a backup taken by this version"})
 	default:

@@ -97,7 +97,7 @@ func TestMissingKeyFileWithSealedSessionsIsRefused(t *testing.T) {
 
 	env, _, errb := opsEnv(vars, "")
 	env.stdin = strings.NewReader("")
-	code := run(context.Background(), env, []string{"serve"})
+	code := run(context.Background(), env, []string{"serve", "--standalone"})
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errb.String(), "key file")
 	assert.Contains(t, errb.String(), "1 stored session(s) are sealed with it")

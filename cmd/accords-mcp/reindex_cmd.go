@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/ops/admin"
 )
 
 func init() {
@@ -23,23 +23,24 @@ func runReindex(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: reindex takes no arguments")
 		return 2
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		bar := &progressBar{w: env.stderr, label: "reindexing", width: 30}
-		entries := 0
-		start := time.Now()
-		err = a.Catalog.Reindex(withContext(ctx), func(d, total int) {
-			entries = d
-			if !*quiet {
-				bar.update(d, total, "entries")
-			}
-		})
-		bar.finish()
-		if err != nil {
-			printErr(env.stderr, err)
-			return 1
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return reindex(withContext(ctx), env, b, *quiet) })
+}
+
+// reindex rebuilds the index with a progress bar on stderr.
+func reindex(ctx context.Context, env *environment, cat admin.Catalog, quiet bool) int {
+	bar := &progressBar{w: env.stderr, label: "reindexing", width: 30}
+	start := time.Now()
+	res, err := cat.Reindex(ctx, func(d, total int) {
+		if !quiet {
+			bar.update(d, total, "entries")
 		}
-		fmt.Fprintf(env.stdout, "reindexed %d entries at catalog revision %d\n", entries, a.Catalog.Rev())
-		fmt.Fprintf(env.stderr, "took %s\n", time.Since(start).Round(time.Millisecond))
-		return 0
 	})
+	bar.finish()
+	if err != nil {
+		printErr(env.stderr, err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "reindexed %d entries at catalog revision %d\n", res.Entries, res.Rev)
+	fmt.Fprintf(env.stderr, "took %s\n", time.Since(start).Round(time.Millisecond))
+	return 0
 }

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/ops/admin"
 )
 
 func init() {
@@ -34,23 +34,28 @@ func runRender(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 2
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		id, version := splitRef(pos[0])
-		res, err := a.Catalog.Render(withContext(ctx), catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: pos[1], Inputs: in, OutputKind: *kind})
-		return output(env, *asJSON, res, err, func(w io.Writer) {
-			raw, _ := json.MarshalIndent(res.Rendered, "", "  ")
-			fmt.Fprintln(w, string(raw))
-			ref := res.SourceRef
-			fmt.Fprintf(env.stderr, "rendered %s@%s %s as %s", ref.CookbookID, ref.Version, ref.TemplateID, ref.OutputKind)
-			if len(res.UsedDefaults) > 0 {
-				var keys []string
-				for _, d := range res.UsedDefaults {
-					keys = append(keys, d.InputKey)
-				}
-				fmt.Fprintf(env.stderr, "; defaults used for %s", strings.Join(keys, ", "))
+	id, version := splitRef(pos[0])
+	r := catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: pos[1], Inputs: in, OutputKind: *kind}
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return renderTemplate(withContext(ctx), env, b, r, *asJSON) })
+}
+
+// renderTemplate prints the rendered request (the whole result with
+// asJSON), and what it used on stderr.
+func renderTemplate(ctx context.Context, env *environment, cat admin.Catalog, r catalog.RenderRequest, asJSON bool) int {
+	res, err := cat.Render(ctx, r)
+	return output(env, asJSON, res, err, func(w io.Writer) {
+		raw, _ := json.MarshalIndent(res.Rendered, "", "  ")
+		fmt.Fprintln(w, string(raw))
+		ref := res.SourceRef
+		fmt.Fprintf(env.stderr, "rendered %s@%s %s as %s", ref.CookbookID, ref.Version, ref.TemplateID, ref.OutputKind)
+		if len(res.UsedDefaults) > 0 {
+			var keys []string
+			for _, d := range res.UsedDefaults {
+				keys = append(keys, d.InputKey)
 			}
-			fmt.Fprintln(env.stderr)
-		})
+			fmt.Fprintf(env.stderr, "; defaults used for %s", strings.Join(keys, ", "))
+		}
+		fmt.Fprintln(env.stderr)
 	})
 }
 

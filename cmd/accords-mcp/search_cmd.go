@@ -8,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/ops/admin"
 )
 
 func init() {
@@ -40,24 +40,27 @@ func runSearch(ctx context.Context, env *environment, args []string) int {
 	for _, t := range tags {
 		tagList = append(tagList, strings.Split(t, ",")...)
 	}
-	return withCatalogApp(env, func(a *app.App) int {
-		q := index.Query{Text: strings.Join(pos, " "), ConnectorID: *connector, Verb: *verb, Tags: catalog.CanonicalTags(tagList),
-			EntryType: *entryType, CookbookID: *cookbook, AllVersions: *all, Limit: *limit}
-		res, err := a.Catalog.Search(withContext(ctx), q)
-		return output(env, *asJSON, res, err, func(w io.Writer) {
-			if len(res.Items) == 0 {
-				fmt.Fprintln(w, "no matching recipes")
-				return
-			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCORE\tCOOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
-			for _, h := range res.Items {
-				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", h.Score, h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
-			}
-			tw.Flush()
-			if uint64(len(res.Items)) < res.Total {
-				fmt.Fprintf(w, "(%d of %d matches; use --limit for more)\n", len(res.Items), res.Total)
-			}
-		})
+	q := index.Query{Text: strings.Join(pos, " "), ConnectorID: *connector, Verb: *verb, Tags: catalog.CanonicalTags(tagList),
+		EntryType: *entryType, CookbookID: *cookbook, AllVersions: *all, Limit: *limit}
+	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return searchRecipes(withContext(ctx), env, b, q, *asJSON) })
+}
+
+// searchRecipes prints the ranked hits of q.
+func searchRecipes(ctx context.Context, env *environment, cat admin.Catalog, q index.Query, asJSON bool) int {
+	res, err := cat.Search(ctx, q)
+	return output(env, asJSON, res, err, func(w io.Writer) {
+		if len(res.Items) == 0 {
+			fmt.Fprintln(w, "no matching recipes")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCORE\tCOOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
+		for _, h := range res.Items {
+			fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", h.Score, h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
+		}
+		tw.Flush()
+		if uint64(len(res.Items)) < res.Total {
+			fmt.Fprintf(w, "(%d of %d matches; use --limit for more)\n", len(res.Items), res.Total)
+		}
 	})
 }

@@ -78,6 +78,33 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 	return s, nil
 }
 
+// Reopen closes the index and opens the catalog again on the same
+// database, as Open does: after the daemon swapped in a restored file, the
+// store revision is re-read and the index (removed by the restore) is
+// rebuilt. The caller holds every other call off meanwhile.
+func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
+	if err := s.Close(); err != nil {
+		s.logger.Warn("closing the catalog index before reopening", "error", err.Error())
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		s.storeRev.Store(readU64(root.Get(keyRev)))
+		return nil
+	}); err != nil {
+		return OpenReport{}, fmt.Errorf("reopen catalog: %w", err)
+	}
+	s.indexRev.Store(0)
+	rep, err := s.syncIndex(ctx, nil)
+	if err != nil {
+		return OpenReport{}, err
+	}
+	s.report = rep
+	return rep, nil
+}
+
 // Report says what Open did with the index.
 func (s *Service) Report() OpenReport { return s.report }
 

@@ -39,10 +39,38 @@ func (s Session) Timeout() time.Duration { return time.Duration(s.TimeoutMS) * t
 
 // Defaults is the environment session (VC_* variables).
 type Defaults struct {
-	Token      string
-	BaseURL    string
-	TimeoutMS  int
-	UnixSocket string
+	Token      string `json:"token,omitempty"`
+	BaseURL    string `json:"base_url,omitempty"`
+	TimeoutMS  int    `json:"timeout_ms,omitempty"`
+	UnixSocket string `json:"unix_socket,omitempty"`
+}
+
+type defaultsKey struct{}
+
+// WithDefaults returns ctx carrying the environment session of the client a
+// call comes from. A daemon serves several launches, each with its own VC_*
+// variables; their calls resolve against their own defaults, not the
+// daemon's.
+func WithDefaults(ctx context.Context, d Defaults) context.Context {
+	return context.WithValue(ctx, defaultsKey{}, normalize(d))
+}
+
+// envFor is the environment session in force for ctx.
+func (s *Service) envFor(ctx context.Context) Defaults {
+	if d, ok := ctx.Value(defaultsKey{}).(Defaults); ok {
+		return d
+	}
+	return s.env
+}
+
+func normalize(env Defaults) Defaults {
+	if env.BaseURL == "" {
+		env.BaseURL = DefaultBaseURL
+	}
+	if env.TimeoutMS <= 0 {
+		env.TimeoutMS = DefaultTimeoutMS
+	}
+	return env
 }
 
 // Status is the tool-facing view of a session; Token is masked.
@@ -74,13 +102,7 @@ type Service struct {
 
 // New returns a service over db.
 func New(db *store.DB, keys *keyring.Keyring, env Defaults) *Service {
-	if env.BaseURL == "" {
-		env.BaseURL = DefaultBaseURL
-	}
-	if env.TimeoutMS <= 0 {
-		env.TimeoutMS = DefaultTimeoutMS
-	}
-	return &Service{db: db, keys: keys, env: env, now: time.Now}
+	return &Service{db: db, keys: keys, env: normalize(env), now: time.Now}
 }
 
 // Mask hides a token: first three and last three characters of tokens of six
@@ -209,11 +231,12 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 	if err != nil {
 		return Session{}, apperr.Internal("read session", err)
 	}
+	env := s.envFor(ctx)
 	if !found {
-		if s.env.Token == "" {
+		if env.Token == "" {
 			return Session{}, notConfigured()
 		}
-		return Session{BaseURL: s.env.BaseURL, Token: s.env.Token, TimeoutMS: s.env.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "env"}, nil
+		return Session{BaseURL: env.BaseURL, Token: env.Token, TimeoutMS: env.TimeoutMS, UnixSocket: env.UnixSocket, Source: "env"}, nil
 	}
 	if rec.Cleared {
 		return Session{}, notConfigured()
@@ -224,7 +247,7 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 		e.Details["reason"] = "secret_key_mismatch"
 		return Session{}, e.WithCause(err)
 	}
-	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: s.env.UnixSocket, Source: "configured"}, nil
+	return Session{BaseURL: rec.BaseURL, Token: string(tok), TimeoutMS: rec.TimeoutMS, UnixSocket: env.UnixSocket, Source: "configured"}, nil
 }
 
 // Scopes lists the scopes that hold a session record (tombstones

@@ -25,12 +25,15 @@ import (
 // Receipt is one audited tool call. Field order is the canonical encoding:
 // never reorder or rename fields, that would break verification of old logs.
 type Receipt struct {
-	Seq            uint64  `json:"seq"`
-	Type           string  `json:"type"`
-	CallID         string  `json:"call_id"`
-	Timestamp      string  `json:"timestamp"`
-	Caller         string  `json:"caller"`
-	Transport      string  `json:"transport"`
+	Seq       uint64 `json:"seq"`
+	Type      string `json:"type"`
+	CallID    string `json:"call_id"`
+	Timestamp string `json:"timestamp"`
+	Caller    string `json:"caller"`
+	Transport string `json:"transport"`
+	// Session is the attached stdio client the call came from (omitted
+	// otherwise, so receipts written before it existed verify unchanged).
+	Session        string  `json:"session,omitempty"`
 	Scope          string  `json:"scope"`
 	Tool           string  `json:"tool"`
 	CapabilityUsed string  `json:"capability_used"`

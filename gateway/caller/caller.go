@@ -45,6 +45,10 @@ type Principal struct {
 	// Addr is the HTTP client's IP address ("" on stdio): anonymous
 	// callers are rate limited by it as well as by tenant.
 	Addr string
+	// Session names the stdio client among several a daemon serves (the
+	// attach session id, e.g. "c-3f9a..."); empty for a process serving
+	// its own stdin and for HTTP.
+	Session string
 }
 
 // Request is what one request says about its caller.

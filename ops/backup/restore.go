@@ -56,15 +56,7 @@ type Result struct {
 // rebuilds the index. Any refusal leaves the database, the index and the
 // folder as they were.
 func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) {
-	if o.LockTimeout <= 0 {
-		o.LockTimeout = 500 * time.Millisecond
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Migrations == nil {
-		o.Migrations = migrations.All()
-	}
+	o = o.withDefaults()
 	dir := filepath.Dir(o.DBPath)
 	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -82,80 +74,24 @@ func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) 
 	if err := probeLock(o.DBPath, o.LockTimeout); err != nil {
 		return res, err
 	}
-	unlock := func() {}
-	defer func() { unlock() }()
-
-	// Stage a private copy beside the database (same filesystem, so the
-	// final rename is atomic); the backup file itself is never modified.
-	stage, err := tempFile(dir, "."+filepath.Base(o.DBPath)+".restore-")
+	st, res, err := Stage(src, r, o)
 	if err != nil {
 		return res, err
 	}
-	stagePath := stage.Name()
-	staged := false
-	defer func() {
-		if !staged {
-			os.Remove(stagePath)
-		}
-	}()
-	if err := copyInto(stage, src, r); err != nil {
-		stage.Close()
-		return res, err
-	}
-	if err := stage.Close(); err != nil {
-		return res, err
-	}
-
-	info, err := check(stagePath, o.Migrations)
-	info.Path = src
-	res.Info = info
-	if err != nil {
-		return res, err
-	}
-	if info.SchemaVersion < info.LatestSchema {
-		db, err := store.Open(stagePath, store.Options{Migrations: o.Migrations})
-		if err != nil {
-			return res, fmt.Errorf("migrate backup from schema %d: %w", info.SchemaVersion, err)
-		}
-		// store.Open copies an older file aside before migrating; the
-		// backup itself is that copy, so drop the duplicate.
-		if db.BackupPath != "" {
-			os.Remove(db.BackupPath)
-		}
-		if err := db.Close(); err != nil {
-			return res, err
-		}
-		res.MigratedFrom = info.SchemaVersion
-		res.SchemaVersion = info.LatestSchema
-	}
+	defer st.Discard()
 
 	// Past this point the backup is known good. Take the lock for the swap
 	// only: validation can take long, and a daemon blocked on the lock of
 	// the old file would otherwise open it once the lock is released.
-	u, err := lockLive(o.DBPath, o.LockTimeout)
+	unlock, err := lockLive(o.DBPath, o.LockTimeout)
 	if err != nil {
 		return res, err
 	}
-	unlock = u
-	if o.IndexDir != "" {
-		if err := removeAll(o.IndexDir); err != nil {
-			return res, fmt.Errorf("remove the old index %s: %w", o.IndexDir, err)
-		}
-	}
-	if _, err := os.Stat(o.DBPath); err == nil {
-		prev := fmt.Sprintf("%s.%s.bak", o.DBPath, o.Now().UTC().Format("20060102T150405.000Z"))
-		if err := keepPrevious(o.DBPath, prev); err != nil {
-			return res, fmt.Errorf("keep the current database as %s: %w", prev, err)
-		}
-		res.Previous = prev
-	}
-	if err := os.Rename(stagePath, o.DBPath); err != nil {
-		return res, fmt.Errorf("move the restored database into place: %w", err)
-	}
-	staged = true
-	syncDir(dir)
+	res.Previous, err = st.Swap(o)
 	unlock()
-	unlock = func() {}
+	if err != nil {
+		return res, err
+	}
 
 	if o.Reindex != nil {
 		db, err := store.Open(o.DBPath, store.Options{LockTimeout: o.LockTimeout, Migrations: o.Migrations})
@@ -174,6 +110,128 @@ func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) 
 		res.Reindexed, res.IndexDocs = true, n
 	}
 	return res, nil
+}
+
+func (o RestoreOptions) withDefaults() RestoreOptions {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 500 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Migrations == nil {
+		o.Migrations = migrations.All()
+	}
+	return o
+}
+
+// Staged is a backup copied beside the database, checked and migrated:
+// ready to be swapped in. A daemon restoring through its control socket
+// stages while it serves, then swaps with every call held.
+type Staged struct {
+	path    string
+	swapped bool
+}
+
+// Stage copies the backup read from src (a path, or "-" with r) into a
+// private file beside o.DBPath (same filesystem, so the swap is an atomic
+// rename; the backup file itself is never modified), checks it completely
+// and migrates an older schema. It does not touch the database. The
+// result describes the backup; Discard removes the staged file unless it
+// was swapped in.
+func Stage(src string, r io.Reader, o RestoreOptions) (*Staged, Result, error) {
+	o = o.withDefaults()
+	var res Result
+	dir := filepath.Dir(o.DBPath)
+	stage, err := tempFile(dir, "."+filepath.Base(o.DBPath)+".restore-")
+	if err != nil {
+		return nil, res, err
+	}
+	st := &Staged{path: stage.Name()}
+	fail := func(err error) (*Staged, Result, error) {
+		st.Discard()
+		return nil, res, err
+	}
+	if err := copyInto(stage, src, r); err != nil {
+		stage.Close()
+		return fail(err)
+	}
+	if err := stage.Close(); err != nil {
+		return fail(err)
+	}
+	info, err := check(st.path, o.Migrations)
+	info.Path = src
+	res.Info = info
+	if err != nil {
+		return fail(err)
+	}
+	if info.SchemaVersion < info.LatestSchema {
+		db, err := store.Open(st.path, store.Options{Migrations: o.Migrations})
+		if err != nil {
+			return fail(fmt.Errorf("migrate backup from schema %d: %w", info.SchemaVersion, err))
+		}
+		// store.Open copies an older file aside before migrating; the
+		// backup itself is that copy, so drop the duplicate.
+		if db.BackupPath != "" {
+			os.Remove(db.BackupPath)
+		}
+		if err := db.Close(); err != nil {
+			return fail(err)
+		}
+		res.MigratedFrom = info.SchemaVersion
+		res.SchemaVersion = info.LatestSchema
+	}
+	return st, res, nil
+}
+
+// Swap removes the index, keeps the current database as
+// <db>.<UTC time>.bak (returned; "" when there was none) and renames the
+// staged file into place. The caller makes sure nothing has the database
+// open for writing: it holds the lock (Restore), or it is the daemon and
+// has closed its handle.
+func (st *Staged) Swap(o RestoreOptions) (previous string, err error) {
+	o = o.withDefaults()
+	if st.swapped {
+		return "", errors.New("backup already swapped in")
+	}
+	if o.IndexDir != "" {
+		if err := removeAll(o.IndexDir); err != nil {
+			return "", fmt.Errorf("remove the old index %s: %w", o.IndexDir, err)
+		}
+	}
+	if _, err := os.Stat(o.DBPath); err == nil {
+		prev := fmt.Sprintf("%s.%s.bak", o.DBPath, o.Now().UTC().Format("20060102T150405.000Z"))
+		if err := keepPrevious(o.DBPath, prev); err != nil {
+			return "", fmt.Errorf("keep the current database as %s: %w", prev, err)
+		}
+		previous = prev
+	}
+	if err := os.Rename(st.path, o.DBPath); err != nil {
+		return previous, fmt.Errorf("move the restored database into place: %w", err)
+	}
+	st.swapped = true
+	syncDir(filepath.Dir(o.DBPath))
+	return previous, nil
+}
+
+// Unswap puts previous (what Swap kept) back at dbPath: the daemon's way
+// back when the restored file cannot be opened after all.
+func Unswap(dbPath, previous string) error {
+	if previous == "" {
+		return errors.New("no previous database to put back")
+	}
+	if err := os.Rename(previous, dbPath); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(dbPath))
+	return nil
+}
+
+// Discard removes the staged file unless it was swapped in.
+func (st *Staged) Discard() {
+	if st != nil && !st.swapped {
+		os.Remove(st.path)
+	}
 }
 
 // lockLive takes the live database's lock (a no-op when there is no

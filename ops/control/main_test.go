@@ -6,5 +6,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The control server must leave no goroutine behind once its context ends.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The control server must leave no goroutine behind once its context ends;
+// bleve (through the operations API's catalog import) starts package-level
+// analysis workers.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}

@@ -36,9 +36,9 @@ var Vars = []Var{
 	{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", "8388608", "largest stdio message; a longer one gets a JSON-RPC error and the session goes on"},
 	{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", "4194304", "largest cookbook bundle stored by any path (tools, CLI import, remote install, legacy import), in canonical JSON bytes"},
 	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
-	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state, on every transport (serve --read-only)"},
-	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets)"},
-	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets)"},
+	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state (serve --read-only): for the one client when a stdio launch attaches to a daemon, for every client in the daemon's own environment"},
+	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
+	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
 	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
 	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
@@ -60,6 +60,8 @@ var Vars = []Var{
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
+	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
+	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
 }
 
 // Config is the resolved configuration.
@@ -114,6 +116,15 @@ type Config struct {
 	VaultMaxResponseBytes int64
 	// HandleRetention is how long terminal approval handles are kept.
 	HandleRetention time.Duration
+
+	// Standalone serves stdio in-process instead of attaching to a daemon.
+	Standalone bool
+	// DaemonIdleTimeout is how long an auto-started daemon waits without
+	// clients before it exits.
+	DaemonIdleTimeout time.Duration
+	// DBLockTimeout bounds the wait for the database lock (not from the
+	// environment: a daemon taking over waits longer than a command).
+	DBLockTimeout time.Duration
 }
 
 // Default timeouts and limits.
@@ -126,6 +137,7 @@ const (
 	DefaultVaultMaxBytes   = 16 << 20
 	DefaultHandleRetention = 7 * 24 * time.Hour
 	ShutdownGrace          = 10 * time.Second
+	DefaultDaemonIdle      = 5 * time.Minute
 )
 
 // HTTP and stdio limits (docs/security.md).
@@ -170,6 +182,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RemoteMaxBundleBytes: DefaultRemoteMaxBundleBytes,
 		RemoteTimeoutMS:      DefaultRemoteTimeoutMS,
 		HandleRetention:      DefaultHandleRetention,
+		DaemonIdleTimeout:    DefaultDaemonIdle,
 
 		HTTPHeaderTimeout:    DefaultHTTPHeaderTimeout,
 		HTTPBodyTimeout:      DefaultHTTPBodyTimeout,
@@ -197,6 +210,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_DYNAMIC_TOOLSETS must be true or false, got %q", v)
 		}
 		c.DynamicToolsets = dyn
+	}
+	if v := get("ACCORDS_MCP_STANDALONE"); v != "" {
+		sa, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_STANDALONE must be true or false, got %q", v)
+		}
+		c.Standalone = sa
 	}
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
@@ -259,6 +279,13 @@ func (c *Config) readLimits(get func(string) string) error {
 			return err
 		}
 		c.PolicyHashTTL = d
+	}
+	if v := get("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got %q", v)
+		}
+		c.DaemonIdleTimeout = d
 	}
 	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -442,4 +469,24 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// DaemonWide are the settings one daemon applies to every client it
+// serves, by variable name: a launch that attaches to a running daemon
+// with other values gets them ignored (and is told which). The per-client
+// settings (read-only, toolsets, the VC_* session) are not among them.
+func (c Config) DaemonWide() map[string]string {
+	return map[string]string{
+		"ACCORDS_MCP_SECRET_KEY":               c.SecretKey,
+		"ACCORDS_MCP_POLICY_FILE":              c.PolicyFile,
+		"ACCORDS_MCP_AUDIT_RETENTION":          c.AuditRetention,
+		"ACCORDS_MCP_AUDIT_ON_FAILURE":         c.AuditOnFailure,
+		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":   strconv.FormatInt(c.RemoteMaxIndexBytes, 10),
+		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":  strconv.FormatInt(c.RemoteMaxBundleBytes, 10),
+		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":        strconv.Itoa(c.RemoteTimeoutMS),
+		"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW":   strings.Join(c.RemoteTokenEnvAllow, ","),
+		"ACCORDS_MCP_POLICY_HASH_TTL":          c.PolicyHashTTL.String(),
+		"ACCORDS_MCP_HANDLE_RETENTION":         c.HandleRetention.String(),
+		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": strconv.FormatInt(c.VaultMaxResponseBytes, 10),
+	}
 }

@@ -229,12 +229,13 @@ func indexOf(id string) int {
 	return n
 }
 
-// killDuringStartup starts the binary and kills it after d, before or
-// while it opens and repairs the database.
+// killDuringStartup starts the binary (serving in its own process, so the
+// kill hits the process opening the database) and kills it after d, before
+// or while it opens and repairs the database.
 func killDuringStartup(t *testing.T, dbPath string, d time.Duration) {
 	t.Helper()
 	cmd := exec.Command(binary(t))
-	cmd.Env = loadgen.ServerEnv(dbPath, nil)
+	cmd.Env = loadgen.ServerEnv(dbPath, []string{"ACCORDS_MCP_STANDALONE=true"})
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	defer stdin.Close()

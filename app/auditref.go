@@ -1,0 +1,24 @@
+package app
+
+import (
+	"sync/atomic"
+
+	"github.com/accordsai/accords-mcp/gateway/audit"
+)
+
+// auditRef is the audit log as the gateway, the tools, /healthz and the
+// metrics hold it: a restore through the daemon closes the log of the old
+// file and opens one on the restored file, and every holder follows.
+type auditRef struct{ p atomic.Pointer[audit.Log] }
+
+func (r *auditRef) set(l *audit.Log)        { r.p.Store(l) }
+func (r *auditRef) current() *audit.Log     { return r.p.Load() }
+func (r *auditRef) Healthy() (bool, string) { return r.p.Load().Healthy() }
+func (r *auditRef) Integrity() *audit.Problem {
+	return r.p.Load().Integrity()
+}
+func (r *auditRef) Append(rec audit.Receipt) (audit.Ref, error) { return r.p.Load().Append(rec) }
+func (r *auditRef) AppendSync(rec audit.Receipt) (audit.Ref, error) {
+	return r.p.Load().AppendSync(rec)
+}
+func (r *auditRef) List(f audit.Filter) ([]audit.Receipt, error) { return r.p.Load().List(f) }

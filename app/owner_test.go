@@ -1,0 +1,251 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/ops/admin"
+	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// owned opens an app on a short path (socket paths are limited to about
+// 100 bytes) and makes it the owner.
+func owned(t *testing.T, o app.OwnerOptions, env ...string) (*app.App, *app.Owner) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "own")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := testenv.Config(t, append([]string{"ACCORDS_MCP_DB=" + filepath.Join(dir, "accords.db")}, env...)...)
+	a, err := app.Open(cfg, testenv.Logger())
+	require.NoError(t, err)
+	w, err := a.Own(o)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		w.Close(time.Second)
+		_ = a.Close()
+	})
+	return a, w
+}
+
+// attach connects an MCP client to the owner as a front end would.
+func attach(t *testing.T, w *app.Owner, name string, h control.Hello) *mcp.ClientSession {
+	t.Helper()
+	h.Protocol = control.Protocol
+	c := control.NewClient(w.Socket())
+	t.Cleanup(c.Close)
+	conn, welcome, err := c.Attach(context.Background(), h)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(welcome.Session, "c-"), welcome)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: conn, Writer: conn}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var out []string
+	for _, tool := range res.Tools {
+		out = append(out, tool.Name)
+	}
+	return out
+}
+
+// TestAttachedClientsAreTheirOwnSessions: two clients of one daemon, each
+// with its own view and its own environment session; receipts tell them
+// apart.
+func TestAttachedClientsAreTheirOwnSessions(t *testing.T) {
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	ro := attach(t, w, "reader", control.Hello{View: control.View{ReadOnly: true},
+		Env: session.Defaults{Token: "vc_tok_reader_0001", BaseURL: "http://reader.example"}})
+	cat := attach(t, w, "cataloguer", control.Hello{View: control.View{Toolsets: []string{"catalog", "session"}},
+		Env: session.Defaults{Token: "vc_tok_cataloguer_0002"}})
+
+	roTools, catTools := toolNames(t, ro), toolNames(t, cat)
+	assert.Contains(t, roTools, "vaultclaw_recipes_search")
+	assert.NotContains(t, roTools, "vaultclaw_session_configure", "read-only hides write tools")
+	assert.NotContains(t, roTools, "vaultclaw_cookbook_upsert")
+	assert.Contains(t, catTools, "vaultclaw_cookbook_upsert")
+	assert.NotContains(t, catTools, "vaultclaw_connectors_list", "toolsets narrow the list")
+	assert.Greater(t, len(roTools), 0)
+
+	env := mcptest.Call(t, ro, "vaultclaw_session_configure", map[string]any{"token": "vc_tok_nope_00000"})
+	assert.Equal(t, "MCP_PERMISSION_DENIED", env.Code())
+	assert.Equal(t, "read_only", env.Details()["reason"], "the refusal a read-only server gives")
+	env = mcptest.Call(t, cat, "vaultclaw_connectors_list", nil)
+	assert.Equal(t, "MCP_PERMISSION_DENIED", env.Code())
+	assert.Equal(t, "toolset_disabled", env.Details()["reason"])
+
+	// Each client's calls fall back to its own environment session.
+	st := mcptest.Call(t, ro, "vaultclaw_session_status", nil).Object()
+	assert.Equal(t, "vc_***001", st["token"])
+	assert.Equal(t, "http://reader.example", st["base_url"])
+	st = mcptest.Call(t, cat, "vaultclaw_session_status", nil).Object()
+	assert.Equal(t, "vc_***002", st["token"])
+
+	clients := a.Clients()
+	require.Len(t, clients, 2)
+	names := []string{clients[0].Name, clients[1].Name}
+	slices.Sort(names)
+	assert.Equal(t, []string{"cataloguer", "reader"}, names)
+
+	require.NoError(t, a.Audit.Flush())
+	rs, err := audit.List(a.DB, audit.Filter{Limit: 100})
+	require.NoError(t, err)
+	sessions := map[string][]string{}
+	for _, r := range rs {
+		assert.Equal(t, "local", r.Caller)
+		assert.True(t, strings.HasPrefix(r.Session, "c-"), "receipts name the session: %+v", r)
+		sessions[r.Session] = append(sessions[r.Session], r.Tool)
+	}
+	assert.Len(t, sessions, 2, "one session per client")
+}
+
+// TestRestoreInPlaceWhileClientsCall restores a backup through the owner
+// while two attached clients call tools: nothing fails, and both see the
+// restored data without reconnecting.
+func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	cs := []*mcp.ClientSession{attach(t, w, "one", control.Hello{}), attach(t, w, "two", control.Hello{})}
+	corpus := loadgen.Corpus{Seed: 5}
+	upsert := func(cs *mcp.ClientSession, id, version string) mcptest.Envelope {
+		b, _ := corpus.Bundle(1, version)
+		b["cookbook_id"] = id
+		return mcptest.Call(t, cs, loadgen.ToolUpsert, map[string]any{"bundle": b})
+	}
+	require.True(t, upsert(cs[0], "kept", "1.0.0").OK)
+	var snap bytes.Buffer
+	_, err := a.Backend().Backup(context.Background(), &snap)
+	require.NoError(t, err)
+	bak := filepath.Join(t.TempDir(), "b.db")
+	require.NoError(t, os.WriteFile(bak, snap.Bytes(), 0o600))
+	require.True(t, upsert(cs[1], "gone", "1.0.0").OK)
+
+	var stop atomic.Bool
+	var calls atomic.Int64
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			for n := 0; !stop.Load(); n++ {
+				var env mcptest.Envelope
+				if n%2 == 0 {
+					env = mcptest.Call(t, c, loadgen.ToolSearch, map[string]any{"query": "gmail"})
+				} else {
+					env = upsert(c, "busy", fmt.Sprintf("1.%d.%d", i, n))
+				}
+				if !assert.True(t, env.OK, "client %d during the restore: %v", i, env.Raw) {
+					return
+				}
+				calls.Add(1)
+			}
+		})
+	}
+	for calls.Load() < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := a.Backend().Restore(context.Background(), bak, nil)
+	before := calls.Load()
+	for calls.Load() < before+10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	require.NoError(t, err)
+	assert.True(t, res.Daemon)
+	assert.True(t, res.Reindexed)
+	assert.NotEmpty(t, res.Previous)
+
+	for _, c := range cs {
+		assert.True(t, mcptest.Call(t, c, loadgen.ToolGet, map[string]any{"cookbook_id": "kept"}).OK)
+		assert.Equal(t, "MCP_CATALOG_NOT_FOUND", mcptest.Call(t, c, loadgen.ToolGet, map[string]any{"cookbook_id": "gone"}).Code())
+	}
+	vres, err := a.Backend().AuditVerify(context.Background(), admin.AuditVerifyRequest{})
+	require.NoError(t, err)
+	assert.True(t, vres.Report.OK, "%+v", vres.Report.Problem)
+	assert.Equal(t, a.AuditKey.VerifierKey, vres.Key, "the daemon verifies with its own key when asked for none")
+}
+
+// TestRestoreRefusesABadBackupAndChangesNothing: the clients never pause
+// for a backup that does not verify.
+func TestRestoreRefusesABadBackupAndChangesNothing(t *testing.T) {
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	cs := attach(t, w, "one", control.Hello{})
+	bad := filepath.Join(t.TempDir(), "bad.db")
+	require.NoError(t, os.WriteFile(bad, []byte("not a database"), 0o600))
+	_, err := a.Backend().Restore(context.Background(), bad, nil)
+	require.Error(t, err)
+	assert.True(t, mcptest.Call(t, cs, loadgen.ToolStatus, nil).OK, "still serving")
+	_, err = os.Stat(a.Config.DBPath)
+	require.NoError(t, err)
+}
+
+// TestAutoOwnerIdlesOut: an auto owner stops after its idle timeout with
+// no client attached, not while one is; an explicit one never does.
+func TestAutoOwnerIdlesOut(t *testing.T) {
+	_, w := owned(t, app.OwnerOptions{Mode: control.ModeAuto, Transport: "attach", IdleTimeout: 300 * time.Millisecond})
+	cs := attach(t, w, "one", control.Hello{})
+	select {
+	case <-w.Stopping():
+		t.Fatal("stopped with a client attached")
+	case <-time.After(time.Second):
+	}
+	_ = cs.Close() // the reader and the writer are one connection: its second close reports an error
+	select {
+	case <-w.Stopping():
+		assert.Equal(t, "idle", w.Reason())
+	case <-time.After(10 * time.Second):
+		t.Fatal("the auto owner did not idle out")
+	}
+
+	_, e := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach", IdleTimeout: 100 * time.Millisecond})
+	select {
+	case <-e.Stopping():
+		t.Fatal("an explicit owner idled out")
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// TestShutdownAnswersCallsNotStarted: once the owner closes, a call that
+// had not started gets CodeNotStarted (the front end sends it to the next
+// daemon) rather than running half-way.
+func TestShutdownAnswersCallsNotStarted(t *testing.T) {
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	cs := attach(t, w, "one", control.Hello{})
+	a.Gate.Close(time.Second)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: loadgen.ToolStatus, Arguments: map[string]any{}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not started")
+}
+
+func TestAttachRefusesAnUnknownToolset(t *testing.T) {
+	_, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	c := control.NewClient(w.Socket())
+	defer c.Close()
+	_, _, err := c.Attach(context.Background(), control.Hello{Protocol: control.Protocol, View: control.View{Toolsets: []string{"nope"}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown toolset "nope"`)
+	_, _, err = c.Attach(context.Background(), control.Hello{Protocol: control.Protocol + 1})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "protocol")
+}

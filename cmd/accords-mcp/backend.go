@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/accordsai/accords-mcp/app"
+	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/ops/admin"
+	"github.com/accordsai/accords-mcp/ops/backup"
+	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/ops/doctor"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/store"
+)
+
+// The operator commands run against admin.Backend: the running daemon's
+// (remote), or, when none runs, this process opening the database itself
+// (local). Each command's logic takes the interface and knows nothing of
+// flags, so the flag layer can change without touching it.
+
+// where says how a command reached the database.
+type where struct {
+	remote bool
+	daemon control.Status
+	socket string
+}
+
+// withBackend runs fn against the daemon that owns the database, or
+// against the database itself when no daemon runs.
+func withBackend(ctx context.Context, env *environment, fn func(b admin.Backend, w where) int) int {
+	return backendFor(ctx, env, false, fn)
+}
+
+// withAppBackend is withBackend for the commands that open the database
+// as the server does when no daemon runs (catalog, search, render,
+// reindex, session): a database that cannot be opened is reported before
+// the command runs, as "accords-mcp: <why>".
+func withAppBackend(ctx context.Context, env *environment, fn func(b admin.Backend, w where) int) int {
+	return backendFor(ctx, env, true, fn)
+}
+
+func backendFor(ctx context.Context, env *environment, openApp bool, fn func(b admin.Backend, w where) int) int {
+	cfg, err := env.config()
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	b, w, closeFn, err := openBackend(ctx, env, cfg)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	defer closeFn()
+	if l, ok := b.(*localBackend); ok && openApp {
+		if _, err := l.services(); err != nil {
+			fmt.Fprintln(env.stderr, "accords-mcp:", err)
+			return 1
+		}
+	}
+	return fn(b, w)
+}
+
+func openBackend(ctx context.Context, env *environment, cfg config.Config) (admin.Backend, where, func(), error) {
+	sock := control.SocketPath(cfg.DBPath)
+	c := control.NewClient(sock)
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	st, err := c.Status(sctx)
+	cancel()
+	switch {
+	case err == nil:
+		return c.Ops(), where{remote: true, daemon: st, socket: sock}, c.Close, nil
+	case errors.Is(err, control.ErrRefused):
+		c.Close()
+		return nil, where{}, nil, err
+	}
+	// No daemon (or a socket nobody answers on: the database lock tells).
+	c.Close()
+	l := &localBackend{env: env, cfg: cfg}
+	return l, where{socket: sock}, l.close, nil
+}
+
+// commandEnv is the command's own environment session, sent with session and
+// doctor requests so a daemon answers as the command would offline.
+func commandEnv(cfg config.Config) session.Defaults {
+	return session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket}
+}
+
+// localBackend opens what each operation needs, the way the commands did
+// before a daemon could own the database: the catalog and session
+// commands open the database as the server does; audit, doctor and backup
+// read it read-only; restore swaps it under the file lock.
+type localBackend struct {
+	env  *environment
+	cfg  config.Config
+	a    *app.App
+	done func()
+}
+
+var _ admin.Backend = (*localBackend)(nil)
+
+func (l *localBackend) close() {
+	if l.done != nil {
+		l.done()
+	}
+}
+
+// services opens the app once for the command's catalog and session
+// operations.
+func (l *localBackend) services() (*admin.Services, error) {
+	if l.a == nil {
+		a, done, err := openCatalogApp(l.env)
+		if err != nil {
+			return nil, err
+		}
+		l.a, l.done = a, done
+	}
+	return &admin.Services{DB: l.a.DB, Catalog: l.a.Catalog, Sessions: l.a.Sessions}, nil
+}
+
+// readOnly runs fn on the database opened read-only.
+func (l *localBackend) readOnly(fn func(s *admin.Services) error) error {
+	db, err := store.Open(l.cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(&admin.Services{DB: db})
+}
+
+func (l *localBackend) Search(ctx context.Context, q index.Query) (index.Result, error) {
+	s, err := l.services()
+	if err != nil {
+		return index.Result{}, err
+	}
+	return s.Search(ctx, q)
+}
+
+func (l *localBackend) ListCookbooks(ctx context.Context, f catalog.ListFilter) (admin.CookbookList, error) {
+	s, err := l.services()
+	if err != nil {
+		return admin.CookbookList{}, err
+	}
+	return s.ListCookbooks(ctx, f)
+}
+
+func (l *localBackend) ImportBundle(ctx context.Context, raw []byte, policy string) (*catalog.UpsertResult, error) {
+	s, err := l.services()
+	if err != nil {
+		return nil, err
+	}
+	return s.ImportBundle(ctx, raw, policy)
+}
+
+func (l *localBackend) ExportBundle(ctx context.Context, id, version string) (admin.Export, error) {
+	s, err := l.services()
+	if err != nil {
+		return admin.Export{}, err
+	}
+	return s.ExportBundle(ctx, id, version)
+}
+
+func (l *localBackend) DeleteCookbook(ctx context.Context, id, version string) (*catalog.DeleteResult, error) {
+	s, err := l.services()
+	if err != nil {
+		return nil, err
+	}
+	return s.DeleteCookbook(ctx, id, version)
+}
+
+func (l *localBackend) Render(ctx context.Context, r catalog.RenderRequest) (*catalog.RenderResult, error) {
+	s, err := l.services()
+	if err != nil {
+		return nil, err
+	}
+	return s.Render(ctx, r)
+}
+
+func (l *localBackend) Reindex(ctx context.Context, progress func(done, total int)) (admin.ReindexResult, error) {
+	s, err := l.services()
+	if err != nil {
+		return admin.ReindexResult{}, err
+	}
+	return s.Reindex(ctx, progress)
+}
+
+func (l *localBackend) AuditVerify(ctx context.Context, r admin.AuditVerifyRequest) (res admin.AuditVerifyResult, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		res, err = s.AuditVerify(ctx, r)
+		return err
+	})
+	return res, err
+}
+
+func (l *localBackend) AuditCheckpoint(ctx context.Context) (cp []byte, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		cp, err = s.AuditCheckpoint(ctx)
+		return err
+	})
+	return cp, err
+}
+
+func (l *localBackend) AuditProve(ctx context.Context, seq uint64) (p audit.Proof, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		p, err = s.AuditProve(ctx, seq)
+		return err
+	})
+	return p, err
+}
+
+func (l *localBackend) AuditExport(ctx context.Context, w io.Writer) (n int, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		n, err = s.AuditExport(ctx, w)
+		return err
+	})
+	return n, err
+}
+
+// AuditAcknowledge opens the log for writing with the audit key, which
+// signs the acknowledgement.
+func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string) (string, error) {
+	db, err := store.Open(l.cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	key, err := audit.LoadKey(app.AuditKeySpec(l.cfg), false)
+	if err != nil {
+		return "", fmt.Errorf("the audit key is needed to sign the acknowledgement: %w", err)
+	}
+	lg, err := audit.Open(db, audit.Options{Key: key})
+	if err != nil {
+		return "", err
+	}
+	defer lg.Close()
+	return admin.Acknowledge(lg, operator, note)
+}
+
+func (l *localBackend) AuditTail(ctx context.Context, n int) (rs []audit.Receipt, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		rs, err = s.AuditTail(ctx, n)
+		return err
+	})
+	return rs, err
+}
+
+func (l *localBackend) SessionStatus(ctx context.Context, r admin.SessionRequest) (session.Status, error) {
+	s, err := l.services()
+	if err != nil {
+		return session.Status{}, err
+	}
+	return s.SessionStatus(ctx, r)
+}
+
+func (l *localBackend) SessionConfigure(ctx context.Context, r admin.SessionRequest) (session.Status, error) {
+	s, err := l.services()
+	if err != nil {
+		return session.Status{}, err
+	}
+	return s.SessionConfigure(ctx, r)
+}
+
+func (l *localBackend) SessionClear(ctx context.Context, r admin.SessionRequest) error {
+	s, err := l.services()
+	if err != nil {
+		return err
+	}
+	return s.SessionClear(ctx, r)
+}
+
+// Doctor runs the database checks on the file opened read-only; the
+// daemon line is the command's (localDoctor).
+func (l *localBackend) Doctor(ctx context.Context, scope string, _ session.Defaults) ([]doctor.Result, error) {
+	db, err := store.Open(l.cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	in := doctor.Inputs{DB: db, Sessions: localSessions(l.cfg, db), Scope: scope, Index: standaloneIndex(l.cfg, db)}
+	if k, err := audit.LoadKey(app.AuditKeySpec(l.cfg), false); err != nil {
+		in.AuditKeyProblem = err.Error()
+	} else {
+		in.AuditKey = k
+	}
+	if in.Sessions == nil {
+		in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
+	}
+	return doctor.Database(ctx, in), nil
+}
+
+func (l *localBackend) Backup(ctx context.Context, w io.Writer) (n int64, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		n, err = s.Backup(ctx, w)
+		return err
+	})
+	return n, err
+}
+
+func (l *localBackend) Restore(ctx context.Context, src string, r io.Reader) (admin.RestoreResult, error) {
+	res, err := backup.Restore(src, r, backup.RestoreOptions{DBPath: l.cfg.DBPath, IndexDir: l.cfg.IndexDir(), Reindex: rebuildIndex(ctx, l.cfg)})
+	out := admin.RestoreResult{Result: res, DBPath: l.cfg.DBPath}
+	if err != nil {
+		return out, err
+	}
+	db, err := store.Open(l.cfg.DBPath, store.Options{ReadOnly: true})
+	if err != nil {
+		out.Warnings = []string{"cannot reopen the restored database: " + err.Error()}
+		return out, nil
+	}
+	defer db.Close()
+	out.Warnings = admin.SessionWarnings(ctx, db, l.cfg.SecretKey, l.cfg.KeyFile())
+	return out, nil
+}

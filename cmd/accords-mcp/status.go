@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/accordsai/accords-mcp/ops/control"
+)
+
+func init() {
+	register("status", "show the daemon that owns the database: pid, uptime, mode, transports, attached clients (exit 3 when none runs)", runStatus)
+	register("stop", "stop the daemon that owns the database (it finishes calls in flight first)", runStop)
+}
+
+// exitNotRunning is status's exit code when no daemon runs (LSB's
+// "program is not running").
+const exitNotRunning = 3
+
+func runStatus(ctx context.Context, env *environment, args []string) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := env.config()
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp status:", err)
+		return 1
+	}
+	c := control.NewClient(control.SocketPath(cfg.DBPath))
+	defer c.Close()
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := c.Status(sctx)
+	if errors.Is(err, control.ErrNotRunning) {
+		if *asJSON {
+			_ = json.NewEncoder(env.stdout).Encode(map[string]any{"running": false, "db": cfg.DBPath})
+		} else {
+			fmt.Fprintf(env.stdout, "no daemon running for %s\n", cfg.DBPath)
+		}
+		return exitNotRunning
+	}
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp status:", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(st)
+		return 0
+	}
+	writeStatus(env.stdout, st)
+	return 0
+}
+
+func describeTransports(st control.Status) string {
+	if len(st.Transports) == 0 {
+		return st.Transport
+	}
+	return strings.Join(st.Transports, ", ")
+}
+
+func writeStatus(w io.Writer, st control.Status) {
+	up := time.Duration(st.UptimeSeconds * float64(time.Second)).Round(time.Second)
+	fmt.Fprintf(w, "daemon      pid %d, version %s, %s\n", st.PID, st.Version, st.Mode)
+	fmt.Fprintf(w, "db          %s (schema version %d)\n", st.DB, st.SchemaVersion)
+	fmt.Fprintf(w, "uptime      %s (since %s)\n", up, st.StartedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "transports  %s\n", describeTransports(st))
+	if st.IdleTimeout != "" {
+		fmt.Fprintf(w, "idle exit   after %s with no client attached\n", st.IdleTimeout)
+	}
+	if st.Log != "" {
+		fmt.Fprintf(w, "log         %s\n", st.Log)
+	}
+	fmt.Fprintf(w, "clients     %d attached\n", len(st.Clients))
+	if len(st.Clients) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SESSION\tPID\tCLIENT\tSINCE\tVIEW")
+	for _, c := range st.Clients {
+		name := c.Name
+		if c.Version != "" {
+			name += " " + c.Version
+		}
+		if name == "" {
+			name = "-"
+		}
+		view := "all tools"
+		var parts []string
+		if c.View.ReadOnly {
+			parts = append(parts, "read-only")
+		}
+		if len(c.View.Toolsets) > 0 {
+			parts = append(parts, "toolsets "+strings.Join(c.View.Toolsets, ","))
+		}
+		if len(parts) > 0 {
+			view = strings.Join(parts, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", c.Session, c.PID, name, c.Since.Format(time.RFC3339), view)
+	}
+	_ = tw.Flush()
+}
+
+func runStop(ctx context.Context, env *environment, args []string) int {
+	fs := flag.NewFlagSet("stop", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	wait := fs.Duration("timeout", 30*time.Second, "how long to wait for the daemon to exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := env.config()
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp stop:", err)
+		return 1
+	}
+	c := control.NewClient(control.SocketPath(cfg.DBPath))
+	defer c.Close()
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	st, err := c.Status(sctx)
+	cancel()
+	if errors.Is(err, control.ErrNotRunning) {
+		fmt.Fprintf(env.stdout, "no daemon running for %s\n", cfg.DBPath)
+		return 0
+	}
+	if err == nil {
+		err = c.Stop(ctx, "accords-mcp stop")
+	}
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp stop:", err)
+		return 1
+	}
+	if err := waitGone(ctx, c, *wait); err != nil {
+		fmt.Fprintf(env.stderr, "accords-mcp stop: daemon pid %d: %v\n", st.PID, err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "stopped daemon pid %d (%s, %d client(s) were attached; they start a new one at their next request)\n", st.PID, st.Mode, len(st.Clients))
+	return 0
+}

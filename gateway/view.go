@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/accordsai/accords-mcp/tools"
+)
+
+// View is what one client asked to see on top of the server-wide settings:
+// a stdio launch attached to a daemon keeps its own --read-only and
+// --toolsets (and ACCORDS_MCP_READ_ONLY / ACCORDS_MCP_TOOLSETS). A view
+// only narrows: it never shows a tool the server hides.
+type View struct {
+	ReadOnly bool     `json:"read_only,omitempty"`
+	Toolsets []string `json:"toolsets,omitempty"`
+}
+
+// narrows reports whether the view hides anything at all.
+func (v View) narrows() bool { return v.ReadOnly || len(v.toolsets()) > 0 }
+
+// toolsets is the set of toolsets kept; empty means all ("all" included).
+func (v View) toolsets() map[string]bool {
+	out := map[string]bool{}
+	for _, ts := range v.Toolsets {
+		if ts = strings.TrimSpace(ts); ts != "" {
+			out[ts] = true
+		}
+	}
+	if out["all"] {
+		return nil
+	}
+	return out
+}
+
+type viewKey struct{}
+
+// WithView returns ctx carrying the client's view; the gateway applies it
+// to tools/list and tools/call.
+func WithView(ctx context.Context, v View) context.Context {
+	if !v.narrows() {
+		return ctx
+	}
+	return context.WithValue(ctx, viewKey{}, v)
+}
+
+func viewFrom(ctx context.Context) (View, bool) {
+	v, ok := ctx.Value(viewKey{}).(View)
+	return v, ok
+}
+
+// CheckView refuses a view naming an unknown toolset, with the message a
+// standalone server gives at start-up.
+func (g *Gateway) CheckView(v View) error {
+	known := map[string]bool{}
+	for _, ts := range KnownToolsets {
+		known[ts] = true
+	}
+	for _, t := range g.reg.Tools() {
+		known[t.Toolset] = true
+	}
+	for ts := range v.toolsets() {
+		if !known[ts] {
+			return fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+	}
+	return nil
+}
+
+// viewRefusal explains why the client's view hides t, with the reasons a
+// server configured that way gives.
+func (g *Gateway) viewRefusal(ctx context.Context, t tools.Tool) (reason, format string) {
+	v, ok := viewFrom(ctx)
+	if !ok {
+		return "", ""
+	}
+	if v.ReadOnly && t.Writes() {
+		return "read_only", "tool %s changes state and the server runs in read-only mode"
+	}
+	if sets := v.toolsets(); len(sets) > 0 && !sets[t.Toolset] {
+		return "toolset_disabled", "tool %s belongs to toolset %s, which this server does not enable"
+	}
+	return "", ""
+}

@@ -1,0 +1,51 @@
+//go:build unix
+
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// OwnerLockPath is the lock file serialising who becomes the owner of
+// dbPath: a stdio launch holds it while it starts a daemon, an explicit
+// daemon while it takes over, so two launches racing end with one daemon.
+func OwnerLockPath(dbPath string) string { return dbPath + ".owner.lock" }
+
+// LockOwner takes the owner lock of dbPath, waiting until ctx ends. The
+// lock is an flock on the lock file, released by the kernel if the
+// process dies.
+func LockOwner(ctx context.Context, dbPath string) (unlock func(), err error) {
+	// The database folder is created 0700, as the database would create it.
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return nil, fmt.Errorf("create the database folder: %w", err)
+	}
+	f, err := os.OpenFile(OwnerLockPath(dbPath), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the owner lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EAGAIN) {
+			f.Close()
+			return nil, fmt.Errorf("take the owner lock %s: %w", OwnerLockPath(dbPath), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("another launch holds the owner lock %s (starting a daemon?): %w", OwnerLockPath(dbPath), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

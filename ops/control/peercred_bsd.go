@@ -1,0 +1,30 @@
+//go:build darwin || freebsd
+
+package control
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerUID is the uid of the process at the other end of c: getpeereid(3),
+// which on these systems is LOCAL_PEERCRED's xucred.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid := -1
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		var cred *unix.Xucred
+		cred, serr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		if serr == nil {
+			uid = int(cred.Uid)
+		}
+	}); err != nil {
+		return -1, err
+	}
+	return uid, serr
+}

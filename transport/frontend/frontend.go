@@ -1,0 +1,599 @@
+// Package frontend is the stdio front end of an attached launch: it speaks
+// MCP to the client on stdin/stdout (the same framing as a standalone
+// server: newline-delimited or Content-Length, a malformed message answered
+// with -32700 and the session going on) and forwards every message to the
+// daemon that owns the database over an attached stream. The client's
+// connection outlives the daemon: when the stream breaks, the requests in
+// flight fail with a retryable answer, and the next request dials again
+// (starting a daemon if none runs), replays the client's initialize on its
+// behalf, swallows the answer, and goes through.
+package frontend
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/transport"
+)
+
+// Options configure Run.
+type Options struct {
+	// In and Out are the client's stdin and stdout.
+	In  io.Reader
+	Out io.Writer
+	// Dial returns a new attached stream to the daemon (finding one, or
+	// starting one). The error explains why none can be had.
+	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	// Writes reports whether a tool changes state: such a call cut off by a
+	// dying daemon may have run, so it is not reported as retryable.
+	// Unknown names count as writes. Nil: every tool writes.
+	Writes func(tool string) bool
+	// ReplayTimeout bounds the replayed initialize (default 30s).
+	ReplayTimeout time.Duration
+	// MaxMessageBytes caps one message from the client
+	// (transport.DefaultMaxMessageBytes when <= 0).
+	MaxMessageBytes int
+	Logger          *slog.Logger
+}
+
+// Run serves the client until its input ends (after every request has been
+// answered) or ctx ends. It dials the daemon before reading anything: a
+// daemon that cannot be had is the returned error, so the launch can say
+// why and exit non-zero.
+func Run(ctx context.Context, o Options) error {
+	if o.ReplayTimeout <= 0 {
+		o.ReplayTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Writes == nil {
+		o.Writes = func(string) bool { return true }
+	}
+	p := &proxy{o: o, ctx: ctx, client: transport.NewStdioFrames(o.In, o.Out, o.MaxMessageBytes), pending: map[string]*pending{},
+		internal: map[string]chan message{}, fromDaemon: map[string]daemonReq{}, drained: make(chan struct{}, 1)}
+	if _, err := p.upstream(ctx, ""); err != nil {
+		return err
+	}
+	defer p.closeUpstream()
+	// The reading goroutine forwards each message itself: a hand-over to
+	// another goroutine would cost a wake-up per call.
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			body, err := p.client.Next()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			p.fromClient(ctx, body)
+		}
+	}()
+	select {
+	case err := <-readErr:
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+		// End of input: answer what is in flight first.
+		p.waitDrained(ctx)
+		return nil
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// pending is a client request forwarded to the daemon and not yet answered.
+type pending struct {
+	m   message
+	gen int // the stream it went on (0: none yet)
+}
+
+// daemonReq is a request the daemon sent the client, under the id the
+// client saw.
+type daemonReq struct {
+	gen int
+	id  json.RawMessage
+}
+
+type proxy struct {
+	o      Options
+	ctx    context.Context
+	client *transport.StdioFrames
+
+	connMu sync.Mutex // one dial at a time
+
+	mu      sync.Mutex
+	up      *upstream
+	gen     int
+	pending map[string]*pending
+	drained chan struct{} // signalled when pending empties
+	// init and setLevel are replayed on every new stream; initialized
+	// says whether the client sent notifications/initialized.
+	init, setLevel *message
+	initialized    bool
+	// internal are the replayed requests' answer channels, by id key.
+	internal map[string]chan message
+	// fromDaemon maps the ids the client saw for the daemon's own requests
+	// (sampling, roots, elicitation, ping) back to the daemon's ids; ids
+	// are rewritten so two daemons' requests can never be confused.
+	fromDaemon map[string]daemonReq
+	seq        atomic.Int64
+}
+
+// upstream is one attached stream.
+type upstream struct {
+	conn io.ReadWriteCloser
+	gen  int
+	wmu  sync.Mutex
+	buf  []byte
+	once sync.Once
+	done chan struct{}
+}
+
+func (u *upstream) send(line []byte) error {
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	// One write per message, through a buffer kept for the next one.
+	u.buf = append(append(u.buf[:0], line...), '\n')
+	_, err := u.conn.Write(u.buf)
+	if cap(u.buf) > 1<<20 {
+		u.buf = nil // do not keep a huge message's buffer
+	}
+	return err
+}
+
+func (u *upstream) close() {
+	u.once.Do(func() {
+		close(u.done)
+		u.conn.Close()
+	})
+}
+
+const internalPrefix = "accords-frontend-"
+
+// upstream returns the current stream, dialing a new one when there is
+// none; a new stream gets the client's initialize replayed (unless the
+// request that needs the stream is the initialize itself).
+func (p *proxy) upstream(ctx context.Context, forMethod string) (*upstream, error) {
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
+	p.mu.Lock()
+	up := p.up
+	p.mu.Unlock()
+	if up != nil {
+		return up, nil
+	}
+	conn, err := p.o.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.gen++
+	up = &upstream{conn: conn, gen: p.gen, done: make(chan struct{})}
+	p.up = up
+	init, level, initialized := p.init, p.setLevel, p.initialized
+	p.mu.Unlock()
+	go p.readUpstream(up)
+	if init == nil || forMethod == "initialize" {
+		return up, nil
+	}
+	if err := p.replay(ctx, up, init); err != nil {
+		p.lost(up)
+		return nil, fmt.Errorf("replaying the client's initialize to the new daemon: %w", err)
+	}
+	if initialized {
+		if err := up.send(request(nil, "notifications/initialized", json.RawMessage("{}"))); err != nil {
+			p.lost(up)
+			return nil, err
+		}
+	}
+	if level != nil {
+		if err := p.replay(ctx, up, level); err != nil {
+			p.o.Logger.Warn("replaying logging/setLevel failed", "error", err.Error())
+		}
+	}
+	p.o.Logger.Info("attached to a new daemon; the client's session was re-initialised on its behalf", "stream", up.gen)
+	return up, nil
+}
+
+// replay sends m under an id of the front end's own and waits for (and
+// swallows) the answer.
+func (p *proxy) replay(ctx context.Context, up *upstream, m *message) error {
+	name := internalPrefix + strconv.FormatInt(p.seq.Add(1), 10)
+	key := "s:" + name
+	ch := make(chan message, 1)
+	p.mu.Lock()
+	p.internal[key] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.internal, key)
+		p.mu.Unlock()
+	}()
+	if err := up.send(request(quoted(name), m.method, m.params)); err != nil {
+		return err
+	}
+	t := time.NewTimer(p.o.ReplayTimeout)
+	defer t.Stop()
+	select {
+	case resp := <-ch:
+		if resp.errCode != 0 {
+			return fmt.Errorf("the daemon refused it (JSON-RPC error %d)", resp.errCode)
+		}
+		return nil
+	case <-up.done:
+		return errors.New("the daemon closed the stream")
+	case <-t.C:
+		return fmt.Errorf("no answer within %s", p.o.ReplayTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *proxy) closeUpstream() {
+	p.mu.Lock()
+	up := p.up
+	p.mu.Unlock()
+	if up != nil {
+		up.close()
+	}
+}
+
+// readUpstream delivers the daemon's messages until the stream breaks.
+func (p *proxy) readUpstream(up *upstream) {
+	r := bufio.NewReaderSize(up.conn, 64<<10)
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			select {
+			case <-up.done: // closed here
+			default:
+				p.o.Logger.Warn("the daemon's stream ended; requests in flight fail, the next one starts or finds a daemon", "stream", up.gen, "error", err.Error())
+			}
+			p.lost(up)
+			return
+		}
+		if len(line) == 0 {
+			continue
+		}
+		m, err := parseDaemon(line)
+		if err != nil {
+			p.o.Logger.Warn("undecodable message from the daemon dropped", "error", err.Error())
+			continue
+		}
+		p.fromUpstream(up, m)
+	}
+}
+
+// maxDaemonMessage bounds one message from the daemon (a large result:
+// the daemon's own limits bound what it sends).
+const maxDaemonMessage = 64 << 20
+
+// readLine returns the next line without its newline. A line that fits
+// the reader's buffer is returned in place, valid only until the next
+// read: readUpstream handles each message before reading the next, and
+// keeps (copies) only ids.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	chunk, err := r.ReadSlice('\n')
+	if err == nil {
+		return chunk[:len(chunk)-1], nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	buf := append([]byte(nil), chunk...)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxDaemonMessage {
+			return nil, errors.New("message from the daemon over the size cap")
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:len(buf)-1], nil
+	}
+}
+
+func (p *proxy) fromUpstream(up *upstream, m message) {
+	switch m.kind {
+	case kindResponse:
+		if strings.HasPrefix(m.key, "s:"+internalPrefix) {
+			p.mu.Lock()
+			ch := p.internal[m.key]
+			p.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+			return
+		}
+		p.mu.Lock()
+		pr := p.pending[m.key]
+		if pr == nil || pr.gen != up.gen {
+			p.mu.Unlock()
+			return
+		}
+		if m.errCode == transport.CodeNotStarted {
+			// The daemon is going away and never started the call: send it
+			// to the next one. The stream is retired (not closed: calls in
+			// flight on it still get their answers), so the resend dials.
+			pr.gen = 0
+			if p.up == up {
+				p.up = nil
+			}
+			p.mu.Unlock()
+			go p.forward(p.ctx, pr)
+			return
+		}
+		p.removeLocked(m.key)
+		p.mu.Unlock()
+		p.write(m.raw)
+	case kindRequest:
+		name := "accords-daemon-" + strconv.FormatInt(p.seq.Add(1), 10)
+		p.mu.Lock()
+		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: append(json.RawMessage(nil), m.id...)}
+		p.mu.Unlock()
+		p.write(withID(m, quoted(name)))
+	case kindNotification:
+		p.write(m.raw)
+	}
+}
+
+func (p *proxy) write(body []byte) {
+	if err := p.client.Write(body); err != nil {
+		p.o.Logger.Warn("writing to the client failed", "error", err.Error())
+	}
+}
+
+// removeLocked forgets a pending request; p.mu is held.
+func (p *proxy) removeLocked(key string) {
+	delete(p.pending, key)
+	if len(p.pending) == 0 {
+		select {
+		case p.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitDrained waits until every request has been answered.
+func (p *proxy) waitDrained(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		n := len(p.pending)
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-p.drained:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (p *proxy) fromClient(ctx context.Context, body []byte) {
+	m, err := parse(body)
+	if err != nil {
+		if errors.Is(err, errSyntax) {
+			p.client.ReplyError(nil, -32700, "parse error")
+		} else {
+			p.client.ReplyError(transport.RawID(body), -32600, "invalid request")
+		}
+		return
+	}
+	switch m.kind {
+	case kindNotification:
+		p.notification(m)
+	case kindRequest:
+		pr := &pending{m: m}
+		p.mu.Lock()
+		switch m.method {
+		case "initialize":
+			p.init = &m
+		case "logging/setLevel":
+			p.setLevel = &m
+		}
+		p.pending[m.key] = pr
+		p.mu.Unlock()
+		p.forward(ctx, pr)
+	case kindResponse:
+		p.mu.Lock()
+		dr, ok := p.fromDaemon[m.key]
+		delete(p.fromDaemon, m.key)
+		up := p.up
+		p.mu.Unlock()
+		if !ok || up == nil || up.gen != dr.gen {
+			return // the daemon that asked is gone
+		}
+		if err := up.send(withID(m, dr.id)); err != nil {
+			p.lost(up)
+		}
+	}
+}
+
+// notification forwards a client notification to the current stream (a
+// notification needs no answer, so none is dialed for it: the replay on
+// the next stream carries notifications/initialized).
+func (p *proxy) notification(m message) {
+	p.mu.Lock()
+	up := p.up
+	if m.method == "notifications/initialized" {
+		p.initialized = true
+	}
+	if m.method == "notifications/cancelled" && up != nil {
+		var params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		_ = json.Unmarshal(m.params, &params)
+		key, ok := idKey(params.RequestID)
+		if pr := p.pending[key]; !ok || pr == nil || pr.gen != up.gen {
+			up = nil // not in flight on this stream: nothing to cancel
+		} else {
+			// The client has given up on it: no answer is owed (a late
+			// one is dropped), and the end of input does not wait for it.
+			p.removeLocked(key)
+		}
+	}
+	p.mu.Unlock()
+	if up == nil {
+		return
+	}
+	if err := up.send(m.raw); err != nil {
+		p.lost(up)
+	}
+}
+
+// forward sends pr on the current stream, dialing one if needed; when no
+// daemon can be had the request fails at once (retryable: it never left).
+func (p *proxy) forward(ctx context.Context, pr *pending) {
+	for range 2 {
+		up, err := p.upstream(ctx, pr.m.method)
+		if err != nil {
+			p.fail(pr, failNotSent, err)
+			return
+		}
+		p.mu.Lock()
+		if p.up != up {
+			// Lost between the dial and now: try the next stream.
+			p.mu.Unlock()
+			continue
+		}
+		pr.gen = up.gen
+		p.mu.Unlock()
+		if err := up.send(pr.m.raw); err != nil {
+			p.lost(up)
+		}
+		return
+	}
+	p.fail(pr, failNotSent, errors.New("the daemon's stream kept breaking"))
+}
+
+// lost retires a broken stream: every request in flight on it fails.
+func (p *proxy) lost(up *upstream) {
+	up.close()
+	p.mu.Lock()
+	if p.up == up {
+		p.up = nil
+	}
+	var failed []*pending
+	for key, pr := range p.pending {
+		if pr.gen == up.gen {
+			failed = append(failed, pr)
+			p.removeLocked(key)
+		}
+	}
+	for id, dr := range p.fromDaemon {
+		if dr.gen == up.gen {
+			delete(p.fromDaemon, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, pr := range failed {
+		p.answerFailure(pr, failInFlight, errors.New("the connection to the daemon was lost"))
+	}
+}
+
+type failKind int
+
+const (
+	// failNotSent: no daemon could be reached; the request never left.
+	failNotSent failKind = iota
+	// failInFlight: the daemon went away while the request was in flight.
+	failInFlight
+)
+
+func (p *proxy) fail(pr *pending, kind failKind, cause error) {
+	p.mu.Lock()
+	if p.pending[pr.m.key] != pr {
+		p.mu.Unlock()
+		return
+	}
+	p.removeLocked(pr.m.key)
+	p.mu.Unlock()
+	p.answerFailure(pr, kind, cause)
+}
+
+// answerFailure answers a request the daemon did not: a tools/call gets an
+// MCP_NETWORK_ERROR envelope (retryable, unless a state-changing call may
+// have run: then outcome_unknown), anything else a JSON-RPC error.
+func (p *proxy) answerFailure(pr *pending, kind failKind, cause error) {
+	var call struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			IdempotencyKey string `json:"idempotency_key"`
+		} `json:"arguments"`
+	}
+	isCall := pr.m.method == "tools/call"
+	if isCall {
+		_ = json.Unmarshal(pr.m.params, &call)
+	}
+	e := daemonError(kind, cause, call.Name, kind == failInFlight && isCall && p.o.Writes(call.Name))
+	if call.Arguments.IdempotencyKey != "" {
+		e.With("idempotency_key", call.Arguments.IdempotencyKey)
+	}
+	if isCall {
+		p.write(response(pr.m.id, toolResult(e), nil))
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"code": e.Code, "retryable": e.Retryable, "reason": e.Details["reason"]})
+	p.write(response(pr.m.id, nil, map[string]any{"code": transport.CodeDaemonLost, "message": e.Message, "data": json.RawMessage(data)}))
+}
+
+// Reasons in the failure details.
+const (
+	ReasonDaemonUnavailable = "daemon_unavailable"
+	ReasonConnectionLost    = "daemon_connection_lost"
+)
+
+func daemonError(kind failKind, cause error, tool string, mayHaveRun bool) *apperr.Error {
+	if kind == failNotSent {
+		e := apperr.New(apperr.CodeNetwork, "the accords-mcp daemon could not be reached, so the request was not sent: %v; retry it", cause)
+		e.Retryable = true
+		return e.With("reason", ReasonDaemonUnavailable)
+	}
+	if mayHaveRun {
+		e := apperr.New(apperr.CodeNetwork, "the accords-mcp daemon went away while %s was running: it may or may not have taken effect; check before retrying (the next request starts or finds a daemon)", tool)
+		return e.With("reason", ReasonConnectionLost).With("outcome_unknown", true).With("tool", tool)
+	}
+	e := apperr.New(apperr.CodeNetwork, "the accords-mcp daemon went away while the request was in flight (%v); retry it: the next request starts or finds a daemon", cause)
+	e.Retryable = true
+	e.With("reason", ReasonConnectionLost)
+	if tool != "" {
+		e.With("tool", tool)
+	}
+	return e
+}
+
+// toolResult is a tools/call result carrying the failure envelope, as
+// every tool returns it: structured content, the same JSON as text, and
+// isError.
+func toolResult(e *apperr.Error) json.RawMessage {
+	env, _ := json.Marshal(envelope.Failure(e))
+	out, _ := json.Marshal(map[string]any{
+		"content":           []any{map[string]any{"type": "text", "text": string(env)}},
+		"structuredContent": json.RawMessage(env),
+		"isError":           true,
+	})
+	return out
+}
