@@ -86,9 +86,7 @@ type App struct {
 	// restoreMu lets one restore run at a time.
 	restoreMu sync.Mutex
 	// clients are the attached stdio clients, by session id.
-	clients    clientRegistry
-	attachOnce sync.Once
-	attachSrv  *mcp.Server
+	clients clientRegistry
 	// Drain is the shutdown signal: long waits answer at once when it
 	// begins (ServeHTTP and ServeStdio begin it when their context ends).
 	Drain *lifecycle.Drain
@@ -236,10 +234,11 @@ func (a *App) init() error {
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
 	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
-		Drain:        a.Drain,
-		Logger:       a.Logger,
-		SDKLogger:    a.sdkLogger(),
-		Instructions: routes.Instructions(a.Config.DynamicToolsets),
+		Drain:               a.Drain,
+		Logger:              a.Logger,
+		SDKLogger:           a.sdkLogger(),
+		Instructions:        routes.Instructions(false),
+		DynamicInstructions: routes.Instructions(true),
 		// Outside the gateway, so calls it refuses are counted too. The
 		// gate comes first: a call held during a restore has not started.
 		Outer: []mcp.Middleware{

@@ -43,7 +43,7 @@ func (c *client) context(ctx context.Context) context.Context {
 
 func (c *client) status() control.ClientStatus {
 	st := control.ClientStatus{Session: c.id, PID: c.hello.PID, Since: c.since,
-		View: control.View{ReadOnly: c.view.ReadOnly, Toolsets: c.view.Toolsets}}
+		View: control.View{ReadOnly: c.view.ReadOnly, Toolsets: c.view.Toolsets, Dynamic: c.view.Dynamic}}
 	if ss := c.ss.Load(); ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			st.Name, st.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
@@ -122,20 +122,12 @@ func newSessionID() string {
 	return sessionPrefix + hex.EncodeToString(b[:])
 }
 
-// attachServer is the one MCP server every attached client is a session
-// of (the stdio server: read-only and toolsets of the daemon applied, each
-// client's own view on top).
-func (a *App) attachServer() *mcp.Server {
-	a.attachOnce.Do(func() { a.attachSrv = a.Gateway.StdioServer() })
-	return a.attachSrv
-}
-
 // Attach accepts a stdio launch's hello: it checks the view, registers the
 // client and returns serve, which runs the client's MCP session on the
 // upgraded connection until either side ends it. ctx bounds the session
 // (the daemon's lifetime).
 func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, func(net.Conn), error) {
-	view := gateway.View{ReadOnly: h.View.ReadOnly, Toolsets: h.View.Toolsets}
+	view := gateway.View{ReadOnly: h.View.ReadOnly, Toolsets: h.View.Toolsets, Dynamic: h.View.Dynamic}
 	if err := a.Gateway.CheckView(view); err != nil {
 		return control.Welcome{}, nil, fmt.Errorf("%w: %w", control.ErrBadHello, err)
 	}
@@ -153,7 +145,10 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		if conn == nil {
 			return
 		}
-		ss, err := a.attachServer().Connect(ctx, &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}, nil)
+		// A server of its own (the daemon's read-only and toolsets applied,
+		// the client's view on top): list_changed reaches this client
+		// alone, and a dynamic client gets the instructions that say so.
+		ss, err := a.Gateway.ClientServer(c.view).Connect(ctx, &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}, nil)
 		if err != nil {
 			conn.Close()
 			a.Logger.Warn("attached client could not connect", "session", c.id, "error", err.Error())

@@ -25,30 +25,49 @@ import (
 type liveSession struct {
 	g   *Gateway
 	srv *mcp.Server
+	// dynamic: the session started with the core tools (its server was
+	// built for a dynamic client).
+	dynamic bool
+	// view is the attached client's own view (none for a standalone
+	// session): it bounds what the session lists and may enable.
+	view View
 
 	mu        sync.Mutex
 	principal caller.Principal
 	enabled   map[string]bool // toolsets enabled in dynamic mode
 }
 
+// boundServer is what a stdio server tells the gateway about itself.
+type boundServer struct {
+	srv     *mcp.Server
+	dynamic bool
+}
+
 type serverKey struct{}
 
 // bindServer is the outermost middleware of a stdio server: it tells the
-// gateway which server a request's session belongs to (go-sdk does not).
-func bindServer(s *mcp.Server) mcp.Middleware {
+// gateway which server a request's session belongs to (go-sdk does not)
+// and whether its sessions start dynamic.
+func bindServer(b *boundServer) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			return next(context.WithValue(ctx, serverKey{}, s), method, req)
+			return next(context.WithValue(ctx, serverKey{}, b), method, req)
 		}
 	}
+}
+
+// viewCtx is a context carrying only the session's view, for checks made
+// outside one of its requests (a policy reload).
+func (s *liveSession) viewCtx() context.Context {
+	return WithView(context.Background(), s.view)
 }
 
 // sessionOf returns the view of the request's session, creating it on the
 // session's first request; nil for requests of unbound servers (HTTP).
 func (g *Gateway) sessionOf(ctx context.Context, req mcp.Request) *liveSession {
-	srv, _ := ctx.Value(serverKey{}).(*mcp.Server)
+	b, _ := ctx.Value(serverKey{}).(*boundServer)
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	if srv == nil || ss == nil {
+	if b == nil || ss == nil {
 		return nil
 	}
 	if v, ok := g.sessions.Load(ss); ok {
@@ -58,7 +77,10 @@ func (g *Gateway) sessionOf(ctx context.Context, req mcp.Request) *liveSession {
 		s.mu.Unlock()
 		return s
 	}
-	s := &liveSession{g: g, srv: srv, principal: caller.From(ctx), enabled: map[string]bool{}}
+	s := &liveSession{g: g, srv: b.srv, dynamic: b.dynamic, principal: caller.From(ctx), enabled: map[string]bool{}}
+	if v, ok := viewFrom(ctx); ok {
+		s.view = v
+	}
 	if v, loaded := g.sessions.LoadOrStore(ss, s); loaded {
 		return v.(*liveSession)
 	}
@@ -75,9 +97,9 @@ func (g *Gateway) sessionOf(ctx context.Context, req mcp.Request) *liveSession {
 func (s *liveSession) shows(t tools.Tool) bool {
 	if t.Toolset == tools.ToolsetDynamic {
 		// Nothing to discover without a session to grow.
-		return s != nil
+		return s != nil && s.dynamic
 	}
-	if s == nil || !s.g.opts.DynamicToolsets || slices.Contains(tools.Core, t.Name) {
+	if s == nil || !s.dynamic || slices.Contains(tools.Core, t.Name) {
 		return true
 	}
 	s.mu.Lock()
@@ -93,7 +115,7 @@ func (s *liveSession) listed(ctx context.Context, pol *policy.Policy) []string {
 	c := s.g.callerFor(pol, p)
 	var out []string
 	for _, t := range s.g.visible.Tools() {
-		if s.g.refusal(c, t) == nil && s.shows(t) {
+		if s.g.refusalIn(ctx, c, t) == nil && s.shows(t) {
 			out = append(out, t.Name)
 		}
 	}
@@ -103,6 +125,10 @@ func (s *liveSession) listed(ctx context.Context, pol *policy.Policy) []string {
 // notEnabled refuses a dynamic session's call of a tool it has not
 // enabled, saying which toolset to enable.
 func (s *liveSession) notEnabled(t tools.Tool) *apperr.Error {
+	if t.Toolset == tools.ToolsetDynamic && (s == nil || !s.dynamic) {
+		return apperr.New(apperr.CodePermissionDenied, "dynamic toolsets are off for this session; every tool it may call is listed already").
+			With("tool", t.Name).With("reason", "dynamic_toolsets_off")
+	}
 	if s == nil || s.shows(t) {
 		return nil
 	}
@@ -121,7 +147,7 @@ type control struct {
 // Toolsets implements tools.ToolsetControl.
 func (c control) Toolsets() []tools.ToolsetState {
 	var out []tools.ToolsetState
-	for _, name := range c.s.g.offeredToolsets() {
+	for _, name := range c.s.offeredToolsets() {
 		out = append(out, c.state(name))
 	}
 	return out
@@ -134,7 +160,7 @@ func (c control) Always() []string {
 	callr := g.callerFor(g.policy.Load(), caller.From(c.ctx))
 	out := []string{}
 	for _, name := range tools.Core {
-		if t, ok := g.visible.Lookup(name); ok && g.refusal(callr, t) == nil {
+		if t, ok := g.visible.Lookup(name); ok && g.refusalIn(c.ctx, callr, t) == nil {
 			out = append(out, name)
 		}
 	}
@@ -149,7 +175,7 @@ func (c control) state(name string) tools.ToolsetState {
 	st.Enabled = c.s.enabled[name]
 	c.s.mu.Unlock()
 	for _, t := range g.visible.Tools() {
-		if t.Toolset == name && g.refusal(callr, t) == nil {
+		if t.Toolset == name && g.refusalIn(c.ctx, callr, t) == nil {
 			st.Tools = append(st.Tools, t.Name)
 		}
 	}
@@ -158,13 +184,12 @@ func (c control) state(name string) tools.ToolsetState {
 
 // Enable implements tools.ToolsetControl.
 func (c control) Enable(name string) (tools.ToolsetState, []string, error) {
-	g := c.s.g
-	offered := g.offeredToolsets()
+	offered := c.s.offeredToolsets()
 	if !slices.Contains(offered, name) {
 		return tools.ToolsetState{}, nil, apperr.Validation("toolset", "toolset %s is not offered by this server; offered: %s", name, strings.Join(offered, ", ")).
 			With("allowed", offered)
 	}
-	pol := g.policy.Load()
+	pol := c.s.g.policy.Load()
 	before := c.s.listed(c.ctx, pol)
 	c.s.mu.Lock()
 	c.s.enabled[name] = true
@@ -176,18 +201,19 @@ func (c control) Enable(name string) (tools.ToolsetState, []string, error) {
 		}
 	}
 	if len(added) > 0 {
-		g.announce(c.s.srv)
+		c.s.g.announce(c.s.srv)
 	}
 	return c.state(name), added, nil
 }
 
 // offeredToolsets are the selectable toolsets the server-wide settings
-// leave at least one tool in.
-func (g *Gateway) offeredToolsets() []string {
+// and the session's own view leave at least one tool in.
+func (s *liveSession) offeredToolsets() []string {
+	vctx := s.viewCtx()
 	var out []string
 	for _, name := range tools.SelectableToolsets {
-		for _, t := range g.visible.Tools() {
-			if t.Toolset == name {
+		for _, t := range s.g.visible.Tools() {
+			if reason, _ := s.g.viewRefusal(vctx, t); t.Toolset == name && reason == "" {
 				out = append(out, name)
 				break
 			}
@@ -196,7 +222,9 @@ func (g *Gateway) offeredToolsets() []string {
 	return out
 }
 
-// announce tells srv's sessions their tool list changed.
+// announce tells srv's sessions their tool list changed. Every stdio
+// server has one session (a process's own, or one attached client's), so
+// it tells exactly the session whose list changed.
 func (g *Gateway) announce(srv *mcp.Server) {
 	g.builder.AnnounceToolsChanged(srv, g.visible)
 }
@@ -210,7 +238,7 @@ func (g *Gateway) announceReload(old, cur *policy.Policy) {
 		if told[s.srv] {
 			return true
 		}
-		ctx := context.Background()
+		ctx := s.viewCtx()
 		if !slices.Equal(s.listed(ctx, old), s.listed(ctx, cur)) {
 			g.announce(s.srv)
 			told[s.srv] = true

@@ -63,9 +63,9 @@ type Options struct {
 	ReadOnly bool
 	// Toolsets, when not empty, keeps only tools of these toolsets.
 	Toolsets []string
-	// DynamicToolsets starts stdio sessions with tools.Core and lets each
-	// enable toolsets (vaultclaw_toolset_enable); Toolsets stays the upper
-	// bound.
+	// DynamicToolsets starts every stdio session with tools.Core and lets
+	// each enable toolsets (vaultclaw_toolset_enable); Toolsets stays the
+	// upper bound. An attached client's View can ask for it alone.
 	DynamicToolsets bool
 	// Audit receives receipts; Hasher keys their digests. Both required.
 	Audit  Recorder
@@ -195,7 +195,9 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.visible = o.Registry.Filter(func(t tools.Tool) bool {
 		if t.Toolset == tools.ToolsetDynamic {
-			return o.DynamicToolsets
+			// Listed and callable only in dynamic sessions (liveSession.shows),
+			// which any attached client may ask for.
+			return true
 		}
 		if o.ReadOnly && t.Writes() {
 			return false

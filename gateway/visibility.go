@@ -13,8 +13,15 @@ import (
 // What a caller may see and call: the server-wide read-only and toolsets
 // settings, then the caller's policy entry.
 
-// Visible is the registry after read-only and toolsets.
-func (g *Gateway) Visible() *tools.Registry { return g.visible }
+// Visible is the registry after read-only and toolsets: the most a
+// session lists, the discovery tools only when every session is dynamic
+// (g.visible has them always, for the clients that ask for dynamic mode).
+func (g *Gateway) Visible() *tools.Registry {
+	if g.opts.DynamicToolsets {
+		return g.visible
+	}
+	return g.visible.Filter(func(t tools.Tool) bool { return t.Toolset != tools.ToolsetDynamic })
+}
 
 // callerFor maps a principal to its policy entry; nil means the principal
 // no longer exists in the policy (for example removed by a reload).

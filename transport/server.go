@@ -43,8 +43,11 @@ type Builder struct {
 	// request at INFO, so operators hold it at WARN); Logger stays the
 	// logger of tool handlers.
 	SDKLogger *slog.Logger
-	// Instructions are sent to clients at initialize and server/discover.
-	Instructions string
+	// Instructions are sent to clients at initialize and server/discover;
+	// DynamicInstructions instead to sessions that start with the core
+	// tools only (dynamic toolsets).
+	Instructions        string
+	DynamicInstructions string
 	// ListChanged advertises notifications/tools/list_changed: on for
 	// servers whose sessions last (stdio), off for the stateless HTTP
 	// bridge, which cannot deliver them.

@@ -40,7 +40,7 @@ func runFrontend(ctx context.Context, env *environment, cfg config.Config) int {
 		Protocol: control.Protocol,
 		PID:      os.Getpid(),
 		Version:  version.Version,
-		View:     control.View{ReadOnly: cfg.ReadOnly, Toolsets: cfg.Toolsets},
+		View:     control.View{ReadOnly: cfg.ReadOnly, Toolsets: cfg.Toolsets, Dynamic: cfg.DynamicToolsets},
 		Env:      session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket},
 		Settings: control.Digests(cfg.DaemonWide()),
 	}
