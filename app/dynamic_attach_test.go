@@ -27,6 +27,14 @@ type watchedClient struct {
 
 func attachWatched(t *testing.T, w *app.Owner, name string, h control.Hello) *watchedClient {
 	t.Helper()
+	return attachWatchedAt(t, w, name, h, "2025-11-25")
+}
+
+// attachWatchedAt is attachWatched speaking protocol version (go-sdk's
+// latest when empty: 2026-07-28, whose list_changed travels on a
+// subscriptions/listen stream).
+func attachWatchedAt(t *testing.T, w *app.Owner, name string, h control.Hello, version string) *watchedClient {
+	t.Helper()
 	h.Protocol = control.Protocol
 	c := control.NewClient(w.Socket())
 	t.Cleanup(c.Close)
@@ -36,7 +44,7 @@ func attachWatched(t *testing.T, w *app.Owner, name string, h control.Hello) *wa
 	cl := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { wc.changed.Add(1) },
 	})
-	wc.cs, err = cl.Connect(context.Background(), &mcp.IOTransport{Reader: conn, Writer: conn}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	wc.cs, err = cl.Connect(context.Background(), &mcp.IOTransport{Reader: conn, Writer: conn}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = wc.cs.Close() })
 	return wc
@@ -142,4 +150,18 @@ func TestAttachedDynamicSessionsAreTheirOwn(t *testing.T) {
 		assert.Contains(t, names, "vaultclaw_session_status")
 	}
 	assert.False(t, strings.Contains(strings.Join(toolNames(t, two.cs), ","), "vaultclaw_connector"), "two never enabled vault")
+}
+
+// A client of 2026-07-28 is told through its subscriptions/listen stream,
+// and only it.
+func TestAttachedDynamicSessionOfTheNewProtocolIsTold(t *testing.T) {
+	_, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	modern := attachWatchedAt(t, w, "modern", control.Hello{View: control.View{Dynamic: true}}, "")
+	other := attachWatchedAt(t, w, "other", control.Hello{View: control.View{Dynamic: true}}, "")
+	require.Equal(t, "2026-07-28", modern.cs.InitializeResult().ProtocolVersion)
+	assert.ElementsMatch(t, tools.Core, toolNames(t, modern.cs))
+	require.True(t, mcptest.Call(t, modern.cs, "vaultclaw_toolset_enable", map[string]any{"toolset": "vault"}).OK)
+	awaitCounts(t, []int32{1, 0}, modern, other)
+	assert.Contains(t, toolNames(t, modern.cs), "vaultclaw_connector_execute")
+	assert.ElementsMatch(t, tools.Core, toolNames(t, other.cs))
 }

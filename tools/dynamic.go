@@ -93,8 +93,13 @@ type toolsetEnableIn struct {
 	Toolset string `json:"toolset"`
 }
 
+// ToolsetEnableName names vaultclaw_toolset_enable: the stdio front end
+// replays its calls on a new daemon, so an attached session keeps what it
+// enabled.
+const ToolsetEnableName = "vaultclaw_toolset_enable"
+
 var toolsetEnable = Define(Tool{
-	Name:        "vaultclaw_toolset_enable",
+	Name:        ToolsetEnableName,
 	Description: "Add a toolset's tools to this session, when a task needs them.",
 	Toolset:     ToolsetDynamic,
 	Capability:  CapToolDiscovery,

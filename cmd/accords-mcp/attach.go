@@ -47,7 +47,7 @@ func runFrontend(ctx context.Context, env *environment, cfg config.Config) int {
 	d := &dialer{cfg: cfg, hello: hello, logger: logger}
 	err := frontend.Run(ctx, frontend.Options{
 		In: env.stdin, Out: env.stdout, Dial: d.dial, Writes: toolWrites, Logger: logger,
-		MaxMessageBytes: cfg.StdioMaxMessageBytes,
+		MaxMessageBytes: cfg.StdioMaxMessageBytes, SessionTools: []string{tools.ToolsetEnableName},
 	})
 	if err != nil {
 		logger.Error("cannot serve", "error", err.Error())
