@@ -4,7 +4,8 @@
 // 2020-12), calls a representative set of tools, failures included (the SDK
 // validates each structuredContent against the tool's output schema and
 // throws when it does not match), and grows a dynamic session, waiting for
-// notifications/tools/list_changed. It prints one JSON report on stdout;
+// notifications/tools/list_changed, then does the same with two launches
+// attached to one daemon. It prints one JSON report on stdout;
 // test/clients/tssdk/tssdk_test.go runs it and judges the report.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -106,6 +107,30 @@ async function main() {
   report.dynamic.after = (await d.listTools()).tools.map((t) => t.name).sort();
   strictCompile((await d.listTools()).tools);
   await d.close();
+
+  // Two launches attached to one daemon, as clients run accords-mcp by
+  // default: enabling a toolset in one changes its list alone.
+  const attached = { ACCORDS_MCP_STANDALONE: 'false', ACCORDS_MCP_DYNAMIC_TOOLSETS: 'true' };
+  const one = await connect('attached', attached);
+  const two = await connect('attached', attached);
+  const counts = [0, 0];
+  let wakeOne = () => {};
+  one.setNotificationHandler(ToolListChangedNotificationSchema, () => { counts[0]++; wakeOne(); });
+  two.setNotificationHandler(ToolListChangedNotificationSchema, () => { counts[1]++; });
+  const names = async (cl) => (await cl.listTools()).tools.map((t) => t.name).sort();
+  report.attached = { start: [await names(one), await names(two)] };
+  const en1 = await one.callTool({ name: 'vaultclaw_toolset_enable', arguments: { toolset: 'vault' } });
+  if (!en1.structuredContent.ok) fail(`attached toolset_enable: ${JSON.stringify(en1.structuredContent.error)}`);
+  await new Promise((resolve) => {
+    if (counts[0] > 0) return resolve();
+    wakeOne = resolve;
+    setTimeout(resolve, 10000);
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500)); // a stray notification to two would be here by now
+  report.attached.notified = [...counts];
+  report.attached.after = [await names(one), await names(two)];
+  await one.close();
+  await two.close();
 }
 
 main().then(() => {

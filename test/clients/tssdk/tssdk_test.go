@@ -41,6 +41,12 @@ type report struct {
 		After      []string `json:"after"`
 		Notified   int      `json:"notified"`
 	} `json:"dynamic"`
+	// Attached: two launches on one daemon; [first, second] each.
+	Attached struct {
+		Start    [][]string `json:"start"`
+		Notified []int      `json:"notified"`
+		After    [][]string `json:"after"`
+	} `json:"attached"`
 }
 
 func TestTypeScriptSDKClientValidatesEveryResult(t *testing.T) {
@@ -66,7 +72,17 @@ func TestTypeScriptSDKClientValidatesEveryResult(t *testing.T) {
 	require.NoError(t, os.WriteFile(run, script, 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", run, bin, t.TempDir())
+	dbDir := t.TempDir()
+	// The attached launches started a daemon; it would idle out, but the
+	// test stops it.
+	t.Cleanup(func() {
+		stop := exec.Command(bin, "stop")
+		stop.Env = append(os.Environ(), "ACCORDS_MCP_DB="+filepath.Join(dbDir, "attached.db"))
+		if out, err := stop.CombinedOutput(); err != nil {
+			t.Logf("stopping the daemon: %v: %s", err, out)
+		}
+	})
+	cmd := exec.CommandContext(ctx, "node", run, bin, dbDir)
 	cmd.Env = append(os.Environ(), "ACCORDS_SERVER_ENV="+string(env))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -91,6 +107,16 @@ func TestTypeScriptSDKClientValidatesEveryResult(t *testing.T) {
 	assert.Less(t, r.Dynamic.StartBytes, 5*1024)
 	assert.GreaterOrEqual(t, r.Dynamic.Notified, 1, "notifications/tools/list_changed after enabling a toolset")
 	assert.Contains(t, r.Dynamic.After, "vaultclaw_approval_wait")
+
+	// Through the daemon: each attached client's session is its own.
+	core := []string{"vaultclaw_recipes_search", "vaultclaw_route_resolve", "vaultclaw_session_status",
+		"vaultclaw_toolset_enable", "vaultclaw_toolsets_list"}
+	require.Len(t, r.Attached.Start, 2, "the attached part ran")
+	assert.Equal(t, [][]string{core, core}, r.Attached.Start)
+	assert.Equal(t, []int{1, 0}, r.Attached.Notified, "list_changed reaches the client that enabled, only")
+	require.Len(t, r.Attached.After, 2)
+	assert.Contains(t, r.Attached.After[0], "vaultclaw_connector_execute")
+	assert.Equal(t, core, r.Attached.After[1], "the other client's list is unchanged")
 }
 
 // install returns the folder holding the pinned packages, installing them
