@@ -145,10 +145,14 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		if conn == nil {
 			return
 		}
+		// Task listens on this stream are the launch's: the local caller
+		// with its environment session, like its requests.
+		t := a.Tasks.Transport(&transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes},
+			func() context.Context { return c.context(a.localCaller()) })
 		// A server of its own (the daemon's read-only and toolsets applied,
 		// the client's view on top): list_changed reaches this client
 		// alone, and a dynamic client gets the instructions that say so.
-		ss, err := a.Gateway.ClientServer(c.view).Connect(ctx, &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}, nil)
+		ss, err := a.Gateway.ClientServer(c.view).Connect(ctx, t, nil)
 		if err != nil {
 			conn.Close()
 			a.Logger.Warn("attached client could not connect", "session", c.id, "error", err.Error())
