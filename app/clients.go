@@ -29,6 +29,7 @@ type client struct {
 	since time.Time
 	view  gateway.View
 	ss    atomic.Pointer[mcp.ServerSession]
+	at    atomic.Pointer[transport.AttachTransport]
 }
 
 // context is ctx as the client's calls see it: the principal names the
@@ -147,8 +148,9 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		}
 		// Task listens on this stream are the launch's: the local caller
 		// with its environment session, like its requests.
-		t := a.Tasks.Transport(&transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes},
-			func() context.Context { return c.context(a.localCaller()) })
+		at := &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
+		c.at.Store(at)
+		t := a.Tasks.Transport(at, func() context.Context { return c.context(a.localCaller()) })
 		// A server of its own (the daemon's read-only and toolsets applied,
 		// the client's view on top): list_changed reaches this client
 		// alone, and a dynamic client gets the instructions that say so.
@@ -175,6 +177,19 @@ func (a *App) Clients() []control.ClientStatus {
 		out = append(out, c.status())
 	}
 	return out
+}
+
+// AwaitAnswers waits, until timeout at most, for the attached clients'
+// answers to calls that have returned to be written (at shutdown, after
+// the gate emptied and before the sessions close, which would drop them).
+func (a *App) AwaitAnswers(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, c := range a.clients.all() {
+		at := c.at.Load()
+		for at != nil && at.Unanswered() > 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
 }
 
 // CloseClients ends every attached session (at shutdown, after the drain).
