@@ -25,6 +25,7 @@ import (
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type fakeClock struct {
@@ -63,6 +64,7 @@ type setup struct {
 	recorder   func(*audit.Log) Recorder
 	onFailure  string
 	dynamic    bool
+	tracer     trace.Tracer
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -105,7 +107,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	}
 	h.gw, err = New(Options{
 		Registry: reg, Builder: &transport.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
-		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, DynamicToolsets: s.dynamic,
+		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, DynamicToolsets: s.dynamic, Tracer: s.tracer,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
