@@ -8,7 +8,6 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // DefaultPolicyHashTTL is how long a connector's policy_hash is trusted (D5).
@@ -73,7 +72,7 @@ func (c *PolicyHashCache) Get(ep Endpoint, connectorID string) (string, bool) {
 	}
 	var rec policyHashRecord
 	var found bool
-	_ = c.db.View(func(tx *bolt.Tx) error {
+	_ = c.db.View(func(tx store.Tx) error {
 		var err error
 		found, err = store.GetJSON(tx.Bucket(store.BucketPolicyHash), cacheKey(ep, connectorID), &rec)
 		return err
@@ -89,7 +88,7 @@ func (c *PolicyHashCache) Put(ep Endpoint, connectorID, hash string) {
 	if c == nil || c.db == nil || hash == "" {
 		return
 	}
-	_ = c.db.Update(func(tx *bolt.Tx) error {
+	_ = c.db.Update(func(tx store.Tx) error {
 		return store.PutJSON(tx.Bucket(store.BucketPolicyHash), cacheKey(ep, connectorID), policyHashRecord{PolicyHash: hash, FetchedAt: c.now().UTC()})
 	})
 }
@@ -99,7 +98,7 @@ func (c *PolicyHashCache) Invalidate(ep Endpoint, connectorID string) {
 	if c == nil || c.db == nil {
 		return
 	}
-	_ = c.db.Update(func(tx *bolt.Tx) error {
+	_ = c.db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketPolicyHash).Delete(cacheKey(ep, connectorID))
 	})
 }

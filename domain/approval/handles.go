@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Handle record states (the handles list filter accepts these).
@@ -86,7 +85,7 @@ func recordState(vaultState, outcome string) string {
 
 func (s *Store) update(scope string, key string, fn func(r *Record, exists bool)) (Record, error) {
 	var out Record
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return errors.New("handles bucket missing")
@@ -201,7 +200,7 @@ func (s *Store) stale(r Record, now time.Time) bool {
 	return now.Sub(last) > s.retention
 }
 
-func (s *Store) pruneBucket(b *bolt.Bucket) (int, error) {
+func (s *Store) pruneBucket(b store.Bucket) (int, error) {
 	now := s.now()
 	var dead [][]byte
 	err := b.ForEach(func(k, v []byte) error {
@@ -225,7 +224,7 @@ func (s *Store) pruneBucket(b *bolt.Bucket) (int, error) {
 // Prune deletes stale records in every scope and reports how many went.
 func (s *Store) Prune() (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return nil
@@ -253,7 +252,7 @@ func (s *Store) Prune() (int, error) {
 func (s *Store) Get(scope string, h Handle) (Record, bool, error) {
 	var r Record
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketHandles).Bucket(scopeKey(scope))
 		if b == nil {
 			return nil
@@ -284,7 +283,7 @@ func (s *Store) List(scope string, states []string, limit int) ([]Record, error)
 	}
 	now := s.now()
 	out := []Record{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketHandles).Bucket(scopeKey(scope))
 		if b == nil {
 			return nil
@@ -316,7 +315,7 @@ func (s *Store) List(scope string, states []string, limit int) ([]Record, error)
 // Scopes lists the scopes that hold handles.
 func (s *Store) Scopes() ([]string, error) {
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return nil

@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/accordsai/accords-mcp/index"
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // syncIndex brings the index in line with the store at start-up.
@@ -72,7 +72,7 @@ var errChangesPruned = errors.New("change log does not reach back to the index r
 func (s *Service) catchUpLocked(ctx context.Context) (int, error) {
 	from := s.indexRev.Load()
 	var upd index.Update
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func (s *Service) catchUpLocked(ctx context.Context) (int, error) {
 }
 
 // docsFor builds the documents of every version of the touched cookbooks.
-func docsFor(root *bolt.Bucket, touched map[string]bool) (index.Update, error) {
+func docsFor(root store.Bucket, touched map[string]bool) (index.Update, error) {
 	var upd index.Update
 	for _, id := range slices.Sorted(maps.Keys(touched)) {
 		upd.Cookbooks = append(upd.Cookbooks, id)
@@ -128,7 +128,7 @@ func docsFor(root *bolt.Bucket, touched map[string]bool) (index.Update, error) {
 
 // cookbookDocs decodes every version of one cookbook into index documents,
 // flagging the entries of the highest version as latest.
-func cookbookDocs(root *bolt.Bucket, id string) ([]index.Doc, error) {
+func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 	latest := latestVersion(root, id)
 	var docs []index.Doc
 	err := versionsOf(root, id, func(v string, raw []byte) error {
@@ -239,7 +239,7 @@ func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) er
 	}
 	// One read transaction gives a consistent snapshot to index; the
 	// revision recorded is the one of that snapshot.
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Options configure Open.
@@ -60,7 +59,7 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
@@ -86,7 +85,7 @@ func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
 	if err := s.Close(); err != nil {
 		s.logger.Warn("closing the catalog index before reopening", "error", err.Error())
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

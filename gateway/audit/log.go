@@ -13,7 +13,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/transparency-dev/merkle/compact"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Layout inside the top-level "audit" bucket (sub-buckets from migration
@@ -272,7 +271,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	}
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{})}
 	var startProblem *Problem
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
@@ -319,10 +318,10 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 
 // buckets are the audit sub-buckets of one transaction.
 type buckets struct {
-	root, receipts, tree, checkpoints, bases *bolt.Bucket
+	root, receipts, tree, checkpoints, bases store.Bucket
 }
 
-func auditBuckets(tx *bolt.Tx) (buckets, error) {
+func auditBuckets(tx store.Tx) (buckets, error) {
 	b := buckets{root: tx.Bucket(store.BucketAudit)}
 	if b.root == nil {
 		return b, errors.New("audit bucket missing (database not migrated)")
@@ -338,7 +337,7 @@ func auditBuckets(tx *bolt.Tx) (buckets, error) {
 			return b, nil
 		}
 		for _, p := range []struct {
-			dst  **bolt.Bucket
+			dst  *store.Bucket
 			name []byte
 		}{{&b.receipts, bucketReceipts}, {&b.tree, bucketTree}, {&b.checkpoints, bucketCheckpoints}, {&b.bases, bucketBases}} {
 			nb, err := b.root.CreateBucketIfNotExists(p.name)
@@ -444,7 +443,7 @@ func (l *Log) adopt(b buckets) error {
 	if err := putRange(b.tree, l.rng); err != nil {
 		return err
 	}
-	b.tree.FillPercent = 1
+	b.tree.SetFillPercent(1)
 	c := b.receipts.Cursor()
 	for k, v := c.Seek(store.U64(legacy.Seq + 1)); k != nil && u64(k) <= l.head.Seq; k, v = c.Next() {
 		if u64(k) != l.rng.End()+1 {
@@ -771,7 +770,7 @@ func (l *Log) write(items []item, forceSign bool) error {
 	signing := l.problem.Load() == nil
 	var cp *Checkpoint
 	acked := false
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.db.Update(func(tx store.Tx) error {
 		if l.beforeCommit != nil {
 			if err := l.beforeCommit(); err != nil {
 				return err
@@ -781,8 +780,8 @@ func (l *Log) write(items []item, forceSign bool) error {
 		if err != nil {
 			return err
 		}
-		b.receipts.FillPercent = 1
-		b.tree.FillPercent = 1
+		b.receipts.SetFillPercent(1)
+		b.tree.SetFillPercent(1)
 		var perr error
 		visit := func(id compact.NodeID, h []byte) {
 			if perr == nil {
@@ -874,7 +873,7 @@ func (l *Log) writeAckBase(b buckets, rng *compact.Range, head Head) error {
 	// log continues from: checkpoints that covered more, tree hashes and
 	// receipts past the head (added or left behind outside the server).
 	for _, cut := range []struct {
-		bk   *bolt.Bucket
+		bk   store.Bucket
 		from uint64
 	}{{b.checkpoints, rng.End() + 1}, {b.tree, leafKey(rng.End())}, {b.receipts, head.Seq + 1}} {
 		if err := deleteFrom(cut.bk, cut.from); err != nil {
@@ -916,7 +915,7 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 	}
 	deleted := 0
 	var newBase Base
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
@@ -979,7 +978,7 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 }
 
 // deleteFrom deletes keys >= from.
-func deleteFrom(bk *bolt.Bucket, from uint64) error {
+func deleteFrom(bk store.Bucket, from uint64) error {
 	var doomed [][]byte
 	c := bk.Cursor()
 	for k, _ := c.Seek(store.U64(from)); k != nil; k, _ = c.Next() {
@@ -994,7 +993,7 @@ func deleteFrom(bk *bolt.Bucket, from uint64) error {
 }
 
 // deleteBelow deletes keys < limit except those in keep.
-func deleteBelow(bk *bolt.Bucket, limit uint64, keep map[uint64]bool) error {
+func deleteBelow(bk store.Bucket, limit uint64, keep map[uint64]bool) error {
 	var doomed [][]byte
 	c := bk.Cursor()
 	for k, _ := c.First(); k != nil && u64(k) < limit; k, _ = c.Next() {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,23 +22,41 @@ import (
 // so writers keep committing while it runs. It returns the bytes written.
 func Snapshot(db *store.DB, w io.Writer) (int64, error) {
 	var n int64
-	err := db.View(func(tx *bolt.Tx) error {
-		var err error
+	err := db.View(func(t store.Tx) error {
+		tx, err := boltTx(t)
+		if err != nil {
+			return err
+		}
 		n, err = tx.WriteTo(w)
 		return err
 	})
 	return n, err
 }
 
+// ErrNotFile means the store is not a bbolt file (etcd): it is backed up
+// by a logical export instead.
+var ErrNotFile = errors.New("the store is not a bbolt file")
+
+func boltTx(t store.Tx) (*bolt.Tx, error) {
+	tx, ok := kv.UnwrapBolt(t)
+	if !ok {
+		return nil, ErrNotFile
+	}
+	return tx, nil
+}
+
 // SnapshotTo is Snapshot with the snapshot size known before the first
 // byte (for Content-Length): begin is called inside the transaction.
 func SnapshotTo(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
 	var n int64
-	err := db.View(func(tx *bolt.Tx) error {
-		if begin != nil {
-			begin(tx.Size(), schemaOf(tx))
+	err := db.View(func(t store.Tx) error {
+		tx, err := boltTx(t)
+		if err != nil {
+			return err
 		}
-		var err error
+		if begin != nil {
+			begin(tx.Size(), schemaOf(t))
+		}
 		n, err = tx.WriteTo(w)
 		return err
 	})
@@ -112,7 +131,7 @@ func syncDir(dir string) {
 	}
 }
 
-func schemaOf(tx *bolt.Tx) int {
+func schemaOf(tx store.Tx) int {
 	m := tx.Bucket(store.BucketMeta)
 	if m == nil {
 		return 0

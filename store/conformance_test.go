@@ -1,0 +1,88 @@
+package store_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
+	"github.com/accordsai/accords-mcp/store/kv/kvtest"
+	"github.com/stretchr/testify/require"
+)
+
+// Both backends pass the same suite, each test on an empty store (a fresh
+// file; a fresh prefix on one shared embedded etcd).
+func TestConformanceBolt(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kvtest.Store {
+		db, err := store.Open(filepath.Join(t.TempDir(), "a.db"), store.Options{Migrations: []migrations.Migration{}})
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+func TestConformanceEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	var n atomic.Int64
+	kvtest.Run(t, func(t *testing.T) kvtest.Store {
+		return openEtcd(t, srv, fmt.Sprintf("/conformance-%d/", n.Add(1)), []migrations.Migration{})
+	})
+}
+
+func openEtcd(t *testing.T, srv *etcdtest.Server, prefix string, migs []migrations.Migration) *store.DB {
+	t.Helper()
+	db, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint}, Prefix: prefix}, store.Options{Migrations: migs})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// etcd's request limits are checked before sending: an oversized write
+// fails whole with ErrTooLarge and leaves nothing behind.
+func TestEtcdRefusesTransactionsOverItsLimits(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/limits/", nil)
+	err := db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(store.BucketMeta)
+		for i := range 200 {
+			if err := b.Put(fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, store.ErrTooLarge)
+	err = db.Update(func(tx store.Tx) error {
+		return tx.Bucket(store.BucketMeta).Put([]byte("big"), make([]byte, 2<<20))
+	})
+	require.ErrorIs(t, err, store.ErrTooLarge)
+	require.NoError(t, db.View(func(tx store.Tx) error {
+		require.Nil(t, tx.Bucket(store.BucketMeta).Get([]byte("k0")))
+		require.Nil(t, tx.Bucket(store.BucketMeta).Get([]byte("big")))
+		return nil
+	}))
+	v, err := db.SchemaVersion()
+	require.NoError(t, err)
+	require.Equal(t, migrations.Latest(), v, "migrations ran on etcd")
+}
+
+// Unreachable etcd is ErrUnavailable (the retryable envelope), for reads
+// and writes, and the store works again once etcd is back.
+func TestEtcdUnavailableIsRetryable(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint}, Prefix: "/down/", RequestTimeout: 500 * time.Millisecond}, store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	srv.Stop()
+	err = db.Update(func(tx store.Tx) error { return tx.Bucket(store.BucketMeta).Put([]byte("k"), []byte("v")) })
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.ErrorIs(t, db.Ping(), store.ErrUnavailable)
+	srv.Restart(t)
+	require.Eventually(t, func() bool {
+		return db.Update(func(tx store.Tx) error { return tx.Bucket(store.BucketMeta).Put([]byte("k"), []byte("v")) }) == nil
+	}, 20*time.Second, 100*time.Millisecond)
+}
