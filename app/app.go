@@ -108,7 +108,7 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 	if err != nil {
 		logger.Warn("could not remove every leftover temporary file", "error", err.Error())
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: cfg.DBLockTimeout})
+	db, err := OpenStore(cfg, store.Options{LockTimeout: cfg.DBLockTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +136,8 @@ func (a *App) openCatalog() error {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}
 	a.Catalog = cat
+	// Other replicas' cookbook writes reach this index through a watch.
+	cat.Follow(ctx)
 	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
 		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
 	}
@@ -287,7 +289,8 @@ func (a *App) openAudit() error {
 	if a.AuditKey, err = audit.LoadKey(AuditKeySpec(a.Config), true); err != nil {
 		return fmt.Errorf("load audit key: %w", err)
 	}
-	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	// Replicas on one etcd store append to one chain.
+	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence, Shared: a.DB.Kind() == store.KindEtcd}
 	defer func() { a.auditOpts = opts }()
 	if anchor != nil {
 		opts.Anchor = anchor

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -48,41 +47,6 @@ type EtcdConfig struct {
 
 // DefaultEtcdPrefix is the key prefix when none is configured.
 const DefaultEtcdPrefix = "/accords-mcp/"
-
-// IsEtcdURL reports whether spec selects the etcd backend.
-func IsEtcdURL(spec string) bool {
-	return strings.HasPrefix(spec, "etcd://") || strings.HasPrefix(spec, "etcds://")
-}
-
-// ParseEtcdURL reads etcd://host:2379[,host2:2379…][/prefix]; etcds://
-// asks for TLS. A prefix in the URL is used when cfg has none.
-func ParseEtcdURL(spec string) (EtcdConfig, error) {
-	var cfg EtcdConfig
-	if !IsEtcdURL(spec) {
-		return cfg, fmt.Errorf("store %q: want etcd://host:port[,host:port…]", spec)
-	}
-	scheme, rest, _ := strings.Cut(spec, "://")
-	cfg.TLS = scheme == "etcds"
-	hosts, path, _ := strings.Cut(rest, "/")
-	for h := range strings.SplitSeq(hosts, ",") {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			continue
-		}
-		u, err := url.Parse("//" + h)
-		if err != nil || u.Hostname() == "" || u.Port() == "" || u.User != nil || u.Path != "" {
-			return cfg, fmt.Errorf("store %q: endpoint %q is not host:port", spec, h)
-		}
-		cfg.Endpoints = append(cfg.Endpoints, h)
-	}
-	if len(cfg.Endpoints) == 0 {
-		return cfg, fmt.Errorf("store %q: no endpoint", spec)
-	}
-	if path != "" {
-		cfg.Prefix = "/" + strings.Trim(path, "/") + "/"
-	}
-	return cfg, nil
-}
 
 func (c EtcdConfig) tlsConfig() (*tls.Config, error) {
 	if !c.TLS && c.CertFile == "" && c.KeyFile == "" && c.CAFile == "" {
@@ -188,3 +152,54 @@ func OpenEtcd(cfg EtcdConfig, opts Options) (*DB, error) {
 }
 
 func migrationsAll() []migrations.Migration { return migrations.All() }
+
+// Revision is etcd's current revision (0 on bbolt).
+func (db *DB) Revision(ctx context.Context) (int64, error) {
+	if db.etcd == nil {
+		return 0, nil
+	}
+	return db.etcd.Revision(ctx)
+}
+
+// Follow watches the top-level bucket for commits by any replica, from
+// revision from+1 (from 0: from now), until ctx ends: changed gets the
+// revision of each batch of events, compacted the revision to start again
+// from when etcd no longer holds the history the watch asked for (the
+// caller reads everything afresh). The watch resumes by itself across
+// etcd restarts and reconnects. On bbolt, where this process makes every
+// write itself, it does nothing.
+func (db *DB) Follow(ctx context.Context, bucket []byte, from int64, changed, compacted func(rev int64)) {
+	if db.etcd == nil {
+		return
+	}
+	dir := db.etcd.BucketDir(bucket)
+	cli := db.etcd.Client()
+	go func() {
+		next := from + 1
+		for ctx.Err() == nil {
+			opts := []clientv3.OpOption{clientv3.WithPrefix()}
+			if next > 1 {
+				opts = append(opts, clientv3.WithRev(next))
+			}
+			for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), dir, opts...) {
+				if resp.CompactRevision != 0 {
+					compacted(resp.CompactRevision)
+					next = resp.CompactRevision
+					break
+				}
+				if err := resp.Err(); err != nil {
+					break // no leader, or cancelled: watch again
+				}
+				if len(resp.Events) > 0 {
+					rev := resp.Events[len(resp.Events)-1].Kv.ModRevision
+					changed(rev)
+					next = rev + 1
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+}

@@ -43,6 +43,9 @@ type Service struct {
 	idxMu sync.RWMutex
 	idx   *index.Index
 
+	// stopFollow ends the watch Follow started.
+	stopFollow atomic.Pointer[context.CancelFunc]
+
 	storeRev atomic.Uint64
 	indexRev atomic.Uint64
 	report   OpenReport
@@ -118,6 +121,9 @@ func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 
 // Close closes the index (the database belongs to the caller).
 func (s *Service) Close() error {
+	if stop := s.stopFollow.Swap(nil); stop != nil {
+		(*stop)()
+	}
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.idx == nil {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -183,9 +184,21 @@ type Options struct {
 	// StartupStretch is how many of the newest receipts Open verifies
 	// (default 4096).
 	StartupStretch int
+	// Shared means other processes append to the same log (replicas on
+	// one etcd store). Each commit then starts from the head, tree
+	// frontier, base and last checkpoint as stored, and numbers and chains
+	// its receipts there, so the replicas write one linear chain (two
+	// commits from the same head conflict and the later one runs again
+	// on the new head). A receipt's number is known only once committed:
+	// Append waits for the commit.
+	Shared bool
 }
 
 type item struct {
+	// rec and ref: a shared log's receipt, numbered at commit, and where
+	// its reference is handed back.
+	rec     Receipt
+	ref     *Ref
 	seq     uint64
 	raw     []byte
 	leaf    []byte
@@ -232,6 +245,7 @@ type Log struct {
 	lastCPAt  time.Time
 	commits   int
 	anchors   *anchorQueue
+	stale     bool             // shared: the frontier must be read again
 	afterSign func(Checkpoint) // tests
 	// beforeCommit lets tests make commits fail.
 	beforeCommit func() error
@@ -387,6 +401,40 @@ func (l *Log) load(b buckets) error {
 	return nil
 }
 
+// syncShared reads the log's position as stored, which another replica
+// may have moved: the head, the newest base and checkpoint, and (when the
+// head moved) the tree frontier. It runs inside the commit's transaction,
+// so the commit conflicts if any of it changes before it lands.
+func (l *Log) syncShared(b buckets) error {
+	var head Head
+	if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
+		return err
+	}
+	if head.Hash == "" {
+		head.Hash = Genesis
+	}
+	if l.stale || l.rng == nil || head.Seq != l.head.Seq || head.Hash != l.head.Hash {
+		rng, err := loadRange(b.tree, head.Seq)
+		if err != nil {
+			return fmt.Errorf("audit tree at the stored head %d: %w", head.Seq, err)
+		}
+		l.rng, l.head, l.stale = rng, head, false
+	}
+	l.base = Base{}
+	c := b.bases.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
+			l.base = base
+			break
+		}
+	}
+	l.lastCP = 0
+	if k, _ := b.checkpoints.Cursor().Last(); k != nil {
+		l.lastCP = u64(k)
+	}
+	return nil
+}
+
 // rebuildRange recomputes the frontier from receipt bytes where the stored
 // tree is unusable (used only to keep appending while the log is flagged).
 func rebuildRange(b buckets, size uint64) *compact.Range {
@@ -526,7 +574,7 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 		r.Type = TypeToolCall
 	}
 	it := item{ts: r.Timestamp, ack: r.Type == TypeAcknowledgement}
-	if wait || it.ack {
+	if wait || it.ack || l.opts.Shared {
 		it.done = make(chan error, 1)
 	}
 	l.mu.Lock()
@@ -537,6 +585,16 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 	if l.backlog.Load() >= int64(l.opts.MaxBacklog) {
 		l.mu.Unlock()
 		return Ref{}, ErrBacklog
+	}
+	if l.opts.Shared {
+		// Numbered by the commit, from the stored head (write).
+		it.rec, it.ref = r, &Ref{Origin: l.origin}
+		it.raw = []byte{} // a receipt, not a control item
+		l.backlog.Add(1)
+		l.queue <- it
+		l.mu.Unlock()
+		err := <-it.done
+		return *it.ref, err
 	}
 	r.Seq, r.PrevHash = l.nextSeq, l.tip
 	raw, err := seal(&r)
@@ -769,7 +827,7 @@ func (l *Log) write(items []item, forceSign bool) error {
 	head := l.head
 	signing := l.problem.Load() == nil
 	var cp *Checkpoint
-	acked := false
+	acked, landed := false, false
 	err := l.db.Update(func(tx store.Tx) error {
 		if l.beforeCommit != nil {
 			if err := l.beforeCommit(); err != nil {
@@ -779,6 +837,21 @@ func (l *Log) write(items []item, forceSign bool) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
+		}
+		if l.opts.Shared {
+			if len(items) > 0 && items[0].hash != "" {
+				// A commit whose answer was lost (etcd timed out) may have
+				// landed: then its exact bytes are stored at its number,
+				// and writing the receipts again would log them twice.
+				if got := b.receipts.Get(store.U64(items[0].seq)); got != nil && bytes.Equal(got, items[0].raw) {
+					landed = true
+					return nil
+				}
+			}
+			if err := l.syncShared(b); err != nil {
+				return err
+			}
+			rng, head = cloneRange(l.rng), l.head
 		}
 		b.receipts.SetFillPercent(1)
 		b.tree.SetFillPercent(1)
@@ -790,6 +863,14 @@ func (l *Log) write(items []item, forceSign bool) error {
 		}
 		for i := range items {
 			it := &items[i]
+			if l.opts.Shared {
+				it.rec.Seq, it.rec.PrevHash = head.Seq+1, head.Hash
+				raw, err := seal(&it.rec)
+				if err != nil {
+					return err
+				}
+				it.seq, it.raw, it.hash, it.leaf = it.rec.Seq, raw, it.rec.Hash, LeafHash(raw)
+			}
 			if it.seq != head.Seq+1 {
 				return fmt.Errorf("receipt %d queued after %d", it.seq, head.Seq)
 			}
@@ -842,7 +923,16 @@ func (l *Log) write(items []item, forceSign bool) error {
 	if err != nil {
 		return fmt.Errorf("append audit receipt: %w", err)
 	}
-	l.rng, l.head = rng, head
+	if landed {
+		l.stale = true // read the frontier again at the next commit
+	} else {
+		l.rng, l.head = rng, head
+	}
+	for _, it := range items {
+		if it.ref != nil {
+			*it.ref = Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
+		}
+	}
 	if cp != nil {
 		l.lastCP, l.lastCPAt = cp.Size, l.opts.Now()
 		if l.afterSign != nil {
@@ -919,6 +1009,11 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
+		}
+		if l.opts.Shared {
+			if err := l.syncShared(b); err != nil {
+				return err
+			}
 		}
 		start := l.base.Size // receipts 1..start are gone already
 		count := l.head.Seq - start
