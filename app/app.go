@@ -5,6 +5,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -46,9 +48,12 @@ import (
 
 // App holds the open database and every service built on it.
 type App struct {
-	Config   config.Config
-	Logger   *slog.Logger
-	DB       *store.DB
+	Config config.Config
+	Logger *slog.Logger
+	DB     *store.DB
+	// Fleet is this replica's membership among those sharing an etcd
+	// store (nil on bbolt: one process).
+	Fleet    *store.Fleet
 	Keys     *keyring.Keyring
 	Sessions *session.Service
 	// Vault is the shared Vaultclaw client (pooled connections).
@@ -174,6 +179,15 @@ func (a *App) init() error {
 	if err := a.openCatalog(); err != nil {
 		return err
 	}
+	if a.DB.Kind() == store.KindEtcd {
+		// Rate limits are shared out among the live replicas.
+		host, _ := os.Hostname()
+		fleet, err := a.DB.JoinFleet(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(randomID())))
+		if err != nil {
+			return err
+		}
+		a.Fleet = fleet
+	}
 	a.Sessions = session.New(a.DB, keys, session.Defaults{
 		Token:      a.Config.VaultToken,
 		BaseURL:    a.Config.VaultBaseURL,
@@ -263,6 +277,7 @@ func (a *App) init() error {
 
 		MaxAnonymousTenants: a.Config.MaxAnonTenants,
 		StoredTenants:       a.storedTenants,
+		Replicas:            a.Fleet.Live,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -389,6 +404,7 @@ func (a *App) sdkLogger() *slog.Logger {
 // catalog index, then the database.
 func (a *App) Close() error {
 	var err error
+	a.Fleet.Leave()
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
@@ -532,3 +548,9 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 }
 
 func pid() int { return os.Getpid() }
+
+func randomID() []byte {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return b
+}

@@ -77,6 +77,9 @@ type Options struct {
 	// tenants that already hold data, which count towards it.
 	MaxAnonymousTenants int
 	StoredTenants       func() ([]string, error)
+	// Replicas is the number of live replicas enforcing rate limits
+	// together (store.Fleet.Live); nil means this process alone.
+	Replicas func() int
 }
 
 // Gateway enforces policy (capabilities, rate limits, pre-execution rules)

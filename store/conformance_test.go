@@ -10,6 +10,7 @@ import (
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
+	"github.com/accordsai/accords-mcp/store/kv"
 	"github.com/accordsai/accords-mcp/store/kv/kvtest"
 	"github.com/stretchr/testify/require"
 )
@@ -85,4 +86,29 @@ func TestEtcdUnavailableIsRetryable(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return db.Update(func(tx store.Tx) error { return tx.Bucket(store.BucketMeta).Put([]byte("k"), []byte("v")) }) == nil
 	}, 20*time.Second, 100*time.Millisecond)
+}
+
+// A key put with a time to live (the policy-hash cache) is removed by
+// etcd's lease once it expires.
+func TestEtcdTTLKeysExpireByLease(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/ttl/", nil)
+	require.NoError(t, db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(store.BucketPolicyHash)
+		exp, ok := b.(kv.Expiring)
+		require.True(t, ok, "etcd buckets expire keys")
+		require.NoError(t, b.Put([]byte("kept"), []byte("v")))
+		return exp.PutTTL([]byte("k"), []byte("v"), 1)
+	}))
+	get := func(k string) []byte {
+		var v []byte
+		require.NoError(t, db.View(func(tx store.Tx) error {
+			v = tx.Bucket(store.BucketPolicyHash).Get([]byte(k))
+			return nil
+		}))
+		return v
+	}
+	require.Equal(t, "v", string(get("k")))
+	require.Eventually(t, func() bool { return get("k") == nil }, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, "v", string(get("kept")))
 }

@@ -2,12 +2,14 @@ package vault
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 )
 
 // DefaultPolicyHashTTL is how long a connector's policy_hash is trusted (D5).
@@ -89,7 +91,18 @@ func (c *PolicyHashCache) Put(ep Endpoint, connectorID, hash string) {
 		return
 	}
 	_ = c.db.Update(func(tx store.Tx) error {
-		return store.PutJSON(tx.Bucket(store.BucketPolicyHash), cacheKey(ep, connectorID), policyHashRecord{PolicyHash: hash, FetchedAt: c.now().UTC()})
+		b := tx.Bucket(store.BucketPolicyHash)
+		rec := policyHashRecord{PolicyHash: hash, FetchedAt: c.now().UTC()}
+		if exp, ok := b.(kv.Expiring); ok {
+			// etcd: a lease removes the entry once it expires, so the
+			// keyspace holds no stale hashes; reads still check FetchedAt.
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			return exp.PutTTL(cacheKey(ep, connectorID), raw, int64(c.ttl/time.Second)+1)
+		}
+		return store.PutJSON(b, cacheKey(ep, connectorID), rec)
 	})
 }
 

@@ -593,6 +593,12 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 		l.backlog.Add(1)
 		l.queue <- it
 		l.mu.Unlock()
+		if !wait && !it.ack && !l.healthy.Load() {
+			// Commits are failing (the store is out of reach): a read
+			// call does not wait for them; its receipt stays queued and
+			// is written, numbered, once they succeed again.
+			return Ref{}, nil
+		}
 		err := <-it.done
 		return *it.ref, err
 	}

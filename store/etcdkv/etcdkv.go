@@ -45,8 +45,15 @@ const (
 )
 
 // ErrUnavailable wraps every failure to reach etcd (or to commit after
-// repeated conflicts): the write did not happen and may be retried.
-var ErrUnavailable = errors.New("etcd unavailable")
+// repeated conflicts): the write did not happen and may be retried. It
+// says so to platform/apperr, which makes it the retryable
+// MCP_STORE_UNAVAILABLE envelope.
+var ErrUnavailable error = unavailableError{}
+
+type unavailableError struct{}
+
+func (unavailableError) Error() string          { return "etcd unavailable" }
+func (unavailableError) StoreUnavailable() bool { return true }
 
 // ErrTooLarge means one transaction holds more operations or bytes than
 // one etcd request may; nothing was written.

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Fleet is this replica's entry in the membership list of the replicas
+// sharing an etcd store: a key under "members/" held by a lease that the
+// replica keeps alive. A replica that stops or is killed drops out when
+// its lease expires (at most FleetTTL later).
+type Fleet struct {
+	sess   *concurrency.Session
+	cancel context.CancelFunc
+	live   atomic.Int64
+	id     string
+}
+
+// FleetTTL is the membership lease: how long a killed replica still
+// counts as live.
+const FleetTTL = 10 * time.Second
+
+// JoinFleet registers this replica as id and follows the membership list.
+// On bbolt there is one replica: the result counts 1 and needs no Leave.
+func (db *DB) JoinFleet(id string) (*Fleet, error) {
+	f := &Fleet{id: id}
+	f.live.Store(1)
+	if db.etcd == nil {
+		return f, nil
+	}
+	cli := db.etcd.Client()
+	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(int(FleetTTL/time.Second)))
+	if err != nil {
+		return nil, fmt.Errorf("join the replica fleet: %w", ErrUnavailableWrap(err))
+	}
+	pfx := db.etcd.Prefix() + "members/"
+	ctx, cancel := context.WithCancel(context.Background())
+	f.sess, f.cancel = sess, cancel
+	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = cli.Put(pctx, pfx+id, time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(sess.Lease()))
+	pcancel()
+	if err != nil {
+		f.Leave()
+		return nil, fmt.Errorf("join the replica fleet: %w", ErrUnavailableWrap(err))
+	}
+	f.count(ctx, cli, pfx)
+	go func() {
+		for ctx.Err() == nil {
+			for resp := range cli.Watch(ctx, pfx, clientv3.WithPrefix()) {
+				if resp.Err() != nil {
+					break
+				}
+				f.count(ctx, cli, pfx)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				f.count(ctx, cli, pfx) // after a broken watch
+			}
+		}
+	}()
+	return f, nil
+}
+
+func (f *Fleet) count(ctx context.Context, cli *clientv3.Client, pfx string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return // keep the last count
+	}
+	f.live.Store(max(resp.Count, 1))
+}
+
+// Live is the number of replicas whose membership lease is alive, this
+// one included (at least 1).
+func (f *Fleet) Live() int {
+	if f == nil {
+		return 1
+	}
+	return int(f.live.Load())
+}
+
+// ID is this replica's name in the list.
+func (f *Fleet) ID() string { return f.id }
+
+// Leave removes this replica from the list at once (revoking its lease).
+func (f *Fleet) Leave() {
+	if f == nil || f.sess == nil {
+		return
+	}
+	f.cancel()
+	_ = f.sess.Close()
+}
+
+// ErrUnavailableWrap marks err as the store being out of reach.
+func ErrUnavailableWrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
