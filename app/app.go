@@ -349,7 +349,34 @@ func (a *App) Degraded() []string {
 	if ok, why := a.audit.Healthy(); !ok {
 		out = append(out, "audit receipts cannot be written: "+why)
 	}
+	if a.DB.Kind() == store.KindEtcd {
+		if err := a.DB.Ping(); err != nil {
+			out = append(out, "store unavailable: write tools are refused (retryable MCP_STORE_UNAVAILABLE); searches answer from this replica's index")
+		}
+	}
 	return out
+}
+
+// StoreHealth is the "store" object of /healthz.
+func (a *App) StoreHealth() any {
+	h := map[string]any{"backend": a.DB.Kind()}
+	if a.DB.Kind() != store.KindEtcd {
+		return h
+	}
+	h["endpoints"] = a.Config.Store.Endpoints
+	h["prefix"] = a.Config.Store.Prefix
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rev, err := a.DB.Revision(ctx)
+	h["reachable"] = err == nil
+	if err == nil {
+		h["revision"] = rev
+	}
+	h["replicas"] = a.Fleet.Live()
+	if a.Catalog != nil {
+		h["catalog_rev"], h["index_rev"] = a.Catalog.Rev(), a.Catalog.IndexRev()
+	}
+	return h
 }
 
 // maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
@@ -469,6 +496,11 @@ func (a *App) HTTPHandler() http.Handler {
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
 		Health: func() error {
+			if a.DB.Kind() == store.KindEtcd {
+				// etcd out of reach degrades a replica (searches go on
+				// from its index) but leaves it in the load balancer.
+				return nil
+			}
 			leave, err := a.Gate.Enter(context.Background())
 			if err != nil {
 				return err
@@ -477,6 +509,7 @@ func (a *App) HTTPHandler() http.Handler {
 			return a.DB.Ping()
 		},
 		Degraded: a.Degraded,
+		Store:    a.StoreHealth,
 		Logger:   a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.

@@ -105,3 +105,44 @@ func ErrUnavailableWrap(err error) error {
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
+
+// Status describes an etcd store for doctor: the cluster's revision and
+// size, this deployment's keys and its live replicas.
+type Status struct {
+	Endpoint  string
+	Revision  int64
+	Keys      int64
+	Replicas  int64
+	DBSize    int64
+	Leader    bool
+	ServerVer string
+}
+
+// EtcdStatus reads the Status (nil, nil on bbolt).
+func (db *DB) EtcdStatus(ctx context.Context) (*Status, error) {
+	if db.etcd == nil {
+		return nil, nil
+	}
+	cli := db.etcd.Client()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st := &Status{Endpoint: cli.Endpoints()[0]}
+	sr, err := cli.Status(ctx, st.Endpoint)
+	if err != nil {
+		return nil, ErrUnavailableWrap(err)
+	}
+	st.Revision, st.DBSize, st.ServerVer = sr.Header.Revision, sr.DbSize, sr.Version
+	st.Leader = sr.Leader != 0
+	pfx := db.etcd.Prefix()
+	keys, err := cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, ErrUnavailableWrap(err)
+	}
+	st.Keys = keys.Count
+	members, err := cli.Get(ctx, pfx+"members/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, ErrUnavailableWrap(err)
+	}
+	st.Replicas = members.Count
+	return st, nil
+}

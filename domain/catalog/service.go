@@ -119,6 +119,9 @@ func (s *Service) IndexPath() string { return s.indexPath }
 // Rev is the current catalog revision.
 func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 
+// IndexRev is the catalog revision the index reflects.
+func (s *Service) IndexRev() uint64 { return s.indexRev.Load() }
+
 // Close closes the index (the database belongs to the caller).
 func (s *Service) Close() error {
 	if stop := s.stopFollow.Swap(nil); stop != nil {

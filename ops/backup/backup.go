@@ -21,6 +21,9 @@ import (
 // Snapshot writes a consistent copy of db to w from one read transaction,
 // so writers keep committing while it runs. It returns the bytes written.
 func Snapshot(db *store.DB, w io.Writer) (int64, error) {
+	if db.Kind() == store.KindEtcd {
+		return SnapshotTo(db, nil, w)
+	}
 	var n int64
 	err := db.View(func(t store.Tx) error {
 		tx, err := boltTx(t)
@@ -48,6 +51,9 @@ func boltTx(t store.Tx) (*bolt.Tx, error) {
 // SnapshotTo is Snapshot with the snapshot size known before the first
 // byte (for Content-Length): begin is called inside the transaction.
 func SnapshotTo(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
+	if db.Kind() == store.KindEtcd {
+		return exportEtcd(db, begin, w)
+	}
 	var n int64
 	err := db.View(func(t store.Tx) error {
 		tx, err := boltTx(t)
@@ -145,4 +151,45 @@ func schemaOf(tx store.Tx) int {
 		v = v<<8 | uint64(b)
 	}
 	return int(v)
+}
+
+// exportEtcd writes an etcd store as a bbolt file: every key read in one
+// snapshot (one etcd revision) and copied into a temporary file, which is
+// then streamed. The backup has the format of a bbolt store's, so it is
+// checked, restored (into etcd or into a file) and verified the same way.
+func exportEtcd(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
+	dir, err := os.MkdirTemp("", "accords-etcd-export-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "export.db")
+	out, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return 0, err
+	}
+	schema := 0
+	err = db.View(func(src store.Tx) error {
+		schema = schemaOf(src)
+		return out.Update(func(dst *bolt.Tx) error { return store.CopyTx(kv.BoltTx(dst), src) })
+	})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("export the etcd store: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if begin != nil {
+		begin(fi.Size(), schema)
+	}
+	return io.Copy(w, f)
 }

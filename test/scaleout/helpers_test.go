@@ -5,6 +5,7 @@ package scaleout
 
 import (
 	"testing"
+	"time"
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
@@ -14,6 +15,14 @@ import (
 func openEtcd(t testing.TB, srv *etcdtest.Server, prefix string) *store.DB {
 	t.Helper()
 	db, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint}, Prefix: prefix}, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func openEtcdTimeout(t testing.TB, srv *etcdtest.Server, prefix string, timeout time.Duration) *store.DB {
+	t.Helper()
+	db, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint}, Prefix: prefix, RequestTimeout: timeout}, store.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db

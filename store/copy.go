@@ -1,0 +1,170 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// CopyTx copies every bucket and key of src into dst (one transaction
+// each): an etcd store exported as a bbolt file is a backup in the same
+// format as the file's own.
+func CopyTx(dst, src Tx) error {
+	return src.ForEach(func(name []byte, b Bucket) error {
+		d, err := dst.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		return copyBucket(d, b)
+	})
+}
+
+func copyBucket(dst, src Bucket) error {
+	c := src.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			sub := src.Bucket(k)
+			if sub == nil {
+				continue
+			}
+			d, err := dst.CreateBucketIfNotExists(k)
+			if err != nil {
+				return err
+			}
+			if err := copyBucket(d, sub); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := dst.Put(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreChunk is how many keys one etcd transaction of LoadFrom writes
+// (under etcd's 128 operations).
+const restoreChunk = 96
+
+// LoadFrom replaces everything this etcd store holds with the contents of
+// src (a checked, migrated backup file). etcd cannot take it in one
+// transaction: it deletes the deployment's buckets, writes the keys in
+// transactions of restoreChunk, and writes the schema version last. An
+// interrupted load is finished by running it again (it starts over).
+// Replicas must be stopped meanwhile (the caller checks that none is
+// registered): one started on a half-loaded store would serve part of it.
+//
+// skip, when set, leaves out keys (path is the bucket path); finish, when
+// set, runs in the transaction that writes the schema version.
+func (db *DB) LoadFrom(src *DB, skip func(path [][]byte, k []byte) bool, finish func(tx Tx) error) (int, error) {
+	if db.etcd == nil {
+		return 0, errors.New("store: LoadFrom loads an etcd store; a bbolt file is restored by replacing it")
+	}
+	if err := db.Update(func(tx Tx) error {
+		var names [][]byte
+		if err := tx.ForEach(func(name []byte, _ Bucket) error {
+			names = append(names, slices.Clone(name))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := tx.DeleteBucket(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("clear the etcd store: %w", err)
+	}
+	type kvEntry struct {
+		path [][]byte
+		k, v []byte
+	}
+	var pending []kvEntry
+	total := 0
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		err := db.Update(func(tx Tx) error {
+			for _, e := range pending {
+				b, err := tx.CreateBucketIfNotExists(e.path[0])
+				if err != nil {
+					return err
+				}
+				for _, p := range e.path[1:] {
+					if b, err = b.CreateBucketIfNotExists(p); err != nil {
+						return err
+					}
+				}
+				if e.k != nil {
+					if err := b.Put(e.k, e.v); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		total += len(pending)
+		pending = pending[:0]
+		return err
+	}
+	var version []byte
+	var walk func(path [][]byte, b Bucket) error
+	walk = func(path [][]byte, b Bucket) error {
+		// An empty bucket is still created.
+		pending = append(pending, kvEntry{path: path})
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				if sub := b.Bucket(k); sub != nil {
+					if err := walk(append(slices.Clone(path), slices.Clone(k)), sub); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if len(path) == 1 && bytes.Equal(path[0], BucketMeta) && bytes.Equal(k, KeySchemaVersion) {
+				version = slices.Clone(v)
+				continue
+			}
+			if skip != nil && skip(path, k) {
+				continue
+			}
+			pending = append(pending, kvEntry{path: path, k: slices.Clone(k), v: slices.Clone(v)})
+			if len(pending) >= restoreChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	err := src.View(func(tx Tx) error {
+		return tx.ForEach(func(name []byte, b Bucket) error { return walk([][]byte{slices.Clone(name)}, b) })
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil && version != nil {
+		err = db.Update(func(tx Tx) error {
+			if finish != nil {
+				if err := finish(tx); err != nil {
+					return err
+				}
+			}
+			m, err := tx.CreateBucketIfNotExists(BucketMeta)
+			if err != nil {
+				return err
+			}
+			return m.Put(KeySchemaVersion, version)
+		})
+	}
+	if err != nil {
+		return total, fmt.Errorf("load the etcd store (run the restore again: it starts over): %w", err)
+	}
+	return total, nil
+}
