@@ -321,6 +321,12 @@ func (db *DB) Close() error {
 // Ping reports whether the store is readable and has its meta bucket; the
 // health endpoint uses it.
 func (db *DB) Ping() error {
+	if db.etcd != nil {
+		// A round trip: bucket markers are remembered between transactions.
+		if _, err := db.etcd.Revision(context.Background()); err != nil {
+			return err
+		}
+	}
 	return db.View(func(tx Tx) error {
 		if tx.Bucket(BucketMeta) == nil {
 			return errors.New("meta bucket missing")

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -50,6 +51,13 @@ func frontierIDs(size uint64) []compact.NodeID { return compact.RangeNodes(0, si
 func loadRange(tb store.Bucket, size uint64) (*compact.Range, error) {
 	ids := frontierIDs(size)
 	hashes := make([][]byte, len(ids))
+	if p, ok := tb.(kv.Prefetcher); ok {
+		keys := make([][]byte, len(ids))
+		for i, id := range ids {
+			keys[i] = keyBytes(nodeKey(id))
+		}
+		p.Prefetch(keys)
+	}
 	for i, id := range ids {
 		h := tb.Get(keyBytes(nodeKey(id)))
 		if len(h) != hashSize {

@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/accordsai/accords-mcp/store/kv"
@@ -76,6 +78,25 @@ type Options struct {
 type Backend struct {
 	cli  *clientv3.Client
 	opts Options
+	// counters for Stats
+	commits, conflicts, reads atomic.Int64
+	// Bucket structure changes rarely (migrations create buckets; nothing
+	// but a restore deletes them), so it is remembered between
+	// transactions: markers holds the mod revision of bucket markers seen,
+	// noSubs the revision at which a directory had no nested bucket. A
+	// write transaction that relies on either compares it at commit like
+	// anything it read; a conflict forgets both.
+	markers sync.Map // marker key -> int64 mod revision
+	noSubs  sync.Map // directory -> int64 revision
+}
+
+// Stats are counters since the backend was made: commits, commits that
+// conflicted and ran again, and range reads.
+type Stats struct{ Commits, Conflicts, Reads int64 }
+
+// Stats reads the counters.
+func (be *Backend) Stats() Stats {
+	return Stats{Commits: be.commits.Load(), Conflicts: be.conflicts.Load(), Reads: be.reads.Load()}
 }
 
 // New wraps a connected client.
@@ -148,8 +169,12 @@ func (be *Backend) Update(ctx context.Context, fn func(kv.Tx) error) error {
 			return err
 		}
 		if ok {
+			be.commits.Add(1)
 			return nil
 		}
+		be.conflicts.Add(1)
+		be.markers.Clear()
+		be.noSubs.Clear()
 		if attempt+1 >= be.opts.MaxAttempts {
 			return fmt.Errorf("%w: the transaction conflicted with concurrent writes %d times", ErrUnavailable, attempt+1)
 		}
@@ -185,7 +210,12 @@ type readKey struct {
 	val    []byte
 }
 
-type span struct{ start, end string }
+// span is a range read; its keys must not have changed after upTo (the
+// snapshot revision when 0).
+type span struct {
+	start, end string
+	upTo       int64
+}
 
 type tx struct {
 	be       *Backend
@@ -225,6 +255,7 @@ func (t *tx) fetch(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.be.opts.Timeout)
 	defer cancel()
+	t.be.reads.Add(1)
 	resp, err := t.be.cli.Get(ctx, key, opts...)
 	if err != nil {
 		t.fail(err)
@@ -271,6 +302,86 @@ func (t *tx) get(key string) ([]byte, bool) {
 	return r.val, r.val != nil
 }
 
+// marker reports whether a bucket marker exists, from the backend's
+// memory when it has seen it (recorded as a read, so a write transaction
+// still checks it at commit).
+func (t *tx) marker(key string) bool {
+	if _, mine := t.writes[key]; mine || t.isDropped(key) {
+		_, ok := t.get(key)
+		return ok
+	}
+	if r, ok := t.reads[key]; ok {
+		return r.val != nil
+	}
+	if rev, ok := t.be.markers.Load(key); ok {
+		t.reads[key] = readKey{modRev: rev.(int64), val: []byte{}}
+		return true
+	}
+	_, ok := t.get(key)
+	if ok {
+		t.be.markers.Store(key, t.reads[key].modRev)
+	}
+	return ok
+}
+
+// Prefetch reads keys of the bucket not read yet in parallel at the
+// snapshot (kv.Prefetcher): one round trip instead of one per key.
+func (b *bucket) Prefetch(keys [][]byte) {
+	t := b.t
+	var todo []string
+	for _, k := range keys {
+		key := b.valueKey(k)
+		if _, ok := t.writes[key]; ok {
+			continue
+		}
+		if _, ok := t.reads[key]; ok {
+			continue
+		}
+		todo = append(todo, key)
+	}
+	if len(todo) == 0 || t.err != nil || t.isDropped(b.dir) {
+		return
+	}
+	if t.rev == 0 {
+		t.get(todo[0]) // fixes the snapshot revision
+		todo = todo[1:]
+	}
+	type got struct {
+		key string
+		r   readKey
+		err error
+	}
+	out := make(chan got, len(todo))
+	for _, key := range todo {
+		go func() {
+			ctx, cancel := context.WithTimeout(t.ctx, t.be.opts.Timeout)
+			defer cancel()
+			t.be.reads.Add(1)
+			resp, err := t.be.cli.Get(ctx, key, clientv3.WithRev(t.rev))
+			if err != nil {
+				out <- got{key: key, err: err}
+				return
+			}
+			r := readKey{}
+			if len(resp.Kvs) == 1 {
+				r = readKey{modRev: resp.Kvs[0].ModRevision, val: resp.Kvs[0].Value}
+				if r.val == nil {
+					r.val = []byte{}
+				}
+			}
+			out <- got{key: key, r: r}
+		}()
+	}
+	for range todo {
+		g := <-out
+		if g.err != nil {
+			t.fail(g.err)
+			continue
+		}
+		t.reads[g.key] = g.r
+	}
+}
+
 func (t *tx) put(key string, val []byte, ttl int64, marker bool) error {
 	if !t.writable {
 		return kv.ErrTxNotWritable
@@ -302,21 +413,29 @@ func (t *tx) commit() (bool, error) {
 		return true, nil
 	}
 	var cmps []clientv3.Cmp
-	if t.rev > 0 {
-		for k, r := range t.reads {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", r.modRev))
+	if len(t.reads)+len(t.spans)+len(t.ranged) > t.be.opts.MaxTxnOps && t.rev == 0 {
+		t.get(t.be.commitKey()) // the fallback compare needs a snapshot revision
+		if t.err != nil {
+			return false, t.err
 		}
-		for _, s := range t.spans {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.start).WithRange(s.end), "<", t.rev+1))
+	}
+	for k, r := range t.reads {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", r.modRev))
+	}
+	for _, s := range t.spans {
+		upTo := t.rev
+		if s.upTo > 0 {
+			upTo = s.upTo
 		}
-		for d := range t.ranged {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(d+"x"), "<", t.rev+1))
-		}
-		if len(cmps) > t.be.opts.MaxTxnOps {
-			// Too many to check one by one: check that nothing at all was
-			// committed since the snapshot.
-			cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(t.be.commitKey()), "<", t.rev+1)}
-		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.start).WithRange(s.end), "<", upTo+1))
+	}
+	for d := range t.ranged {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(d+"x"), "<", t.rev+1))
+	}
+	if len(cmps) > t.be.opts.MaxTxnOps {
+		// Too many to check one by one: check that nothing at all was
+		// committed since the snapshot.
+		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(t.be.commitKey()), "<", t.rev+1)}
 	}
 	var ops []clientv3.Op
 	size := 0
@@ -376,6 +495,10 @@ func (t *tx) commit() (bool, error) {
 			return false, fmt.Errorf("%w: %w", ErrTooLarge, err)
 		}
 		return false, unavailable(err)
+	}
+	if resp.Succeeded && len(t.dropped) > 0 {
+		t.be.markers.Clear()
+		t.be.noSubs.Clear()
 	}
 	return resp.Succeeded, nil
 }
@@ -448,7 +571,7 @@ func (b *bucket) Bucket(n []byte) kv.Bucket {
 	if len(n) == 0 {
 		return nil
 	}
-	if _, ok := b.t.get(b.markerKey(n)); !ok && b.t.err == nil {
+	if !b.t.marker(b.markerKey(n)) && b.t.err == nil {
 		return nil
 	}
 	// After a failed read the bucket is handed out anyway: callers
@@ -539,16 +662,26 @@ func (b *bucket) buckets() []string {
 	if !b.t.isDropped(b.dir) {
 		stored, cached := b.t.subs[b.dir]
 		if !cached {
+			if rev, ok := b.t.be.noSubs.Load(b.dir); ok {
+				b.t.spans = append(b.t.spans, span{start: pfx, end: clientv3.GetPrefixRangeEnd(pfx), upTo: rev.(int64)})
+				b.t.subs[b.dir] = nil
+				cached = true
+			}
+		}
+		if !cached {
 			resp, ok := b.t.fetch(pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 			if !ok {
 				return nil
 			}
-			b.t.spans = append(b.t.spans, span{pfx, clientv3.GetPrefixRangeEnd(pfx)})
+			b.t.spans = append(b.t.spans, span{start: pfx, end: clientv3.GetPrefixRangeEnd(pfx)})
 			b.t.ranged[b.dir] = true
 			for _, kv := range resp.Kvs {
 				stored = append(stored, string(kv.Key))
 			}
 			b.t.subs[b.dir] = stored
+			if len(stored) == 0 {
+				b.t.be.noSubs.Store(b.dir, b.t.rev)
+			}
 		}
 		for _, k := range stored {
 			names[k] = true
@@ -666,10 +799,10 @@ func (c *cursor) fetchFrom(k []byte) bool {
 	if resp.More {
 		last := c.page[len(c.page)-1].k
 		c.hi, c.hiOpen = append(slices.Clone(last), 0), false
-		c.b.t.spans = append(c.b.t.spans, span{start, c.vdir + string(c.hi)})
+		c.b.t.spans = append(c.b.t.spans, span{start: start, end: c.vdir + string(c.hi)})
 	} else {
 		c.hi, c.hiOpen = nil, true
-		c.b.t.spans = append(c.b.t.spans, span{start, end})
+		c.b.t.spans = append(c.b.t.spans, span{start: start, end: end})
 	}
 	c.b.t.ranged[c.b.dir] = true
 	c.valid = true
@@ -691,10 +824,10 @@ func (c *cursor) fetchBefore(k []byte) bool {
 	if resp.More {
 		first := c.page[0].k
 		c.lo, c.loOpen = slices.Clone(first), false
-		c.b.t.spans = append(c.b.t.spans, span{c.vdir + string(first), end})
+		c.b.t.spans = append(c.b.t.spans, span{start: c.vdir + string(first), end: end})
 	} else {
 		c.lo, c.loOpen = nil, true
-		c.b.t.spans = append(c.b.t.spans, span{c.vdir, end})
+		c.b.t.spans = append(c.b.t.spans, span{start: c.vdir, end: end})
 	}
 	c.b.t.ranged[c.b.dir] = true
 	c.valid = true

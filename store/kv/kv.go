@@ -60,6 +60,12 @@ type Expiring interface {
 	PutTTL(key, value []byte, ttlSeconds int64) error
 }
 
+// Prefetcher is offered by buckets of a backend where each read is a
+// round trip (etcd): the keys are read together before they are used.
+type Prefetcher interface {
+	Prefetch(keys [][]byte)
+}
+
 // Errors every backend reports the same way.
 var (
 	ErrBucketNotFound = errors.New("bucket not found")

@@ -28,7 +28,7 @@ func openCatalog(t *testing.T, db *store.DB) *catalog.Service {
 	return cat
 }
 
-func bundle(t *testing.T, i int, version string) (*catalog.Bundle, loadgen.BundleInfo) {
+func bundle(t testing.TB, i int, version string) (*catalog.Bundle, loadgen.BundleInfo) {
 	t.Helper()
 	v, info := loadgen.Corpus{Seed: 3}.Bundle(i, version)
 	b, err := catalog.BundleFromValue(v)
