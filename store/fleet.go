@@ -19,6 +19,7 @@ type Fleet struct {
 	cancel context.CancelFunc
 	live   atomic.Int64
 	id     string
+	prefix string
 }
 
 // FleetTTL is the membership lease: how long a killed replica still
@@ -40,7 +41,7 @@ func (db *DB) JoinFleet(id string) (*Fleet, error) {
 	}
 	pfx := db.etcd.Prefix() + "members/"
 	ctx, cancel := context.WithCancel(context.Background())
-	f.sess, f.cancel = sess, cancel
+	f.sess, f.cancel, f.prefix = sess, cancel, db.etcd.Prefix()
 	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err = cli.Put(pctx, pfx+id, time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(sess.Lease()))
 	pcancel()
@@ -146,3 +147,43 @@ func (db *DB) EtcdStatus(ctx context.Context) (*Status, error) {
 	st.Replicas = members.Count
 	return st, nil
 }
+
+// Claim makes this replica the one that does the work named name (follow
+// a task) for as long as it lives: true when it holds the claim, now or
+// already. The claim is held by the replica's membership lease, so a
+// replica that dies gives up its claims when the lease expires and
+// another replica's next Claim takes them over. On bbolt (one process)
+// every claim succeeds.
+func (f *Fleet) Claim(name string) bool {
+	if f == nil || f.sess == nil {
+		return true
+	}
+	cli := f.sess.Client()
+	key := f.claimKey(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, f.id, clientv3.WithLease(f.sess.Lease()))).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return false
+	}
+	if resp.Succeeded {
+		return true
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	return len(kvs) == 1 && string(kvs[0].Value) == f.id
+}
+
+// Release gives up a claim of this replica.
+func (f *Fleet) Release(name string) {
+	if f == nil || f.sess == nil {
+		return
+	}
+	key := f.claimKey(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = f.sess.Client().Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", f.id)).Then(clientv3.OpDelete(key)).Commit()
+}
+
+func (f *Fleet) claimKey(name string) string { return f.prefix + "claims/" + name }

@@ -33,6 +33,7 @@ var (
 	BucketPolicyHash = []byte("policy_hash")
 	BucketHandles    = []byte("handles")
 	BucketAudit      = []byte("audit")
+	BucketTasks      = []byte("tasks")
 )
 
 // Tx, Bucket and Cursor are the transaction shape of both backends.

@@ -78,3 +78,21 @@ func BenchmarkEtcdUpsert(b *testing.B) {
 	}
 	b.ReportMetric(float64(db.Etcd().Stats().Reads-r0)/float64(b.N), "reads/op")
 }
+
+// BenchmarkBoltUpsert is BenchmarkEtcdUpsert on a bbolt file (the
+// single-replica baseline, same catalog code).
+func BenchmarkBoltUpsert(b *testing.B) {
+	db, err := store.Open(b.TempDir()+"/a.db", store.Options{})
+	require.NoError(b, err)
+	defer db.Close()
+	cat, err := catalog.Open(context.Background(), db, b.TempDir()+"/index", catalog.Options{})
+	require.NoError(b, err)
+	defer cat.Close()
+	b.ResetTimer()
+	for i := range b.N {
+		bd, _ := bundle(b, i, "1.0.0")
+		if _, err := cat.Upsert(context.Background(), bd, catalog.UpsertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

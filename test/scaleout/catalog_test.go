@@ -170,3 +170,24 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	_, err = backup.RestoreEtcd(db, file, nil, backup.RestoreOptions{DBPath: filepath.Join(dir, "a.db")})
 	require.ErrorContains(t, err, "stop every replica")
 }
+
+// A task is followed by one replica: its claim is refused to the others
+// while the claiming replica lives, and taken over once it has left.
+func TestFleetClaimsAreExclusiveAndTakenOver(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a, err := openEtcd(t, srv, "/claims/").JoinFleet("a")
+	require.NoError(t, err)
+	b, err := openEtcd(t, srv, "/claims/").JoinFleet("b")
+	require.NoError(t, err)
+	defer b.Leave()
+	require.Eventually(t, func() bool { return a.Live() == 2 && b.Live() == 2 }, 5*time.Second, 20*time.Millisecond)
+	require.True(t, a.Claim("task-1"))
+	require.True(t, a.Claim("task-1"), "a claim held is held again")
+	require.False(t, b.Claim("task-1"))
+	a.Release("task-1")
+	require.True(t, b.Claim("task-1"), "a released claim is free")
+	require.True(t, a.Claim("task-2"))
+	a.Leave()
+	require.True(t, b.Claim("task-2"), "a replica that left gives up its claims")
+	require.Eventually(t, func() bool { return b.Live() == 1 }, 5*time.Second, 20*time.Millisecond)
+}

@@ -64,7 +64,7 @@ const simToken = "vc_tok_scaleout_tests_0123456789"
 const unlimited = "[defaults]\ncalls_per_minute = 0\n"
 
 type fleet struct {
-	t      *testing.T
+	t      testing.TB
 	etcd   *etcdtest.Server
 	sim    *vaultsim.Sim
 	env    []string
@@ -77,6 +77,13 @@ type fleet struct {
 // startFleet runs n replicas, each with perRep client sessions, on one
 // embedded etcd, with policy as the policy file.
 func startFleet(t *testing.T, n, perRep int, policy string, extra ...string) *fleet {
+	return startFleetTB(t, n, perRep, policy, extra...)
+}
+
+// startFleetB is startFleet for benchmarks, without rate limits.
+func startFleetB(b *testing.B, n, perRep int) *fleet { return startFleetTB(b, n, perRep, unlimited) }
+
+func startFleetTB(t testing.TB, n, perRep int, policy string, extra ...string) *fleet {
 	t.Helper()
 	f := &fleet{t: t, etcd: etcdtest.Start(t), perRep: perRep, prefix: "/fleet/"}
 	f.sim = vaultsim.New(vaultsim.Options{AgentToken: simToken})
@@ -122,7 +129,9 @@ func (f *fleet) start(i int) {
 }
 
 // session i of replica r.
-func (f *fleet) session(r, i int) *mcp.ClientSession { return f.reps[r].Sessions[i%len(f.reps[r].Sessions)] }
+func (f *fleet) session(r, i int) *mcp.ClientSession {
+	return f.reps[r].Sessions[i%len(f.reps[r].Sessions)]
+}
 
 // store opens the fleet's etcd store in the test process.
 func (f *fleet) store() *store.DB {
