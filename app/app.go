@@ -148,7 +148,13 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 // built-in cookbooks.
 func (a *App) openCatalog() error {
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: a.Config.MaxBundleBytes})
+	maxBundle := a.Config.MaxBundleBytes
+	if a.DB.Kind() == store.KindEtcd && maxBundle > store.EtcdMaxBundleBytes {
+		// A bundle and its list row go in one etcd request (1.5 MiB).
+		a.Logger.Info("cookbook bundles are capped at the etcd store's limit", "max_bundle_bytes", store.EtcdMaxBundleBytes)
+		maxBundle = store.EtcdMaxBundleBytes
+	}
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: maxBundle})
 	if err != nil {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}

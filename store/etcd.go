@@ -45,6 +45,11 @@ type EtcdConfig struct {
 	Username, Password string
 }
 
+// EtcdMaxBundleBytes caps a cookbook bundle on etcd: it is written with
+// its list row, the catalog revision and change log in one request, which
+// etcd limits to 1.5 MiB by default.
+const EtcdMaxBundleBytes = 1 << 20
+
 // DefaultEtcdPrefix is the key prefix when none is configured.
 const DefaultEtcdPrefix = "/accords-mcp/"
 
