@@ -62,7 +62,39 @@ func (db *DB) LoadFrom(src *DB, skip func(path [][]byte, k []byte) bool, finish 
 	if db.etcd == nil {
 		return 0, errors.New("store: LoadFrom loads an etcd store; a bbolt file is restored by replacing it")
 	}
-	if err := db.Update(func(tx Tx) error {
+	if err := db.clearAll(); err != nil {
+		return 0, fmt.Errorf("clear the etcd store: %w", err)
+	}
+	ld := &loader{db: db, skip: skip}
+	err := src.View(func(tx Tx) error {
+		return tx.ForEach(func(name []byte, b Bucket) error { return ld.walk([][]byte{slices.Clone(name)}, b) })
+	})
+	if err == nil {
+		err = ld.flush()
+	}
+	if err == nil && ld.version != nil {
+		err = db.Update(func(tx Tx) error {
+			if finish != nil {
+				if err := finish(tx); err != nil {
+					return err
+				}
+			}
+			m, err := tx.CreateBucketIfNotExists(BucketMeta)
+			if err != nil {
+				return err
+			}
+			return m.Put(KeySchemaVersion, ld.version)
+		})
+	}
+	if err != nil {
+		return ld.total, fmt.Errorf("load the etcd store (run the restore again: it starts over): %w", err)
+	}
+	return ld.total, nil
+}
+
+// clearAll deletes every top-level bucket.
+func (db *DB) clearAll() error {
+	return db.Update(func(tx Tx) error {
 		var names [][]byte
 		if err := tx.ForEach(func(name []byte, _ Bucket) error {
 			names = append(names, slices.Clone(name))
@@ -76,95 +108,79 @@ func (db *DB) LoadFrom(src *DB, skip func(path [][]byte, k []byte) bool, finish 
 			}
 		}
 		return nil
-	}); err != nil {
-		return 0, fmt.Errorf("clear the etcd store: %w", err)
-	}
-	type kvEntry struct {
-		path [][]byte
-		k, v []byte
-	}
-	var pending []kvEntry
-	total := 0
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		err := db.Update(func(tx Tx) error {
-			for _, e := range pending {
-				b, err := tx.CreateBucketIfNotExists(e.path[0])
-				if err != nil {
+	})
+}
+
+// loader writes what a walk of the source finds in transactions of
+// restoreChunk keys, keeping the schema version for last.
+type loader struct {
+	db      *DB
+	skip    func(path [][]byte, k []byte) bool
+	pending []loadEntry
+	total   int
+	version []byte
+}
+
+// loadEntry is one key (or, with k nil, a bucket to create).
+type loadEntry struct {
+	path [][]byte
+	k, v []byte
+}
+
+func (ld *loader) walk(path [][]byte, b Bucket) error {
+	// An empty bucket is still created.
+	ld.pending = append(ld.pending, loadEntry{path: path})
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			if sub := b.Bucket(k); sub != nil {
+				if err := ld.walk(append(slices.Clone(path), slices.Clone(k)), sub); err != nil {
 					return err
 				}
-				for _, p := range e.path[1:] {
-					if b, err = b.CreateBucketIfNotExists(p); err != nil {
-						return err
-					}
-				}
-				if e.k != nil {
-					if err := b.Put(e.k, e.v); err != nil {
-						return err
-					}
-				}
 			}
-			return nil
-		})
-		total += len(pending)
-		pending = pending[:0]
-		return err
+			continue
+		}
+		if len(path) == 1 && bytes.Equal(path[0], BucketMeta) && bytes.Equal(k, KeySchemaVersion) {
+			ld.version = slices.Clone(v)
+			continue
+		}
+		if ld.skip != nil && ld.skip(path, k) {
+			continue
+		}
+		ld.pending = append(ld.pending, loadEntry{path: path, k: slices.Clone(k), v: slices.Clone(v)})
+		if len(ld.pending) >= restoreChunk {
+			if err := ld.flush(); err != nil {
+				return err
+			}
+		}
 	}
-	var version []byte
-	var walk func(path [][]byte, b Bucket) error
-	walk = func(path [][]byte, b Bucket) error {
-		// An empty bucket is still created.
-		pending = append(pending, kvEntry{path: path})
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if v == nil {
-				if sub := b.Bucket(k); sub != nil {
-					if err := walk(append(slices.Clone(path), slices.Clone(k)), sub); err != nil {
-						return err
-					}
+	return nil
+}
+
+func (ld *loader) flush() error {
+	if len(ld.pending) == 0 {
+		return nil
+	}
+	err := ld.db.Update(func(tx Tx) error {
+		for _, e := range ld.pending {
+			b, err := tx.CreateBucketIfNotExists(e.path[0])
+			if err != nil {
+				return err
+			}
+			for _, p := range e.path[1:] {
+				if b, err = b.CreateBucketIfNotExists(p); err != nil {
+					return err
 				}
-				continue
 			}
-			if len(path) == 1 && bytes.Equal(path[0], BucketMeta) && bytes.Equal(k, KeySchemaVersion) {
-				version = slices.Clone(v)
-				continue
-			}
-			if skip != nil && skip(path, k) {
-				continue
-			}
-			pending = append(pending, kvEntry{path: path, k: slices.Clone(k), v: slices.Clone(v)})
-			if len(pending) >= restoreChunk {
-				if err := flush(); err != nil {
+			if e.k != nil {
+				if err := b.Put(e.k, e.v); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
-	}
-	err := src.View(func(tx Tx) error {
-		return tx.ForEach(func(name []byte, b Bucket) error { return walk([][]byte{slices.Clone(name)}, b) })
 	})
-	if err == nil {
-		err = flush()
-	}
-	if err == nil && version != nil {
-		err = db.Update(func(tx Tx) error {
-			if finish != nil {
-				if err := finish(tx); err != nil {
-					return err
-				}
-			}
-			m, err := tx.CreateBucketIfNotExists(BucketMeta)
-			if err != nil {
-				return err
-			}
-			return m.Put(KeySchemaVersion, version)
-		})
-	}
-	if err != nil {
-		return total, fmt.Errorf("load the etcd store (run the restore again: it starts over): %w", err)
-	}
-	return total, nil
+	ld.total += len(ld.pending)
+	ld.pending = ld.pending[:0]
+	return err
 }

@@ -401,6 +401,31 @@ func (l *Log) load(b buckets) error {
 	return nil
 }
 
+// beginShared starts a shared log's commit: it reports whether the
+// previous attempt of these items landed although its answer was lost
+// (etcd timed out): then their exact bytes are stored at their number,
+// and writing them again would log them twice. Otherwise it reads the
+// stored position (syncShared).
+func (l *Log) beginShared(b buckets, items []item) (bool, error) {
+	if len(items) > 0 && items[0].hash != "" {
+		if got := b.receipts.Get(store.U64(items[0].seq)); got != nil && bytes.Equal(got, items[0].raw) {
+			return true, nil
+		}
+	}
+	return false, l.syncShared(b)
+}
+
+// number numbers and chains a shared log's receipt after head.
+func (it *item) number(head Head) error {
+	it.rec.Seq, it.rec.PrevHash = head.Seq+1, head.Hash
+	raw, err := seal(&it.rec)
+	if err != nil {
+		return err
+	}
+	it.seq, it.raw, it.hash, it.leaf = it.rec.Seq, raw, it.rec.Hash, LeafHash(raw)
+	return nil
+}
+
 // syncShared reads the log's position as stored, which another replica
 // may have moved: the head, the newest base and checkpoint, and (when the
 // head moved) the tree frontier. It runs inside the commit's transaction,
@@ -845,16 +870,7 @@ func (l *Log) write(items []item, forceSign bool) error {
 			return err
 		}
 		if l.opts.Shared {
-			if len(items) > 0 && items[0].hash != "" {
-				// A commit whose answer was lost (etcd timed out) may have
-				// landed: then its exact bytes are stored at its number,
-				// and writing the receipts again would log them twice.
-				if got := b.receipts.Get(store.U64(items[0].seq)); got != nil && bytes.Equal(got, items[0].raw) {
-					landed = true
-					return nil
-				}
-			}
-			if err := l.syncShared(b); err != nil {
+			if landed, err = l.beginShared(b, items); landed || err != nil {
 				return err
 			}
 			rng, head = cloneRange(l.rng), l.head
@@ -870,12 +886,9 @@ func (l *Log) write(items []item, forceSign bool) error {
 		for i := range items {
 			it := &items[i]
 			if l.opts.Shared {
-				it.rec.Seq, it.rec.PrevHash = head.Seq+1, head.Hash
-				raw, err := seal(&it.rec)
-				if err != nil {
+				if err := it.number(head); err != nil {
 					return err
 				}
-				it.seq, it.raw, it.hash, it.leaf = it.rec.Seq, raw, it.rec.Hash, LeafHash(raw)
 			}
 			if it.seq != head.Seq+1 {
 				return fmt.Errorf("receipt %d queued after %d", it.seq, head.Seq)
@@ -902,24 +915,10 @@ func (l *Log) write(items []item, forceSign bool) error {
 				return err
 			}
 		}
-		due := rng.End() > l.lastCP && (forceSign || acked || l.lastCP == 0 || rng.End()-l.lastCP >= l.opts.Cadence.Every)
-		if signing && due {
-			c, err := signCheckpoint(l.key, l.origin, rng.End(), rootOf(rng))
-			if err != nil {
+		if signing {
+			if cp, err = l.signIfDue(b, rng, forceSign || acked); err != nil {
 				return err
 			}
-			if err := b.checkpoints.Put(store.U64(c.Size), c.Note); err != nil {
-				return err
-			}
-			// Keep one checkpoint per Every receipts (the last of each
-			// block) and the newest: every checkpoint still goes to the
-			// anchor.
-			if prev := l.lastCP; prev > l.base.Size && prev/l.opts.Cadence.Every == c.Size/l.opts.Cadence.Every {
-				if err := b.checkpoints.Delete(store.U64(prev)); err != nil {
-					return err
-				}
-			}
-			cp = &c
 		}
 		if acked {
 			return b.root.Delete(keyIntegrity)
@@ -949,6 +948,30 @@ func (l *Log) write(items []item, forceSign bool) error {
 		}
 	}
 	return nil
+}
+
+// signIfDue signs and stores a checkpoint of rng when one is due (forced,
+// the first, or Cadence.Every receipts since the last); nil when not.
+func (l *Log) signIfDue(b buckets, rng *compact.Range, force bool) (*Checkpoint, error) {
+	due := rng.End() > l.lastCP && (force || l.lastCP == 0 || rng.End()-l.lastCP >= l.opts.Cadence.Every)
+	if !due {
+		return nil, nil
+	}
+	c, err := signCheckpoint(l.key, l.origin, rng.End(), rootOf(rng))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkpoints.Put(store.U64(c.Size), c.Note); err != nil {
+		return nil, err
+	}
+	// Keep one checkpoint per Every receipts (the last of each block) and
+	// the newest: every checkpoint still goes to the anchor.
+	if prev := l.lastCP; prev > l.base.Size && prev/l.opts.Cadence.Every == c.Size/l.opts.Cadence.Every {
+		if err := b.checkpoints.Delete(store.U64(prev)); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
 }
 
 // writeAckBase signs the base of an acknowledgement at the current size:

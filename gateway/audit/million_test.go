@@ -40,7 +40,8 @@ func buildLog(tb testing.TB, n int) *store.DB {
 			if err != nil {
 				return err
 			}
-			b.receipts.FillPercent, b.tree.FillPercent = 1, 1
+			b.receipts.SetFillPercent(1)
+			b.tree.SetFillPercent(1)
 			var head Head
 			for i := start; i < start+chunk && i <= n; i++ {
 				r := receipt(i, "default", ts.Add(time.Duration(i)*time.Millisecond))
