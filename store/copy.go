@@ -48,6 +48,10 @@ func copyBucket(dst, src Bucket) error {
 // (under etcd's 128 operations).
 const restoreChunk = 96
 
+// restoreChunkBytes bounds the bytes of one such transaction (etcd takes
+// 1.5 MiB per request; a bundle is at most EtcdMaxBundleBytes).
+const restoreChunkBytes = 256 << 10
+
 // LoadFrom replaces everything this etcd store holds with the contents of
 // src (a checked, migrated backup file). etcd cannot take it in one
 // transaction: it deletes the deployment's buckets, writes the keys in
@@ -118,6 +122,7 @@ type loader struct {
 	skip    func(path [][]byte, k []byte) bool
 	pending []loadEntry
 	total   int
+	bytes   int
 	version []byte
 }
 
@@ -148,7 +153,8 @@ func (ld *loader) walk(path [][]byte, b Bucket) error {
 			continue
 		}
 		ld.pending = append(ld.pending, loadEntry{path: path, k: slices.Clone(k), v: slices.Clone(v)})
-		if len(ld.pending) >= restoreChunk {
+		ld.bytes += len(k) + len(v)
+		if len(ld.pending) >= restoreChunk || ld.bytes >= restoreChunkBytes {
 			if err := ld.flush(); err != nil {
 				return err
 			}
@@ -181,6 +187,6 @@ func (ld *loader) flush() error {
 		return nil
 	})
 	ld.total += len(ld.pending)
-	ld.pending = ld.pending[:0]
+	ld.pending, ld.bytes = ld.pending[:0], 0
 	return err
 }

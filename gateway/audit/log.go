@@ -826,10 +826,12 @@ func (l *Log) commit(batch []item) {
 	}
 	var err error
 	if len(items) > 0 || (signs > 0 && l.rng.End() > l.lastCP) {
-		err = l.write(items, signs > 0)
+		var done int
+		done, err = l.writeChunks(items, signs > 0)
 		if err != nil {
 			l.setErr(err)
-			l.pending = items
+			l.backlog.Add(-int64(done))
+			l.pending = items[done:]
 		} else {
 			l.healthy.Store(true)
 			l.backlog.Add(-int64(len(items)))
@@ -846,9 +848,36 @@ func (l *Log) commit(batch []item) {
 	}
 	for _, it := range batch {
 		if it.done != nil {
+			if it.ref != nil && it.ref.Seq != 0 {
+				it.done <- nil // committed in a chunk before the one that failed
+				continue
+			}
 			it.done <- err
 		}
 	}
+}
+
+// sharedChunk is how many receipts one commit of a shared log holds: a
+// receipt, its tree hashes (two on average) and the head, checkpoint and
+// counters stay under etcd's 128 operations per transaction.
+const sharedChunk = 32
+
+// writeChunks writes items in one transaction, or for a shared log in
+// transactions of sharedChunk; it returns how many were committed.
+func (l *Log) writeChunks(items []item, forceSign bool) (int, error) {
+	if !l.opts.Shared || len(items) <= sharedChunk {
+		if err := l.write(items, forceSign); err != nil {
+			return 0, err
+		}
+		return len(items), nil
+	}
+	for from := 0; from < len(items); from += sharedChunk {
+		to := min(from+sharedChunk, len(items))
+		if err := l.write(items[from:to], forceSign && to == len(items)); err != nil {
+			return from, err
+		}
+	}
+	return len(items), nil
 }
 
 // write commits items in order, with their tree hashes, the new head and,
@@ -1019,13 +1048,25 @@ func (l *Log) prune() (int, error) {
 	for {
 		n, err := l.pruneChunk(ret)
 		total += n
-		if err != nil || n < pruneChunk {
+		if err != nil || n < l.pruneLimit() {
 			return total, err
 		}
 	}
 }
 
 const pruneChunk = 5000
+
+// sharedPruneChunk bounds one pruning transaction of a shared log: each
+// receipt removed takes its own deletion and about two tree hashes', under
+// etcd's 128 operations.
+const sharedPruneChunk = 25
+
+func (l *Log) pruneLimit() int {
+	if l.opts.Shared {
+		return sharedPruneChunk
+	}
+	return pruneChunk
+}
 
 func (l *Log) pruneChunk(ret Retention) (int, error) {
 	var cutoff time.Time
@@ -1049,7 +1090,7 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 		var last uint64
 		var lastHash string
 		c := b.receipts.Cursor()
-		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < pruneChunk; k, v = c.Next() {
+		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < l.pruneLimit(); k, v = c.Next() {
 			seq := u64(k)
 			overCount := ret.MaxCount > 0 && count-uint64(deleted) > ret.MaxCount
 			tooOld := !cutoff.IsZero() && olderThan(timestampOf(v), cutoff)

@@ -71,3 +71,38 @@ func TestSharedAuditLogIsOneChain(t *testing.T) {
 		require.Equal(t, seq, seen[id], "the reference handed back is where the receipt is")
 	}
 }
+
+// A shared log's commits and retention passes fit in etcd transactions:
+// many receipts queued at once are committed in chunks, retention prunes
+// in small steps, and the log verifies.
+func TestSharedAuditLogCommitsAndPrunesWithinEtcdLimits(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/audit-limits/")
+	l, err := audit.Open(db, audit.Options{Key: auditKey(t), Shared: true, Retention: audit.Retention{MaxCount: 60},
+		Linger: 50 * time.Millisecond, PruneEvery: 1})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for w := range 100 { // far more than one commit's chunk at once
+		wg.Go(func() {
+			for n := range 3 {
+				if _, err := l.Append(audit.Receipt{CallID: fmt.Sprintf("w%d-%d", w, n), Tool: "t", Outcome: "ok",
+					Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, l.Prune())
+	healthy, why := l.Healthy()
+	require.True(t, healthy, why)
+	require.NoError(t, l.Close())
+	rep, err := audit.Verify(db, audit.VerifyOptions{Verifier: auditKey(t).Verifier()})
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	rs, err := audit.List(db, audit.Filter{Limit: 100000})
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(rs), 60, "retention kept the newest 60")
+	require.NotEmpty(t, rs)
+	require.Equal(t, uint64(300), rs[0].Seq, "every receipt was numbered")
+}
