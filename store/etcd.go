@@ -208,3 +208,13 @@ func (db *DB) Follow(ctx context.Context, bucket []byte, from int64, changed, co
 		}
 	}()
 }
+
+// WriteBudget is how many keys one transaction should write at most (0:
+// no bound). Bulk work such as pruning runs in transactions of this many
+// on etcd, whose transactions hold at most 128 operations.
+func (db *DB) WriteBudget() int {
+	if db.etcd == nil {
+		return 0
+	}
+	return 100
+}

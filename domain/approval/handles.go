@@ -137,7 +137,9 @@ func (s *Store) update(scope string, key string, fn func(r *Record, exists bool)
 			return err
 		}
 		out = r
-		_, err = s.pruneBucket(b)
+		// A bounded share of the scope's stale records goes with each save
+		// (all of them on bbolt); Prune takes the rest.
+		_, err = s.pruneBucket(b, s.db.WriteBudget()/2)
 		return err
 	})
 	return out, err
@@ -232,10 +234,13 @@ func (s *Store) stale(r Record, now time.Time) bool {
 	return now.Sub(last) > s.retention
 }
 
-func (s *Store) pruneBucket(b store.Bucket) (int, error) {
+func (s *Store) pruneBucket(b store.Bucket, budget int) (int, error) {
 	now := s.now()
 	var dead [][]byte
 	err := b.ForEach(func(k, v []byte) error {
+		if budget > 0 && len(dead) >= budget {
+			return nil
+		}
 		var r Record
 		if json.Unmarshal(v, &r) != nil || s.stale(r, now) {
 			dead = append(dead, append([]byte(nil), k...))
@@ -253,10 +258,25 @@ func (s *Store) pruneBucket(b store.Bucket) (int, error) {
 	return len(dead), nil
 }
 
-// Prune deletes stale records in every scope and reports how many went.
+// Prune deletes stale records in every scope and reports how many went:
+// in one transaction, or on etcd in transactions of the store's write
+// budget until a pass finds less to delete.
 func (s *Store) Prune() (int, error) {
+	budget := s.db.WriteBudget()
+	total := 0
+	for {
+		n, err := s.prunePass(budget)
+		total += n
+		if err != nil || budget == 0 || n < budget {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) prunePass(budget int) (int, error) {
 	n := 0
 	err := s.db.Update(func(tx store.Tx) error {
+		n = 0
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return nil
@@ -269,7 +289,13 @@ func (s *Store) Prune() (int, error) {
 			return nil
 		})
 		for _, sc := range scopes {
-			d, err := s.pruneBucket(root.Bucket(sc))
+			left := 0
+			if budget > 0 {
+				if left = budget - n; left <= 0 {
+					break
+				}
+			}
+			d, err := s.pruneBucket(root.Bucket(sc), left)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/index"
@@ -190,4 +191,25 @@ func TestFleetClaimsAreExclusiveAndTakenOver(t *testing.T) {
 	a.Leave()
 	require.True(t, b.Claim("task-2"), "a replica that left gives up its claims")
 	require.Eventually(t, func() bool { return b.Live() == 1 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// Pruning 300 stale approval handles on etcd runs in transactions the
+// store accepts (one transaction of 300 deletions would be refused).
+func TestHandlePruneFitsEtcdTransactions(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/handles/")
+	hs := approval.NewStore(db, time.Hour)
+	now := time.Now()
+	hs.SetClock(func() time.Time { return now })
+	for i := range 300 {
+		_, err := hs.Save("tenant", &approval.Handoff{Handle: approval.Handle{Kind: approval.KindJob, JobID: fmt.Sprint("job_", i)}}, "x")
+		require.NoError(t, err)
+	}
+	now = now.Add(2 * time.Hour)
+	n, err := hs.Prune()
+	require.NoError(t, err)
+	require.Equal(t, 300, n)
+	left, err := hs.List("tenant", nil, 1000)
+	require.NoError(t, err)
+	require.Empty(t, left)
 }

@@ -324,17 +324,28 @@ func (s *Store) Prune() (int, error) {
 	if err != nil || len(dead) == 0 {
 		return 0, err
 	}
-	err = s.db.Update(func(tx store.Tx) error {
-		b, err := bucket(tx)
-		if err != nil {
-			return err
-		}
-		for _, k := range dead {
-			if err := b.Delete(k); err != nil {
+	// In transactions of the store's write budget (etcd's op limit).
+	chunk := s.db.WriteBudget()
+	if chunk <= 0 {
+		chunk = len(dead)
+	}
+	for from := 0; from < len(dead); from += chunk {
+		part := dead[from:min(from+chunk, len(dead))]
+		err = s.db.Update(func(tx store.Tx) error {
+			b, err := bucket(tx)
+			if err != nil {
 				return err
 			}
+			for _, k := range part {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return from, err
 		}
-		return nil
-	})
-	return len(dead), err
+	}
+	return len(dead), nil
 }
