@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -111,4 +112,51 @@ func TestEtcdTTLKeysExpireByLease(t *testing.T) {
 	require.Equal(t, "v", string(get("k")))
 	require.Eventually(t, func() bool { return get("k") == nil }, 10*time.Second, 100*time.Millisecond)
 	require.Equal(t, "v", string(get("kept")))
+}
+
+// Follow reports commits to the watched bucket by anyone, and says so
+// when etcd compacted the history it was asked to start from (the catalog
+// then rebuilds its index).
+func TestEtcdFollowReportsChangesAndCompaction(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/follow/", nil)
+	put := func(k string) {
+		require.NoError(t, db.Update(func(tx store.Tx) error { return tx.Bucket(store.BucketCatalog).Put([]byte(k), []byte("v")) }))
+	}
+	put("a")
+	old, err := db.Revision(context.Background())
+	require.NoError(t, err)
+	put("b")
+	put("c")
+	now, err := db.Revision(context.Background())
+	require.NoError(t, err)
+	_, err = db.Etcd().Client().Compact(context.Background(), now)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed, compacted := make(chan int64, 16), make(chan int64, 16)
+	db.Follow(ctx, store.BucketCatalog, old, func(r int64) { changed <- r }, func(r int64) { compacted <- r })
+	select {
+	case r := <-compacted:
+		require.GreaterOrEqual(t, r, now)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no compaction reported for a watch from a compacted revision")
+	}
+	put("d")
+	deadline := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case r := <-changed:
+			seen = r > now // events replayed from the compaction revision come first
+		case <-deadline:
+			t.Fatal("a commit after the compaction was not reported")
+		}
+	}
+	require.NoError(t, db.Update(func(tx store.Tx) error { return tx.Bucket(store.BucketMeta).Put([]byte("other"), []byte("v")) }))
+	select {
+	case r := <-changed:
+		t.Fatalf("a commit to another bucket was reported (rev %d)", r)
+	case <-time.After(300 * time.Millisecond):
+	}
 }
