@@ -327,8 +327,17 @@ func (a *App) openTasks() error {
 		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
 	}
 	if a.Fleet != nil {
-		// One replica follows each task; another takes over when it dies.
+		// One replica follows each task; another takes over when it dies;
+		// listeners on every replica hear of its changes.
 		topts.Claim, topts.Release = a.Fleet.Claim, a.Fleet.Release
+		topts.Follow = func(ctx context.Context, changed func()) {
+			from, err := a.DB.Revision(ctx)
+			if err != nil {
+				a.Logger.Warn("task changes of other replicas are not followed", "error", err.Error())
+				return
+			}
+			a.DB.Follow(ctx, store.BucketTasks, from, func(int64) { changed() }, func(int64) { changed() })
+		}
 	}
 	a.Tasks, err = tasks.New(topts)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
+	"github.com/accordsai/accords-mcp/test/approvaltest"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -495,4 +496,35 @@ func TestScaleOutLatencyProbe(t *testing.T) {
 	se := latencies(t, f.session(1, 0), 60, loadgen.ToolSearch, func(int) map[string]any { return corpus.SearchQuery(rng, 60) })
 	st := latencies(t, f.session(2, 0), 60, loadgen.ToolStatus, func(int) map[string]any { return map[string]any{} })
 	t.Logf("p50 upsert %.2f ms, search %.2f ms, session status %.2f ms", p50(up), p50(se), p50(st))
+}
+
+// A task created on replica 1 (a Tasks-extension client's handoff) is
+// completed although replica 1 is killed before the approval: another
+// replica takes the orphaned task over, and the client reads the result
+// from replica 2.
+func TestReplicasTaskCreatedOnOneCompletedAfterItDies(t *testing.T) {
+	f := startFleetTB(t, 3, 1, unlimited, "ACCORDS_MCP_TASK_POLL_INTERVAL=250ms")
+	c1 := approvaltest.ConnectHTTP(t, f.reps[0].Endpoint, approvaltest.NewClient(true, nil, nil), "", nil)
+	res := c1.CallRaw(t, "vaultclaw_connector_execute_job", approvaltest.GmailSend("bob@example.com"))
+	require.Equal(t, "task", res["resultType"], "%v", res)
+	id := approvaltest.Str(res, "taskId")
+	require.NotEmpty(t, id)
+
+	c2 := approvaltest.ConnectHTTP(t, f.reps[1].Endpoint, approvaltest.NewClient(true, nil, nil), "", nil)
+	got, err := c2.GetTask(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, "working", got.Status, "replica 2 reads the task replica 1 created")
+
+	f.reps[0].Kill()
+	f.reps[0] = nil
+	var pending string
+	for _, p := range f.sim.PendingApprovals() {
+		if p.State == vaultsim.StateWaiting {
+			pending = p.PendingID
+		}
+	}
+	require.NotEmpty(t, pending)
+	require.NoError(t, f.sim.Approve(pending))
+	done := c2.AwaitTask(t, id)
+	require.Equal(t, "completed", done.Status, "another replica finished the task of the dead one")
 }

@@ -25,6 +25,15 @@ func (x *Extension) Start() error {
 	if err := x.resume(); err != nil {
 		return err
 	}
+	if x.o.Follow != nil {
+		x.mu.Lock()
+		if x.followCancel == nil && !x.closed {
+			ctx, cancel := context.WithCancel(context.Background())
+			x.followCancel = cancel
+			x.o.Follow(ctx, x.republish)
+		}
+		x.mu.Unlock()
+	}
 	if x.o.Claim != nil {
 		x.mu.Lock()
 		start := x.rescanStop == nil && !x.closed
@@ -75,6 +84,10 @@ func (x *Extension) resume() error {
 func (x *Extension) Close() {
 	x.mu.Lock()
 	x.closed = true
+	if x.followCancel != nil {
+		x.followCancel()
+		x.followCancel = nil
+	}
 	if x.rescanStop != nil {
 		close(x.rescanStop)
 		x.rescanStop = nil
@@ -296,16 +309,45 @@ func (x *Extension) subscribe(refs []string) (<-chan task.Task, func()) {
 			delete(x.subs[r], ch)
 			if len(x.subs[r]) == 0 {
 				delete(x.subs, r)
+				delete(x.sent, r)
 			}
+		}
+	}
+}
+
+// republish reads the tasks this replica's listeners follow and publishes
+// the ones another replica changed.
+func (x *Extension) republish() {
+	x.mu.Lock()
+	refs := make([]string, 0, len(x.subs))
+	for r := range x.subs {
+		refs = append(refs, r)
+	}
+	x.mu.Unlock()
+	for _, r := range refs {
+		if t, ok, err := x.o.Store.Load(r); err == nil && ok {
+			x.publish(t)
 		}
 	}
 }
 
 // publish hands t to its listeners; a listener that is not keeping up
 // misses intermediate states, never the final one, which it can also poll.
+// A state already published (same UpdatedAt) is not sent again.
 func (x *Extension) publish(t task.Task) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if len(x.subs[t.Ref]) == 0 {
+		delete(x.sent, t.Ref)
+		return
+	}
+	if last, ok := x.sent[t.Ref]; ok && last.Equal(t.UpdatedAt) {
+		return
+	}
+	if x.sent == nil {
+		x.sent = map[string]time.Time{}
+	}
+	x.sent[t.Ref] = t.UpdatedAt
 	for ch := range x.subs[t.Ref] {
 		select {
 		case ch <- t:

@@ -108,6 +108,10 @@ type Options struct {
 	Claim   func(ref string) bool
 	Release func(ref string)
 	Rescan  time.Duration
+	// Follow, when set, calls its argument whenever another replica may
+	// have changed a task (a watch of the shared store's tasks bucket,
+	// until ctx ends): listeners here then hear of tasks followed there.
+	Follow func(ctx context.Context, changed func())
 }
 
 // FleetRescan is how often a replica looks for orphaned working tasks.
@@ -129,7 +133,11 @@ type Extension struct {
 	closed bool
 	// rescanStop ends the look for orphaned tasks (with Claim).
 	rescanStop chan struct{}
-	subs       map[string]map[chan task.Task]struct{} // task ref -> listeners
+	// sent is the UpdatedAt of the last state published per listened
+	// task, so changes seen through Follow are published once.
+	sent         map[string]time.Time
+	followCancel context.CancelFunc
+	subs         map[string]map[chan task.Task]struct{} // task ref -> listeners
 }
 
 // New validates o.
