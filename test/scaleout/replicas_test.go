@@ -483,21 +483,6 @@ func latencies(t testing.TB, cs *mcp.ClientSession, n int, tool string, fn func(
 
 func p50(ds []time.Duration) float64 { return float64(ds[len(ds)/2].Microseconds()) / 1000 }
 
-// TestScaleOutLatencyProbe prints one sequential client's p50 per tool on
-// a 3-replica fleet (diagnostics; the figures come from BenchmarkFleet).
-func TestScaleOutLatencyProbe(t *testing.T) {
-	f := startFleet(t, 3, 1, unlimited)
-	corpus := loadgen.Corpus{Seed: 23}
-	rng := rand.New(rand.NewPCG(1, 2))
-	up := latencies(t, f.session(0, 0), 60, loadgen.ToolUpsert, func(i int) map[string]any {
-		b, _ := corpus.Bundle(i, "1.0.0")
-		return map[string]any{"bundle": b}
-	})
-	se := latencies(t, f.session(1, 0), 60, loadgen.ToolSearch, func(int) map[string]any { return corpus.SearchQuery(rng, 60) })
-	st := latencies(t, f.session(2, 0), 60, loadgen.ToolStatus, func(int) map[string]any { return map[string]any{} })
-	t.Logf("p50 upsert %.2f ms, search %.2f ms, session status %.2f ms", p50(up), p50(se), p50(st))
-}
-
 // A task created on replica 1 (a Tasks-extension client's handoff) is
 // completed although replica 1 is killed before the approval: another
 // replica takes the orphaned task over, and the client reads the result
