@@ -56,6 +56,9 @@ type App struct {
 	Config config.Config
 	Logger *slog.Logger
 	DB     *store.DB
+	// attached counts attached clients' calls whose answers are not
+	// written yet (shutdown waits for them).
+	attached transport.Inflight
 	// Fleet is this replica's membership among those sharing an etcd
 	// store (nil on bbolt: one process).
 	Fleet    *store.Fleet

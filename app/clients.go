@@ -155,7 +155,7 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		}
 		// Task listens on this stream are the launch's: the local caller
 		// with its environment session, like its requests.
-		t := a.Tasks.Transport(&transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes},
+		t := a.Tasks.Transport(&transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes, Inflight: &a.attached},
 			func() context.Context { return c.context(a.localCaller()) })
 		ss, err := a.attachServer().Connect(ctx, t, nil)
 		if err != nil {

@@ -271,6 +271,10 @@ func (w *Owner) Close(grace time.Duration) {
 	if n := w.a.Gate.Close(grace); n > 0 {
 		w.a.Logger.Warn("calls still running after the shutdown grace are cut off", "calls", n)
 	}
+	// The calls have returned; their answers are written after that.
+	if !w.a.attached.Wait(time.Second) {
+		w.a.Logger.Warn("answers of attached clients still unwritten after 1s are dropped")
+	}
 	w.sessCancel()
 	w.a.CloseClients()
 	w.ctlCancel()

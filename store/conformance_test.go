@@ -133,8 +133,7 @@ func TestEtcdFollowReportsChangesAndCompaction(t *testing.T) {
 	_, err = db.Etcd().Client().Compact(context.Background(), now)
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	changed, compacted := make(chan int64, 16), make(chan int64, 16)
 	db.Follow(ctx, store.BucketCatalog, old, func(r int64) { changed <- r }, func(r int64) { compacted <- r })
 	select {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,45 @@ type AttachTransport struct {
 	// MaxMessageBytes caps one message (DefaultMaxMessageBytes when <= 0);
 	// the front end already refused longer ones from its client.
 	MaxMessageBytes int
+	// Inflight, when set, counts the stream's tools/call requests whose
+	// answers are not written yet (the daemon's shutdown waits for them).
+	Inflight *Inflight
+}
+
+// Inflight counts tools/call requests read from attached streams and not
+// answered yet. The SDK writes an answer after the call's handler (and
+// the daemon's gate) has returned; a shutdown that cancelled the sessions
+// as soon as the gate was empty would drop answers being written.
+type Inflight struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (f *Inflight) add(d int) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.n += d
+	f.mu.Unlock()
+}
+
+// Wait returns once every counted answer is written, or after timeout
+// (false).
+func (f *Inflight) Wait(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		n := f.n
+		f.mu.Unlock()
+		if n <= 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Connect implements mcp.Transport.
@@ -42,7 +82,8 @@ func (t *AttachTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxMessageBytes
 	}
-	return &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{})}, nil
+	return &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{}),
+		inflight: t.Inflight}, nil
 }
 
 type attachConn struct {
@@ -53,6 +94,10 @@ type attachConn struct {
 	wmu    sync.Mutex
 	once   sync.Once
 	closed chan struct{}
+
+	inflight *Inflight
+	pmu      sync.Mutex
+	pending  map[any]bool // ids of tools/call requests not answered yet
 }
 
 func (c *attachConn) SessionID() string { return c.id }
@@ -92,6 +137,17 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			continue
 		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() && req.Method == "tools/call" && c.inflight != nil {
+			c.pmu.Lock()
+			if c.pending == nil {
+				c.pending = map[any]bool{}
+			}
+			if !c.pending[req.ID.Raw()] {
+				c.pending[req.ID.Raw()] = true
+				c.inflight.add(1)
+			}
+			c.pmu.Unlock()
+		}
 		return msg, nil
 	}
 }
@@ -126,7 +182,20 @@ func (c *attachConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.writeRaw(data)
+	err = c.writeRaw(data)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.answered(resp.ID.Raw())
+	}
+	return err
+}
+
+func (c *attachConn) answered(id any) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.pending[id] {
+		delete(c.pending, id)
+		c.inflight.add(-1)
+	}
 }
 
 func (c *attachConn) writeRaw(data []byte) error {
@@ -137,6 +206,10 @@ func (c *attachConn) writeRaw(data []byte) error {
 }
 
 func (c *attachConn) Close() error {
+	c.pmu.Lock()
+	c.inflight.add(-len(c.pending))
+	c.pending = nil
+	c.pmu.Unlock()
 	c.once.Do(func() { close(c.closed) })
 	return c.conn.Close()
 }
