@@ -28,6 +28,7 @@ import (
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // What happens to calls while receipts cannot be written.
@@ -80,6 +81,9 @@ type Options struct {
 	// Replicas is the number of live replicas enforcing rate limits
 	// together (store.Fleet.Live); nil means this process alone.
 	Replicas func() int
+	// Tracer, when set, opens a span per tool call (platform/tracing);
+	// nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Gateway enforces policy (capabilities, rate limits, pre-execution rules)
