@@ -96,3 +96,47 @@ func BenchmarkBoltUpsert(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEtcdUpsertThreeReplicas upserts from 3 catalogs (replicas) × 4
+// goroutines on one embedded etcd: upserts/s and conflicts per commit.
+func BenchmarkEtcdUpsertThreeReplicas(b *testing.B) {
+	srv := etcdtest.Start(b)
+	var dbs []*store.DB
+	var cats []*catalog.Service
+	for range 3 {
+		db := openEtcd(b, srv, "/bench-upsert3/")
+		cat, err := catalog.Open(context.Background(), db, b.TempDir()+"/index", catalog.Options{})
+		require.NoError(b, err)
+		cat.Follow(context.Background())
+		defer cat.Close()
+		dbs, cats = append(dbs, db), append(cats, cat)
+	}
+	per := max(b.N/12, 1)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, cat := range cats {
+		for w := range 4 {
+			wg.Go(func() {
+				for n := range per {
+					bd, _ := bundle(b, (i*4+w)*100000+n, "1.0.0")
+					if _, err := cat.Upsert(context.Background(), bd, catalog.UpsertOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	var commits, conflicts int64
+	for _, db := range dbs {
+		s := db.Etcd().Stats()
+		commits += s.Commits
+		conflicts += s.Conflicts
+	}
+	b.ReportMetric(float64(per*12)/el.Seconds(), "upserts/s")
+	b.ReportMetric(float64(conflicts)/float64(max(commits, 1)), "conflicts/commit")
+}
