@@ -271,10 +271,8 @@ func (w *Owner) Close(grace time.Duration) {
 	if n := w.a.Gate.Close(grace); n > 0 {
 		w.a.Logger.Warn("calls still running after the shutdown grace are cut off", "calls", n)
 	}
-	// The calls have returned; their answers are written after that.
-	if !w.a.attached.Wait(time.Second) {
-		w.a.Logger.Warn("answers of attached clients still unwritten after 1s are dropped")
-	}
+	// The calls that returned are answered before the sessions close.
+	w.a.AwaitAnswers(time.Second)
 	w.sessCancel()
 	w.a.CloseClients()
 	w.ctlCancel()

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,45 +35,19 @@ type AttachTransport struct {
 	// MaxMessageBytes caps one message (DefaultMaxMessageBytes when <= 0);
 	// the front end already refused longer ones from its client.
 	MaxMessageBytes int
-	// Inflight, when set, counts the stream's tools/call requests whose
-	// answers are not written yet (the daemon's shutdown waits for them).
-	Inflight *Inflight
+
+	conn atomic.Pointer[attachConn]
 }
 
-// Inflight counts tools/call requests read from attached streams and not
-// answered yet. The SDK writes an answer after the call's handler (and
-// the daemon's gate) has returned; a shutdown that cancelled the sessions
-// as soon as the gate was empty would drop answers being written.
-type Inflight struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (f *Inflight) add(d int) {
-	if f == nil {
-		return
+// Unanswered is how many requests read from the stream have had no
+// response written yet. A daemon stopping waits for it to reach zero
+// before it closes the session: go-sdk drops a response still to be
+// written once the session is closing, though the call has returned.
+func (t *AttachTransport) Unanswered() int64 {
+	if c := t.conn.Load(); c != nil {
+		return c.open.Load()
 	}
-	f.mu.Lock()
-	f.n += d
-	f.mu.Unlock()
-}
-
-// Wait returns once every counted answer is written, or after timeout
-// (false).
-func (f *Inflight) Wait(timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		f.mu.Lock()
-		n := f.n
-		f.mu.Unlock()
-		if n <= 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	return 0
 }
 
 // Connect implements mcp.Transport.
@@ -82,8 +56,9 @@ func (t *AttachTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxMessageBytes
 	}
-	return &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{}),
-		inflight: t.Inflight}, nil
+	c := &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{}), listens: map[any]bool{}}
+	t.conn.Store(c)
+	return c, nil
 }
 
 type attachConn struct {
@@ -94,10 +69,23 @@ type attachConn struct {
 	wmu    sync.Mutex
 	once   sync.Once
 	closed chan struct{}
+	// open counts requests read and not yet answered, listens aside.
+	open    atomic.Int64
+	lmu     sync.Mutex
+	listens map[any]bool
+}
 
-	inflight *Inflight
-	pmu      sync.Mutex
-	pending  map[any]bool // ids of tools/call requests not answered yet
+const methodListen = "subscriptions/listen"
+
+// listenAnswer reports (and forgets) whether r answers a listen.
+func (c *attachConn) listenAnswer(r *jsonrpc.Response) bool {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if c.listens[r.ID.Raw()] {
+		delete(c.listens, r.ID.Raw())
+		return true
+	}
+	return false
 }
 
 func (c *attachConn) SessionID() string { return c.id }
@@ -137,16 +125,15 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			continue
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() && req.Method == "tools/call" && c.inflight != nil {
-			c.pmu.Lock()
-			if c.pending == nil {
-				c.pending = map[any]bool{}
+		if r, ok := msg.(*jsonrpc.Request); ok && r.ID.IsValid() {
+			if r.Method == methodListen {
+				// A listen lasts until cancelled: no call awaits its answer.
+				c.lmu.Lock()
+				c.listens[r.ID.Raw()] = true
+				c.lmu.Unlock()
+			} else {
+				c.open.Add(1)
 			}
-			if !c.pending[req.ID.Raw()] {
-				c.pending[req.ID.Raw()] = true
-				c.inflight.add(1)
-			}
-			c.pmu.Unlock()
 		}
 		return msg, nil
 	}
@@ -182,20 +169,10 @@ func (c *attachConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	err = c.writeRaw(data)
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.answered(resp.ID.Raw())
+	if r, ok := msg.(*jsonrpc.Response); ok && !c.listenAnswer(r) {
+		defer c.open.Add(-1)
 	}
-	return err
-}
-
-func (c *attachConn) answered(id any) {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	if c.pending[id] {
-		delete(c.pending, id)
-		c.inflight.add(-1)
-	}
+	return c.writeRaw(data)
 }
 
 func (c *attachConn) writeRaw(data []byte) error {
@@ -206,10 +183,6 @@ func (c *attachConn) writeRaw(data []byte) error {
 }
 
 func (c *attachConn) Close() error {
-	c.pmu.Lock()
-	c.inflight.add(-len(c.pending))
-	c.pending = nil
-	c.pmu.Unlock()
 	c.once.Do(func() { close(c.closed) })
 	return c.conn.Close()
 }

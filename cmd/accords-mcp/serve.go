@@ -29,6 +29,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	readOnly := fs.Bool("read-only", false, "remove every tool that changes state (or ACCORDS_MCP_READ_ONLY=true); attached to a daemon, for this client only")
 	toolsets := fs.String("toolsets", "", "comma-separated toolsets to expose (overrides ACCORDS_MCP_TOOLSETS); attached to a daemon, for this client only")
 	standalone := fs.Bool("standalone", false, "serve stdio in this process instead of attaching to a daemon (or ACCORDS_MCP_STANDALONE=true)")
+	dynamic := fs.Bool("dynamic-toolsets", false, "start stdio sessions with a few core tools; toolsets are enabled on demand (or ACCORDS_MCP_DYNAMIC_TOOLSETS=true); attached to a daemon, for this client only")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,6 +48,9 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	if *toolsets != "" {
 		cfg.Toolsets = config.SplitList(*toolsets)
+	}
+	if *dynamic {
+		cfg.DynamicToolsets = true
 	}
 	cfg.Standalone = cfg.Standalone || *standalone
 	switch {
