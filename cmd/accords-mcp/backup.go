@@ -37,7 +37,7 @@ func runBackup(ctx context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp backup:", err)
 		return 1
 	}
-	if dbIsNew(cfg.DBPath) {
+	if storeIsNew(cfg) {
 		fmt.Fprintf(env.stderr, "accords-mcp backup: no database at %s (set ACCORDS_MCP_DB?)\n", cfg.DBPath)
 		return 1
 	}

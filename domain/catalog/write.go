@@ -9,13 +9,12 @@ import (
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // writeTx tracks what one bbolt transaction changed.
 type writeTx struct {
-	tx      *bolt.Tx
-	root    *bolt.Bucket
+	tx      store.Tx
+	root    store.Bucket
 	touched map[string]bool
 	// created holds cookbooks that had no version before this transaction:
 	// the index has no documents of theirs to find and delete.
@@ -119,7 +118,7 @@ func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
 	}
 	if len(batch) > 1 {
 		var g groupTx
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.db.Update(func(tx store.Tx) error {
 			g = groupTx{touched: map[string]bool{}, created: map[string]bool{}}
 			for _, r := range batch {
 				if err := g.run(tx, r.fn); err != nil {
@@ -136,7 +135,7 @@ func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
 	}
 	for _, r := range batch {
 		var g groupTx
-		r.err = s.db.Update(func(tx *bolt.Tx) error {
+		r.err = s.db.Update(func(tx store.Tx) error {
 			g = groupTx{touched: map[string]bool{}, created: map[string]bool{}}
 			if err := g.run(tx, r.fn); err != nil {
 				return err
@@ -160,7 +159,7 @@ type groupTx struct {
 
 // run applies one write: fn, then its revision and change-log record when
 // it touched anything.
-func (g *groupTx) run(tx *bolt.Tx, fn func(w *writeTx) error) error {
+func (g *groupTx) run(tx store.Tx, fn func(w *writeTx) error) error {
 	root, err := catalogBucket(tx)
 	if err != nil {
 		return err
@@ -214,7 +213,7 @@ func runWrite(fn func(w *writeTx) error, w *writeTx) (err error) {
 
 // finish reads the index documents of every cookbook the writes touched,
 // as the transaction leaves them.
-func (g *groupTx) finish(tx *bolt.Tx) error {
+func (g *groupTx) finish(tx store.Tx) error {
 	if g.last == 0 {
 		return nil
 	}

@@ -128,7 +128,7 @@ func BenchmarkGrowthPer1000(b *testing.B) {
 	digest := "hmac-sha256:" + strings.Repeat("ab", 32)
 	inUse := func() int {
 		n := 0
-		_ = db.View(func(tx *bolt.Tx) error {
+		_ = db.Bolt().View(func(tx *bolt.Tx) error {
 			s := tx.Bucket(store.BucketAudit).Stats()
 			n = s.LeafInuse + s.BranchInuse
 			return nil
