@@ -105,6 +105,17 @@ func output(env *environment, asJSON bool, data any, err error, human func(w io.
 	return 0
 }
 
+// printJSON writes v indented on stdout.
+func printJSON(env *environment, v any) int {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
+	return 0
+}
+
 // printErr writes "accords-mcp: CODE: message (k=v, ...)" with the details
 // that help a person fix the input.
 func printErr(w io.Writer, err error) {
