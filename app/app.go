@@ -437,7 +437,10 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		cancel()
 		stop()
 		_ = ss.Close()
-		<-done
+		if werr := <-done; werr != nil {
+			// Closed on purpose: what the session says about it is detail.
+			a.Logger.Debug("stdio session closed", "error", werr.Error())
+		}
 		a.Logger.Info("stopping", "reason", "signal")
 		return nil
 	}

@@ -58,13 +58,9 @@ func main() {
 	os.Exit(run(ctx, env, os.Args[1:]))
 }
 
-// Exit codes shared by every command.
-const (
-	exitFailure = 1
-	// exitUsage is a command line that cannot be run: an unknown command
-	// or flag, a missing or extra argument, a bad flag value.
-	exitUsage = 2
-)
+// exitUsage is the exit code of a command line that cannot be run: an
+// unknown command or flag, a missing or extra argument, a bad flag value.
+const exitUsage = 2
 
 // exitStatus is the error a command returns to end with a code after it
 // has said why itself.
@@ -222,8 +218,7 @@ func strictArgs(c *cobra.Command) {
 	if orig := c.Args; orig != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := orig(cmd, args); err != nil {
-				var ue *usageError
-				if errors.As(err, &ue) {
+				if _, ok := errors.AsType[*usageError](err); ok {
 					return err
 				}
 				return usageErrorf(cmd, "%s", err.Error())
