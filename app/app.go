@@ -21,6 +21,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/approval/execution"
+	"github.com/accordsai/accords-mcp/domain/approval/task"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/domain/catalog/builtin"
 	"github.com/accordsai/accords-mcp/domain/catalog/remote"
@@ -29,8 +30,10 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/gate"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
@@ -39,6 +42,8 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
+	"github.com/accordsai/accords-mcp/transport/tasks"
+	"github.com/accordsai/accords-mcp/transport/urlelicit"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/netutil"
@@ -72,6 +77,13 @@ type App struct {
 	Gateway  *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// TaskStore holds the tasks of the MCP Tasks extension; Tasks is the
+	// extension, which follows them until Vault decides.
+	TaskStore *task.Store
+	Tasks     *tasks.Extension
+	// elicit sends the person to Vault's approval page (URL elicitation).
+	elicit *urlelicit.Elicitor
+
 	// Gate counts tool calls and operator requests in flight; a restore
 	// through the daemon holds new ones while it swaps the file, and
 	// shutdown drains it.
@@ -234,19 +246,25 @@ func (a *App) init() error {
 		return float64(n), err == nil
 	})
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
+	if err := a.openTasks(); err != nil {
+		a.Audit.Close()
+		return err
+	}
 	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
 		Drain:        a.Drain,
 		Logger:       a.Logger,
 		SDKLogger:    a.sdkLogger(),
 		Instructions: instructions,
-		// Outside the gateway, so calls it refuses are counted too. The
-		// gate comes first: a call held during a restore has not started.
-		Outer: []mcp.Middleware{
-			gateMiddleware(a.Gate),
-			a.clients.middleware,
-			transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger}),
-		},
+		// The gate comes first: a call held during a restore has not
+		// started (tasks/* included). The attached client's context applies
+		// before the Tasks extension binds a task to its caller.
+		First: []mcp.Middleware{gateMiddleware(a.Gate), a.clients.middleware},
+		// The extensions' middleware runs next, then Outer: outside the
+		// gateway, so calls it refuses are counted too.
+		Extensions: []transport.Extension{a.Tasks},
+		Outer:      []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
+		WrapTool:   a.elicit.Wrap,
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:       reg,
@@ -266,7 +284,43 @@ func (a *App) init() error {
 		a.Audit.Close()
 		return err
 	}
+	a.Tasks.SetGate(a.Gateway)
+	if err := a.Tasks.Start(); err != nil {
+		a.Logger.Warn("resuming tasks failed", "error", err)
+	}
 	return nil
+}
+
+// openTasks opens the task store (pruned like the handles) and the Tasks
+// extension; its pollers start once the gateway exists.
+func (a *App) openTasks() error {
+	a.TaskStore = task.NewStore(a.DB, a.Config.HandleRetention)
+	if _, err := a.TaskStore.Prune(); err != nil {
+		a.Logger.Warn("pruning tasks failed", "error", err)
+	}
+	var err error
+	a.Tasks, err = tasks.New(tasks.Options{
+		Store: a.TaskStore, Keys: a.Keys, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
+		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	a.elicit, err = urlelicit.New(urlelicit.Options{Keys: a.Keys, Sessions: a.Sessions, Awaiter: a.Execution,
+		Finish: a.finishApproval, Logger: a.Logger})
+	return err
+}
+
+// finishApproval is the answer of a handed-off call once Vault has decided:
+// the passport workflow resumes its run, the Vault tools build theirs from
+// the decided job or run.
+func (a *App) finishApproval(ctx context.Context, scope string, c approval.Continuation, res approval.WaitResult) envelope.Envelope {
+	if c.Tool == passport.ToolName {
+		r, err := a.Passport.Finish(ctx, scope, c, res)
+		return tools.Finished(r.Data, r.RequestID, r.HTTPStatus, err)
+	}
+	out, err := a.Execution.Finish(c, res)
+	return tools.Finished(out.Data, out.RequestID, out.HTTPStatus, err)
 }
 
 // openAudit loads the audit key (outside the database folder), opens the
@@ -386,6 +440,9 @@ func (a *App) sdkLogger() *slog.Logger {
 // catalog index, then the database.
 func (a *App) Close() error {
 	var err error
+	if a.Tasks != nil {
+		a.Tasks.Close()
+	}
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
@@ -415,12 +472,16 @@ func (a *App) Reload() error { return a.Gateway.Reload() }
 // cancellation it begins the drain (waits answer at once), lets in-flight
 // calls answer within config.ShutdownGrace, then closes the session.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	// Elicitations in flight end when the server stops or the client's
+	// input ends: nobody is left to answer them.
+	defer context.AfterFunc(ctx, a.elicit.Stop)()
+	in = onEOF{Reader: in, fn: a.elicit.Stop}
 	t := &transport.StdioTransport{In: in, Out: out, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	// Connect and Wait rather than the SDK's Server.Run: Run logs a stop
 	// asked for by a signal (Ctrl-C, SIGTERM) as an error.
-	ss, err := a.MCPServer().Connect(runCtx, t, nil)
+	ss, err := a.MCPServer().Connect(runCtx, a.StreamTransport(t), nil)
 	if err != nil {
 		return err
 	}
@@ -450,6 +511,32 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	return err
 }
 
+// onEOF calls fn when the reader ends.
+type onEOF struct {
+	io.Reader
+	fn func()
+}
+
+func (r onEOF) Read(p []byte) (int, error) {
+	n, err := r.Reader.Read(p)
+	if err != nil {
+		r.fn()
+	}
+	return n, err
+}
+
+// StreamTransport is t as a stream transport (stdio, a socket, in
+// memory) is served: task listens (notifications/tasks) are answered on
+// it, for the local caller.
+func (a *App) StreamTransport(t mcp.Transport) mcp.Transport {
+	return a.Tasks.Transport(t, a.localCaller)
+}
+
+// localCaller is the context of the local (stdio) caller.
+func (a *App) localCaller() context.Context {
+	return caller.With(context.Background(), a.Gateway.Principal(context.Background(), nil))
+}
+
 // HTTPHandler is the bridge handler.
 func (a *App) HTTPHandler() http.Handler {
 	h := transport.NewHTTPHandler(transport.HTTPOptions{
@@ -460,6 +547,9 @@ func (a *App) HTTPHandler() http.Handler {
 		RequireTenantHeader: a.Config.RequireTenantHeader,
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
+		Inner: func(next http.Handler) http.Handler {
+			return a.Tasks.HTTP(next, a.Gateway.RequestPrincipal, int(a.Config.MaxBodyBytes))
+		},
 		Health: func() error {
 			leave, err := a.Gate.Enter(context.Background())
 			if err != nil {
@@ -531,6 +621,7 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 	}
 	a.Logger.Info("shutting down: no new requests; in-flight calls get a grace period", "grace", config.ShutdownGrace.String())
 	a.Drain.Begin()
+	a.elicit.Stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

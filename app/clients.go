@@ -153,7 +153,11 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		if conn == nil {
 			return
 		}
-		ss, err := a.attachServer().Connect(ctx, &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}, nil)
+		// Task listens on this stream are the launch's: the local caller
+		// with its environment session, like its requests.
+		t := a.Tasks.Transport(&transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes},
+			func() context.Context { return c.context(a.localCaller()) })
+		ss, err := a.attachServer().Connect(ctx, t, nil)
 		if err != nil {
 			conn.Close()
 			a.Logger.Warn("attached client could not connect", "session", c.id, "error", err.Error())

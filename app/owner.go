@@ -264,6 +264,10 @@ func (w *Owner) Close(grace time.Duration) {
 		w.idle = nil
 	}
 	w.mu.Unlock()
+	// Waits and elicitations in flight answer with their handle now rather
+	// than running out the grace: their clients can resume on the next daemon.
+	w.a.Drain.Begin()
+	w.a.elicit.Stop()
 	if n := w.a.Gate.Close(grace); n > 0 {
 		w.a.Logger.Warn("calls still running after the shutdown grace are cut off", "calls", n)
 	}

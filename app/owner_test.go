@@ -3,7 +3,9 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -248,4 +251,44 @@ func TestAttachRefusesAnUnknownToolset(t *testing.T) {
 	_, _, err = c.Attach(context.Background(), control.Hello{Protocol: control.Protocol + 1})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "protocol")
+}
+
+// TestOwnerCloseDuringWait: a daemon that stops while an attached client
+// waits on an approval answers the wait with its handle at once (was: the
+// wait ran out the shutdown grace and was cut off without the handle).
+func TestOwnerCloseDuringWait(t *testing.T) {
+	sim, err := vaultsim.Start("", vaultsim.Options{AgentToken: simToken})
+	require.NoError(t, err)
+	defer sim.Close()
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"},
+		"VC_AGENT_TOKEN="+simToken, "VC_BASE_URL="+sim.URL)
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	h := pendingHandle(t, srv.URL)
+	sim.ClearRequests()
+	cs := attach(t, w, "waiter", control.Hello{Env: session.Defaults{Token: simToken, BaseURL: sim.URL}})
+
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "vaultclaw_approval_wait",
+			Arguments: map[string]any{"handle": h, "timeout_ms": 60000, "poll_interval_ms": 250}})
+		if err != nil {
+			t.Errorf("wait: %v", err)
+		}
+		got <- res
+	}()
+	require.Eventually(t, func() bool { return jobPolls(sim) >= 1 }, 10*time.Second, 20*time.Millisecond)
+	start := time.Now()
+	w.Close(10 * time.Second)
+	assert.Less(t, time.Since(start), 2*time.Second, "the wait ends at once, not after the grace")
+	res := <-got
+	require.NotNil(t, res)
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var env mcptest.Envelope
+	require.NoError(t, json.Unmarshal(b, &env))
+	require.NotNil(t, env.Error, "%s", b)
+	assert.Equal(t, "MCP_WAIT_TIMEOUT", env.Error.Code)
+	assert.Equal(t, "server_shutting_down", env.Error.Details["reason"])
+	assert.Equal(t, h["job_id"], env.Error.Details["handle"].(map[string]any)["job_id"], "the handle is kept")
 }

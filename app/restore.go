@@ -79,6 +79,12 @@ func (a *App) Restore(ctx context.Context, src string, r io.Reader) (admin.Resto
 	}
 	a.Audit = l
 	a.audit.set(l)
+	// Tasks waiting in the file now open are followed (those already
+	// followed go on; one the restored file lacks ends when its poller
+	// next writes).
+	if err := a.Tasks.Start(); err != nil {
+		a.Logger.Warn("resuming tasks after the restore", "error", err.Error())
+	}
 	if swapErr != nil {
 		return out, swapErr
 	}

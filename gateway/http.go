@@ -104,11 +104,16 @@ func bearer(h string) (string, bool) {
 // tools/list shows exactly what it may call.
 func (g *Gateway) GetServer(r *http.Request) *mcp.Server {
 	pol := g.policy.Load()
-	p, ok := r.Context().Value(principalKey{}).(caller.Principal)
-	if !ok {
-		p = caller.Resolve(caller.Request{HTTP: true, Header: r.Header}, fixedTenants(pol))
+	return g.serverFor(g.callerFor(pol, g.RequestPrincipal(r)))
+}
+
+// RequestPrincipal is the caller of an HTTP request as Wrap resolved it
+// (for handlers that answer below the MCP server, task listens).
+func (g *Gateway) RequestPrincipal(r *http.Request) caller.Principal {
+	if p, ok := r.Context().Value(principalKey{}).(caller.Principal); ok {
+		return p
 	}
-	return g.serverFor(g.callerFor(pol, p))
+	return caller.Resolve(caller.Request{HTTP: true, Header: r.Header}, fixedTenants(g.policy.Load()))
 }
 
 // verified reads the caller Wrap put into the token info, if any.

@@ -15,6 +15,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/rules"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/tools"
+	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,6 +29,8 @@ func (g *Gateway) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ctr, ok := req.(*mcp.CallToolRequest); ok {
 				return g.call(ctx, method, ctr, next)
 			}
+		case tasks.MethodGet, tasks.MethodUpdate, tasks.MethodCancel:
+			return g.taskMethod(ctx, method, req, next)
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if err != nil {

@@ -23,6 +23,7 @@ func All() []Migration {
 	return []Migration{
 		{Version: 1, Name: "initial buckets", Apply: v1InitialBuckets},
 		{Version: 2, Name: "signed audit log buckets", Apply: v2SignedAudit},
+		{Version: 3, Name: "approval tasks bucket", Apply: v3ApprovalTasks},
 	}
 }
 
@@ -66,4 +67,11 @@ func v2SignedAudit(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// v3 adds the tasks of the MCP Tasks extension: one record per task, keyed
+// by the SHA-256 of its id, holding the owner, the approval it waits on and,
+// once finished, the tool result.
+func v3ApprovalTasks(tx *bolt.Tx) error {
+	return createBuckets(tx, "tasks")
 }

@@ -28,6 +28,7 @@ var (
 	BucketPolicyHash = []byte("policy_hash")
 	BucketHandles    = []byte("handles")
 	BucketAudit      = []byte("audit")
+	BucketTasks      = []byte("tasks")
 )
 
 // KeySchemaVersion is the meta key of the schema version (uint64 big endian).

@@ -267,5 +267,14 @@ func handleView(r approval.Record) map[string]any {
 	if r.TerminalAt != nil {
 		out["terminal_at"] = *r.TerminalAt
 	}
+	if r.Task != nil {
+		// A Tasks-extension task follows this handle (its id stays with
+		// the client that holds it).
+		task := map[string]any{"status": r.Task.Status, "updated_at": r.Task.UpdatedAt}
+		if r.Task.StatusMessage != "" {
+			task["status_message"] = r.Task.StatusMessage
+		}
+		out["task"] = task
+	}
 	return out
 }

@@ -44,7 +44,10 @@ type HTTPOptions struct {
 	// log that failed verification); /healthz then says status degraded.
 	Degraded func() []string
 	// Wrap, when set, wraps the MCP endpoint (authentication).
-	Wrap   func(http.Handler) http.Handler
+	Wrap func(http.Handler) http.Handler
+	// Inner, when set, sees each MCP request after authentication and the
+	// bridge's checks, before the SDK (task listens).
+	Inner  func(http.Handler) http.Handler
 	Logger *slog.Logger
 	// Extra routes (metrics, admin) mounted beside the MCP endpoint; they
 	// get the same browser checks as the MCP endpoint.
@@ -82,12 +85,25 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		guard, _ = newBrowserGuard(nil)
 	}
 	base := mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger, PropagateRequestCancellation: true}
-	sse := mcp.NewStreamableHTTPHandler(o.GetServer, &base)
+	sse := jsonRPCErrors(mcp.NewStreamableHTTPHandler(o.GetServer, &base), o.MaxBodyBytes)
 	jsonOpts := base
 	jsonOpts.JSONResponse = true
-	plain := mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts)
+	plain := jsonRPCErrors(mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts), o.MaxBodyBytes)
 	calls := newInflight()
 
+	var dispatch http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Bridge clients POST one JSON-RPC message with Accept:
+		// application/json only; answer them with a plain JSON body.
+		if r.Method == http.MethodPost && !acceptsEventStream(r.Header.Values("Accept")) {
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			plain.ServeHTTP(w, r)
+			return
+		}
+		sse.ServeHTTP(w, r)
+	})
+	if o.Inner != nil {
+		dispatch = o.Inner(dispatch)
+	}
 	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.ContentLength > o.MaxBodyBytes {
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
@@ -127,14 +143,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		ctx := context.WithValue(carrier, httpCallKey{}, carrier)
 		ctx = context.WithValue(ctx, clientAddrKey{}, remoteIP(r))
 		r = r.WithContext(ctx)
-		// Bridge clients POST one JSON-RPC message with Accept:
-		// application/json only; answer them with a plain JSON body.
-		if !acceptsEventStream(r.Header.Values("Accept")) {
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			plain.ServeHTTP(w, r)
-			return
-		}
-		sse.ServeHTTP(w, r)
+		dispatch.ServeHTTP(w, r)
 	})
 	if o.Wrap != nil {
 		endpoint = o.Wrap(endpoint)

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 
@@ -48,6 +49,24 @@ type Builder struct {
 	// Drain, when set, is the shutdown signal every call can see
 	// (lifecycle.Interruptible).
 	Drain *lifecycle.Drain
+	// First run before the extensions, right after the principal is
+	// resolved (the restore gate, the attached client's context): an
+	// extension's requests are held and attributed like any other.
+	First []mcp.Middleware
+	// Extensions plug protocol extensions (the Tasks extension) into every
+	// server Build makes; their middleware runs after First, before Outer.
+	Extensions []Extension
+	// WrapTool, when set, wraps the handler of each tool (URL elicitation
+	// of approvals).
+	WrapTool func(t tools.Tool, h mcp.ToolHandler) mcp.ToolHandler
+}
+
+// Extension is a protocol extension as Build installs it: capabilities to
+// advertise, methods to register, and a receiving middleware.
+type Extension interface {
+	Capabilities(c *mcp.ServerCapabilities)
+	Install(s *mcp.Server) error
+	Middleware(next mcp.MethodHandler) mcp.MethodHandler
 }
 
 // Build returns a server exposing every tool of reg.
@@ -60,15 +79,27 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	if sdkLogger == nil {
 		sdkLogger = logger
 	}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}
+	for _, x := range b.Extensions {
+		x.Capabilities(caps)
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "accords-mcp", Title: "Accords MCP for Vaultclaw", Version: version.Version}, &mcp.ServerOptions{
 		Instructions: b.Instructions,
 		Logger:       sdkLogger,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		Capabilities: caps,
 	})
 	for _, t := range reg.Tools() {
-		s.AddTool(t.MCPTool(), t.MCPHandler(logger))
+		s.AddTool(t.MCPTool(), b.toolHandler(t, logger))
 	}
-	mws := append(append([]mcp.Middleware{}, b.Outer...), b.Middleware...)
+	mws := append([]mcp.Middleware{}, b.First...)
+	for _, x := range b.Extensions {
+		if err := x.Install(s); err != nil {
+			// Only a name clash with a standard method fails: a bug.
+			panic(fmt.Sprintf("install protocol extension: %v", err))
+		}
+		mws = append(mws, x.Middleware)
+	}
+	mws = append(append(mws, b.Outer...), b.Middleware...)
 	// Receiving middleware added last runs first, so the principal is
 	// resolved before anything else sees the request.
 	for _, mw := range slices.Backward(mws) {
@@ -79,6 +110,15 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	return s
+}
+
+// toolHandler is t's handler as servers register it.
+func (b *Builder) toolHandler(t tools.Tool, logger *slog.Logger) mcp.ToolHandler {
+	h := t.MCPHandler(logger)
+	if b.WrapTool != nil {
+		h = b.WrapTool(t, h)
+	}
+	return h
 }
 
 func drainMiddleware(d *lifecycle.Drain) mcp.Middleware {

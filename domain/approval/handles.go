@@ -43,6 +43,38 @@ type Record struct {
 	CreatedAt              time.Time  `json:"created_at"`
 	UpdatedAt              time.Time  `json:"updated_at"`
 	TerminalAt             *time.Time `json:"terminal_at,omitempty"`
+	// Task is set when a Tasks-extension task follows this handle.
+	Task *TaskLink `json:"task,omitempty"`
+}
+
+// TaskLink is the task that follows a handle, as the handles list shows it.
+// The task id is its owner's secret and is not kept here.
+type TaskLink struct {
+	Status        string    `json:"status"`
+	StatusMessage string    `json:"status_message,omitempty"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// LinkTask records the state of the task following h; a handle the store
+// does not hold is left alone.
+func (s *Store) LinkTask(scope string, h Handle, link TaskLink) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(store.BucketHandles)
+		if root == nil {
+			return errors.New("handles bucket missing")
+		}
+		b := root.Bucket(scopeKey(scope))
+		if b == nil {
+			return nil
+		}
+		var r Record
+		ok, err := store.GetJSON(b, []byte(h.Key()), &r)
+		if err != nil || !ok {
+			return err
+		}
+		r.Task = &link
+		return store.PutJSON(b, []byte(h.Key()), r)
+	})
 }
 
 // Store keeps handles per scope in the "handles" bucket: one nested bucket

@@ -98,6 +98,10 @@ type Handoff struct {
 	Response any
 	// FromHTTPError marks a handoff recovered from a >= 400 approval error.
 	FromHTTPError bool
+	// Continuation is how the call that handed off finishes once Vault
+	// decides (a task or a URL elicitation completes it); the envelope
+	// never shows it.
+	Continuation Continuation
 	// cause is the original error of an HTTP-error handoff.
 	cause *apperr.Error
 }
@@ -342,6 +346,18 @@ type Approval struct {
 	RemoteAttestationURL          string `json:"remote_attestation_url,omitempty"`
 	RunID                         string `json:"run_id"`
 	Status                        string `json:"status"`
+
+	// handoff is what the approval was built from (never serialised).
+	handoff *Handoff
+}
+
+// Handoff is the handoff a is the client view of (nil for an Approval not
+// built by Handoff.Approval).
+func (a *Approval) Handoff() *Handoff {
+	if a == nil {
+		return nil
+	}
+	return a.handoff
 }
 
 // NextAction is the wait call that resumes a handoff.
@@ -383,6 +399,7 @@ func (h *Handoff) Approval() *Approval {
 		DecisionOutcome:        OutcomePending,
 		NextAction: NextAction{Tool: WaitTool, Arguments: WaitArguments{Handle: FullHandle{
 			Kind: h.Kind, JobID: h.JobID, RunID: h.RunID, ChallengeID: h.ChallengeID, PendingID: h.PendingID}}},
+		handoff: h,
 	}
 	if h.RemoteAttestationURL != "" {
 		a.RemoteAttestationURL = h.RemoteAttestationURL
@@ -404,10 +421,11 @@ func (a *Approval) AttestationURL() string {
 // RequiredError is the MCP_APPROVAL_REQUIRED error of a handoff. It unwraps
 // to the *apperr.Error the envelope shows (details.approval is Approval), so
 // the tools layer maps it like any other error and still reads the approval
-// as a typed value (ApprovalOf).
+// as a typed value (ApprovalOf) and the handoff it came from (HandoffOf).
 type RequiredError struct {
 	Approval *Approval
 	Err      *apperr.Error
+	Handoff  *Handoff
 }
 
 func (e *RequiredError) Error() string { return e.Err.Error() }
@@ -419,6 +437,15 @@ func (e *RequiredError) Unwrap() error { return e.Err }
 func ApprovalOf(err error) *Approval {
 	if re, ok := errors.AsType[*RequiredError](err); ok {
 		return re.Approval
+	}
+	return nil
+}
+
+// HandoffOf returns the handoff an MCP_APPROVAL_REQUIRED error carries, or
+// nil.
+func HandoffOf(err error) *Handoff {
+	if re, ok := errors.AsType[*RequiredError](err); ok {
+		return re.Handoff
 	}
 	return nil
 }
@@ -442,5 +469,5 @@ func (h *Handoff) Err() *RequiredError {
 		e.Details["vault_error"] = h.cause.Details["vault_error"]
 		e.Cause = h.cause
 	}
-	return &RequiredError{Approval: a, Err: e}
+	return &RequiredError{Approval: a, Err: e, Handoff: h}
 }

@@ -83,6 +83,10 @@ type WaitResult struct {
 	Expired  bool
 	Job, Run map[string]any
 	Polls    int
+	// Body, RequestID and HTTPStatus are the last successful poll's reply.
+	Body       map[string]any
+	RequestID  string
+	HTTPStatus int
 }
 
 // Data is the success data of vaultclaw_approval_wait.
@@ -214,6 +218,22 @@ func timeoutErr(res WaitResult, opts WaitOptions) *apperr.Error {
 	return e
 }
 
+// Check polls the job or run of h once: the state it is in now, with Done
+// set when that state is terminal.
+func (w Waiter) Check(ctx context.Context, h Handle) (WaitResult, error) {
+	res := WaitResult{Handle: h}
+	if err := w.poll(ctx, &res); err != nil {
+		return res, err
+	}
+	if IsTerminal(res.State) {
+		res.Done = true
+		if res.Outcome == OutcomePending {
+			res.Outcome = OutcomeUnknown
+		}
+	}
+	return res, nil
+}
+
 func (w Waiter) poll(ctx context.Context, res *WaitResult) error {
 	res.Polls++
 	switch res.Handle.Kind {
@@ -228,6 +248,7 @@ func (w Waiter) poll(ctx context.Context, res *WaitResult) error {
 				With("request_id", r.RequestID).With("vault_http_status", r.Status)
 		}
 		res.Run, res.Job = run, obj(r.Body["job"])
+		res.Body, res.RequestID, res.HTTPStatus = r.Body, r.RequestID, r.Status
 		res.State = upper(run["state"])
 		res.Outcome = RunOutcome(run, res.Job)
 	default:
@@ -241,6 +262,7 @@ func (w Waiter) poll(ctx context.Context, res *WaitResult) error {
 				With("request_id", r.RequestID).With("vault_http_status", r.Status)
 		}
 		res.Job, res.Run = job, nil
+		res.Body, res.RequestID, res.HTTPStatus = r.Body, r.RequestID, r.Status
 		res.State = upper(job["status"])
 		res.Outcome = JobOutcome(job)
 	}

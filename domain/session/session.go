@@ -55,6 +55,14 @@ func WithDefaults(ctx context.Context, d Defaults) context.Context {
 	return context.WithValue(ctx, defaultsKey{}, normalize(d))
 }
 
+// DefaultsFrom returns the environment session WithDefaults put in ctx:
+// set when the call comes from an attached launch, unset when the process
+// serves with its own environment.
+func DefaultsFrom(ctx context.Context) (Defaults, bool) {
+	d, ok := ctx.Value(defaultsKey{}).(Defaults)
+	return d, ok
+}
+
 // envFor is the environment session in force for ctx.
 func (s *Service) envFor(ctx context.Context) Defaults {
 	if d, ok := ctx.Value(defaultsKey{}).(Defaults); ok {

@@ -1030,7 +1030,7 @@ func olderThan(ts string, cutoff time.Time) bool {
 // they are omitted (an empty list would not survive a round trip).
 func sanitize(r Receipt) Receipt {
 	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Scope, &r.Tool,
-		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type} {
+		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type, &r.TaskRef, &r.ParentCallID} {
 		*f = strings.ToValidUTF8(*f, "\uFFFD")
 	}
 	for _, list := range []*[]string{&r.RulesEvaluated, &r.RulesMatched} {

@@ -47,9 +47,14 @@ type Receipt struct {
 	RulesMatched   []string `json:"rules_matched,omitempty"`
 	// Note is the text of receipts the log writes about itself (an
 	// operator's acknowledgement).
-	Note     string `json:"note,omitempty"`
-	PrevHash string `json:"prev_hash"`
-	Hash     string `json:"hash,omitempty"`
+	Note string `json:"note,omitempty"`
+	// TaskRef (a keyed digest of the task id) and ParentCallID (the
+	// tools/call that created the task) tie a task receipt to its call;
+	// omitted on other receipts.
+	TaskRef      string `json:"task_ref,omitempty"`
+	ParentCallID string `json:"parent_call_id,omitempty"`
+	PrevHash     string `json:"prev_hash"`
+	Hash         string `json:"hash,omitempty"`
 }
 
 // Receipt types and outcomes.
@@ -58,6 +63,9 @@ const (
 	// TypeAcknowledgement records an operator accepting a stretch of the
 	// log that failed verification.
 	TypeAcknowledgement = "audit_acknowledgement"
+	// TypeTask records a task of the Tasks extension finishing (completed,
+	// failed) or being cancelled by its owner.
+	TypeTask            = "mcp_task"
 	OutcomeAcknowledged = "acknowledged"
 	OutcomeOK           = "ok"
 	// OutcomeProtocolError marks calls the protocol layer rejected (for

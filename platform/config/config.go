@@ -60,6 +60,7 @@ var Vars = []Var{
 	{"GOMEMLIMIT", "96MiB", "Go runtime soft memory limit; the command sets 96 MiB when it is unset"},
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
+	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows, and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
 	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
@@ -113,7 +114,8 @@ type Config struct {
 	// PolicyHashTTL is the policy-hash cache lifetime; 0 disables caching.
 	PolicyHashTTL         time.Duration
 	VaultMaxResponseBytes int64
-	// HandleRetention is how long terminal approval handles are kept.
+	// HandleRetention is how long terminal approval handles are kept (and
+	// finished tasks).
 	HandleRetention time.Duration
 
 	// Standalone serves stdio in-process instead of attaching to a daemon.
@@ -124,6 +126,8 @@ type Config struct {
 	// DBLockTimeout bounds the wait for the database lock (not from the
 	// environment: a daemon taking over waits longer than a command).
 	DBLockTimeout time.Duration
+	// TaskPollInterval is how often a task polls Vault.
+	TaskPollInterval time.Duration
 }
 
 // Default timeouts and limits.
@@ -137,6 +141,8 @@ const (
 	DefaultPolicyHashTTL   = 10 * time.Minute
 	DefaultVaultMaxBytes   = 16 << 20
 	DefaultHandleRetention = 7 * 24 * time.Hour
+	DefaultTaskPoll        = 2 * time.Second
+	MinTaskPoll            = 250 * time.Millisecond
 	ShutdownGrace          = 10 * time.Second
 	DefaultDaemonIdle      = 5 * time.Minute
 )
@@ -192,6 +198,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		MaxAnonTenants:       DefaultMaxAnonTenants,
 		StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
 		MaxBundleBytes:       DefaultMaxBundleBytes,
+		TaskPollInterval:     DefaultTaskPoll,
 	}
 	if err := c.resolvePaths(); err != nil {
 		return c, err
@@ -303,6 +310,13 @@ func (c *Config) readLimits(get func(string) string) error {
 			return fmt.Errorf("ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got %q", v)
 		}
 		c.HandleRetention = d
+	}
+	if v := get("ACCORDS_MCP_TASK_POLL_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinTaskPoll {
+			return fmt.Errorf("ACCORDS_MCP_TASK_POLL_INTERVAL must be a duration of at least %s such as 2s, got %q", MinTaskPoll, v)
+		}
+		c.TaskPollInterval = d
 	}
 	for _, lim := range []struct {
 		name string
@@ -552,6 +566,7 @@ func (c Config) DaemonWide() map[string]string {
 		"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW":   strings.Join(c.RemoteTokenEnvAllow, ","),
 		"ACCORDS_MCP_POLICY_HASH_TTL":          c.PolicyHashTTL.String(),
 		"ACCORDS_MCP_HANDLE_RETENTION":         c.HandleRetention.String(),
+		"ACCORDS_MCP_TASK_POLL_INTERVAL":       c.TaskPollInterval.String(),
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": strconv.FormatInt(c.VaultMaxResponseBytes, 10),
 	}
 }

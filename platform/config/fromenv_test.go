@@ -36,6 +36,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_LOG_LEVEL":                  "debug",
 		"ACCORDS_MCP_POLICY_HASH_TTL":            "45",
 		"ACCORDS_MCP_HANDLE_RETENTION":           "72h",
+		"ACCORDS_MCP_TASK_POLL_INTERVAL":         "750ms",
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
 		"ACCORDS_MCP_STANDALONE":                 "1",
 		"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT":        "90s",
@@ -65,6 +66,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		AllowedOrigins:    []string{"http://localhost:6274", "https://inspector.example"},
 		HTTPHeaderTimeout: 2 * time.Second, HTTPBodyTimeout: 3 * time.Second, HTTPIdleTimeout: 4 * time.Second,
 		HTTPMaxConns: 5, MaxAnonTenants: 6, StdioMaxMessageBytes: 7, MaxBundleBytes: 8,
+		TaskPollInterval: 750 * time.Millisecond,
 	}, c)
 }
 
@@ -83,7 +85,8 @@ func TestFromEnvDefaults(t *testing.T) {
 		DaemonIdleTimeout: DefaultDaemonIdle,
 		HTTPHeaderTimeout: DefaultHTTPHeaderTimeout, HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout,
 		HTTPMaxConns: DefaultHTTPMaxConns, MaxAnonTenants: DefaultMaxAnonTenants, StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
-		MaxBundleBytes: DefaultMaxBundleBytes,
+		MaxBundleBytes:   DefaultMaxBundleBytes,
+		TaskPollInterval: DefaultTaskPoll,
 	}, c)
 
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock"}))
@@ -109,6 +112,7 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_POLICY_HASH_TTL": "-1"}, `ACCORDS_MCP_POLICY_HASH_TTL must not be negative, got "-1"`},
 		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "0", "ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "0"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "0"`},
 		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "week"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "week"`},
+		{map[string]string{"ACCORDS_MCP_TASK_POLL_INTERVAL": "100ms"}, `ACCORDS_MCP_TASK_POLL_INTERVAL must be a duration of at least 250ms such as 2s, got "100ms"`},
 		{map[string]string{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "-3", "ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0"}, `ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got "-3"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0", "ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "0"}, `ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES must be a positive integer, got "0"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "x", "ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES must be a positive integer, got "x"`},

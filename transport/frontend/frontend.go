@@ -89,7 +89,10 @@ func Run(ctx context.Context, o Options) error {
 		if !errors.Is(err, io.EOF) {
 			return err
 		}
-		// End of input: answer what is in flight first.
+		// End of input: answer what is in flight first. The client can
+		// no longer answer the daemon's requests (an elicitation), and a
+		// listen never ends on its own: both are settled first.
+		p.inputEnded()
 		p.waitDrained(ctx)
 		return nil
 	case <-ctx.Done():
@@ -126,6 +129,8 @@ type proxy struct {
 	// says whether the client sent notifications/initialized.
 	init, setLevel *message
 	initialized    bool
+	// eof is set once the client's input has ended.
+	eof bool
 	// internal are the replayed requests' answer channels, by id key.
 	internal map[string]chan message
 	// fromDaemon maps the ids the client saw for the daemon's own requests
@@ -349,6 +354,13 @@ func (p *proxy) fromUpstream(up *upstream, m message) {
 	case kindRequest:
 		name := "accords-daemon-" + strconv.FormatInt(p.seq.Add(1), 10)
 		p.mu.Lock()
+		if p.eof {
+			p.mu.Unlock()
+			if err := up.send(response(m.id, nil, clientGone())); err != nil {
+				p.lost(up)
+			}
+			return
+		}
 		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: append(json.RawMessage(nil), m.id...)}
 		p.mu.Unlock()
 		p.write(withID(m, quoted(name)))
@@ -428,6 +440,52 @@ func (p *proxy) fromClient(ctx context.Context, body []byte) {
 		}
 		if err := up.send(withID(m, dr.id)); err != nil {
 			p.lost(up)
+		}
+	}
+}
+
+// CodeClientGone is the JSON-RPC error the front end answers the daemon's
+// requests with once the client's input has ended: nobody is left to
+// answer them (a URL elicitation then ends with the plain handoff).
+const CodeClientGone = -32012
+
+func clientGone() map[string]any {
+	return map[string]any{"code": CodeClientGone, "message": "the client's input has ended; it cannot answer"}
+}
+
+// inputEnded settles what only the client could have ended: the daemon's
+// requests waiting for its answer are answered CodeClientGone, and its
+// listens (subscriptions/listen, which last until cancelled) are cancelled
+// on the daemon and owe the client no answer.
+func (p *proxy) inputEnded() {
+	p.mu.Lock()
+	p.eof = true
+	up := p.up
+	var answers, cancels [][]byte
+	for key, dr := range p.fromDaemon {
+		if up != nil && dr.gen == up.gen {
+			answers = append(answers, response(dr.id, nil, clientGone()))
+		}
+		delete(p.fromDaemon, key)
+	}
+	for key, pr := range p.pending {
+		if pr.m.method != "subscriptions/listen" {
+			continue
+		}
+		if up != nil && pr.gen == up.gen {
+			params, _ := json.Marshal(map[string]any{"requestId": pr.m.id, "reason": "the client's input has ended"})
+			cancels = append(cancels, request(nil, "notifications/cancelled", params))
+		}
+		p.removeLocked(key)
+	}
+	p.mu.Unlock()
+	if up == nil {
+		return
+	}
+	for _, line := range append(answers, cancels...) {
+		if err := up.send(line); err != nil {
+			p.lost(up)
+			return
 		}
 	}
 }

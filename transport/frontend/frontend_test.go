@@ -79,6 +79,13 @@ func (d *daemons) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
+	add("ask", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "open it", URL: "https://vault.example/approve", ElicitationID: "e1"})
+		if err != nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "elicit failed: " + err.Error()}}}, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: " + res.Action}}}, nil
+	})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/call" {
@@ -255,7 +262,7 @@ func TestDaemonDeathFailsInFlightCallsAndTheNextOneGoesThrough(t *testing.T) {
 	// And it still lists tools (an ordinary request after the replay).
 	tl, err := h.cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, tl.Tools, 4)
+	assert.Len(t, tl.Tools, 5)
 }
 
 func TestNoDaemonFailsTheRequestRetryablyUntilOneIsBack(t *testing.T) {
@@ -366,4 +373,26 @@ func TestDialFailureAtLaunchIsTheError(t *testing.T) {
 	err := frontend.Run(context.Background(), frontend.Options{In: strings.NewReader(""), Out: io.Discard, Dial: d.dial})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no daemon (test)")
+}
+
+// TestEndOfInputAnswersTheDaemonsRequests: a daemon request (a URL
+// elicitation) waiting on the client when its input ends is answered
+// CodeClientGone at once, so the call it belongs to answers and the front
+// end ends, instead of both waiting on an answer that cannot come.
+func TestEndOfInputAnswersTheDaemonsRequests(t *testing.T) {
+	_, w, r := rawFrontend(t)
+	_, err := io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":{}}},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	require.NoError(t, err)
+	require.NotNil(t, recvLine(t, r)["result"])
+	_, err = io.WriteString(w, `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`+"\n")
+	require.NoError(t, err)
+	ask := recvLine(t, r)
+	require.Equal(t, "elicitation/create", ask["method"], "%v", ask)
+	require.NoError(t, w.(io.Closer).Close())
+	res := recvLine(t, r)
+	assert.EqualValues(t, 2, res["id"])
+	text := res["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
+	assert.Contains(t, text, "elicit failed")
+	assert.Contains(t, text, "input has ended")
 }

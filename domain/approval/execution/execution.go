@@ -98,6 +98,9 @@ func (s *Service) ApprovalAPI(sess session.Session) approval.API {
 // returns the MCP_APPROVAL_REQUIRED error. A failure to store the handle is
 // not allowed to lose it either: the error still carries the handle.
 func (s *Service) handoff(ctx context.Context, scope string, sess session.Session, h *approval.Handoff, source string) error {
+	if h.Continuation.Tool == "" {
+		h.Continuation.Tool = source
+	}
 	approval.ResolveIDs(ctx, s.ApprovalAPI(sess), h)
 	e := h.Err()
 	if s.Handles != nil && (h.JobID != "" || h.RunID != "") {
@@ -112,8 +115,13 @@ func (s *Service) handoff(ctx context.Context, scope string, sess session.Sessio
 // details into a stored handoff (D3); other errors are returned unchanged.
 // Synchronous execute and the passport workflow use it.
 func (s *Service) HandoffFromError(ctx context.Context, scope string, sess session.Session, err error, source string) error {
+	return s.handoffFromError(ctx, scope, sess, err, approval.Continuation{Tool: source})
+}
+
+func (s *Service) handoffFromError(ctx context.Context, scope string, sess session.Session, err error, cont approval.Continuation) error {
 	if h, ok := approval.FromError(err); ok {
-		return s.handoff(ctx, scope, sess, h, source)
+		h.Continuation = cont
+		return s.handoff(ctx, scope, sess, h, cont.Tool)
 	}
 	return err
 }
@@ -158,7 +166,7 @@ func (s *Service) Execute(ctx context.Context, scope string, sess session.Sessio
 		return err
 	})
 	if err != nil {
-		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, "vaultclaw_connector_execute")
+		return Outcome{}, s.handoffFromError(ctx, scope, sess, err, approval.Continuation{Tool: approval.ToolConnectorExecute, Request: req})
 	}
 	return Outcome{Data: resp.Object(), RequestID: resp.RequestID, HTTPStatus: resp.Status}, nil
 }
@@ -236,15 +244,17 @@ func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Ses
 		resp, err = s.Vault.ExecuteJob(ctx, sess, req, keys.next())
 		return err
 	})
+	preflight["module_hash"] = mh
+	preflight["validation"] = validation
+	cont := approval.Continuation{Tool: approval.ToolConnectorExecuteJob, Preflight: preflight, Request: req}
 	if err != nil {
-		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, "vaultclaw_connector_execute_job")
+		return Outcome{}, s.handoffFromError(ctx, scope, sess, err, cont)
 	}
 	r, _ := reply(resp, nil)
 	if h, ok := approval.DetectJob(r); ok {
-		return Outcome{}, s.handoff(ctx, scope, sess, h, "vaultclaw_connector_execute_job")
+		h.Continuation = cont
+		return Outcome{}, s.handoff(ctx, scope, sess, h, cont.Tool)
 	}
-	preflight["module_hash"] = mh
-	preflight["validation"] = validation
 	return Outcome{
 		Data:       map[string]any{"response": resp.Body, "preflight": preflight, "request": req},
 		RequestID:  resp.RequestID,
@@ -313,11 +323,13 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 		source = "vaultclaw_plan_execute"
 	}
 	resp, err := s.Vault.PlanExecute(ctx, sess, body, newActionKeys(in.IdempotencyKey).next())
+	cont := approval.Continuation{Tool: source, Preflight: preflight, Plan: plan}
 	if err != nil {
-		return Outcome{}, s.HandoffFromError(ctx, scope, sess, err, source)
+		return Outcome{}, s.handoffFromError(ctx, scope, sess, err, cont)
 	}
 	r, _ := reply(resp, nil)
 	if h, ok := approval.DetectPlan(r); ok {
+		h.Continuation = cont
 		return Outcome{}, s.handoff(ctx, scope, sess, h, source)
 	}
 	return Outcome{
@@ -372,15 +384,84 @@ func (s *Service) PreviewPlan(ctx context.Context, sess session.Session, plan ma
 // Wait waits on h and records what it saw in the durable handle, whether
 // the wait ended, timed out or was cancelled.
 func (s *Service) Wait(ctx context.Context, scope string, sess session.Session, h approval.Handle, opts approval.WaitOptions, progress approval.Progress) (map[string]any, error) {
+	res, err := s.Await(ctx, scope, sess, h, opts, progress)
+	if err != nil {
+		return nil, err
+	}
+	return res.Data(), nil
+}
+
+// Await is Wait returning the last state seen: terminal on success; on
+// MCP_WAIT_TIMEOUT or cancellation, the latest one.
+func (s *Service) Await(ctx context.Context, scope string, sess session.Session, h approval.Handle, opts approval.WaitOptions, progress approval.Progress) (approval.WaitResult, error) {
 	w := approval.Waiter{API: s.ApprovalAPI(sess), Clock: s.Clock, Progress: progress}
 	res, err := w.Wait(ctx, h, opts)
 	if s.Handles != nil && res.Polls > 0 {
 		_, _ = s.Handles.Observe(scope, res)
 	}
-	if err != nil {
-		return nil, err
+	return res, err
+}
+
+// Check polls h once and records what it saw in the durable handle.
+func (s *Service) Check(ctx context.Context, scope string, sess session.Session, h approval.Handle) (approval.WaitResult, error) {
+	res, err := approval.Waiter{API: s.ApprovalAPI(sess)}.Check(ctx, h)
+	if s.Handles != nil && err == nil {
+		_, _ = s.Handles.Observe(scope, res)
 	}
-	return res.Data(), nil
+	return res, err
+}
+
+// Finish is the answer a handed-off call gives once Vault has decided, the
+// one the call would have given had the decision come before it returned:
+// a denied or expired approval is MCP_APPROVAL_DENIED; otherwise the tool's
+// success data built from the decided job or run (execute: Vault's execute
+// body, or the error the job failed with; execute-job and plan execute:
+// {response, preflight, request|plan}, with Vault's job or run reply as
+// the response). res must be terminal. The passport workflow finishes in
+// its own package.
+func (s *Service) Finish(c approval.Continuation, res approval.WaitResult) (Outcome, error) {
+	if res.Outcome == approval.OutcomeDeny {
+		return Outcome{}, approval.DeniedError(res)
+	}
+	out := Outcome{RequestID: res.RequestID, HTTPStatus: res.HTTPStatus}
+	switch c.Tool {
+	case approval.ToolConnectorExecute:
+		return finishExecute(res)
+	case approval.ToolConnectorExecuteJob:
+		out.Data = map[string]any{"response": res.Body, "preflight": c.Preflight, "request": c.Request}
+	case approval.ToolPlanExecute:
+		out.Data = map[string]any{"response": res.Body, "preflight": c.Preflight, "plan": c.Plan}
+	default:
+		return Outcome{}, apperr.Internal("finish approval", fmt.Errorf("no way to finish a %q call", c.Tool))
+	}
+	return out, nil
+}
+
+// finishExecute rebuilds the synchronous execute answer from the job Vault
+// ran once approved: its execute body on success, its error otherwise.
+func finishExecute(res approval.WaitResult) (Outcome, error) {
+	job := res.Job
+	status, _ := job["status"].(string)
+	if strings.EqualFold(status, "SUCCEEDED") {
+		body := map[string]any{"status": strings.ToUpper(status)}
+		for _, k := range []string{"job_id", "connector_id", "verb", "result"} {
+			if v, ok := job[k]; ok {
+				body[k] = v
+			}
+		}
+		return Outcome{Data: body, RequestID: res.RequestID, HTTPStatus: res.HTTPStatus}, nil
+	}
+	je, _ := job["error"].(map[string]any)
+	code, _ := je["code"].(string)
+	msg, _ := je["message"].(string)
+	if code == "" {
+		code = "JOB_" + strings.ToUpper(status)
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("the approved job ended %s", strings.ToUpper(status))
+	}
+	details, _ := je["details"].(map[string]any)
+	return Outcome{}, vault.MapError(vault.APIError{Status: res.HTTPStatus, Code: code, Message: msg, Details: details, RequestID: res.RequestID})
 }
 
 // actionKeys are the Idempotency-Keys of one action (D17): the agent's key,

@@ -142,7 +142,11 @@ func (s *Service) Run(ctx context.Context, scope string, in Input) (Result, erro
 		BeforeSend: in.BeforeSend,
 	})
 	if err != nil {
-		return Result{}, sendFailure(err, summary, req)
+		err = sendFailure(err, summary, req)
+		if h := approval.HandoffOf(err); h != nil && h.Continuation.Tool == ToolName {
+			h.Continuation.Data = data
+		}
+		return Result{}, err
 	}
 	return s.finish(ctx, scope, sess, req, data, out.Data, out.RequestID, out.HTTPStatus)
 }
@@ -389,6 +393,10 @@ func sendFailure(err error, summary any, req request) error {
 			resume := req.resumeArgs()
 			resume["run_id"] = a.RunID
 			ae.With("resume_arguments", resume)
+			if h := approval.HandoffOf(err); h != nil {
+				// Once approved, the run is finished by resuming it.
+				h.Continuation = approval.Continuation{Tool: ToolName, ResumeArguments: maps.Clone(resume)}
+			}
 		}
 		return err
 	}
@@ -502,4 +510,24 @@ func (s *Service) resume(ctx context.Context, scope string, sess session.Session
 		"attachment": map[string]any{"type_id": DocumentTypeID}}, "document_type_id": DocumentTypeID, "document_subject": DocumentSubject}
 	execData := map[string]any{"response": resp.Object()}
 	return s.finish(ctx, scope, sess, req, data, execData, resp.RequestID, resp.Status)
+}
+
+// Finish is the workflow's answer once Vault has decided the approval its
+// plan run waited on: MCP_APPROVAL_DENIED when denied or expired, else what
+// resuming the run with c's arguments reports (SENT once it succeeded).
+func (s *Service) Finish(ctx context.Context, scope string, c approval.Continuation, res approval.WaitResult) (Result, error) {
+	if res.Outcome == approval.OutcomeDeny {
+		return Result{}, approval.DeniedError(res)
+	}
+	arg := func(k string) string { v, _ := c.ResumeArguments[k].(string); return v }
+	r, err := s.Run(ctx, scope, Input{RunID: arg("run_id"), RecipientEmail: arg("recipient_email"), Subject: arg("subject"), BodyStyle: arg("body_style")})
+	if err != nil || c.Data == nil || r.Data["status"] != StatusSent {
+		return r, err
+	}
+	// SENT: what the call would have answered had it not waited, the
+	// composed message with the execution that sent it.
+	out := maps.Clone(c.Data)
+	out["status"], out["execution"] = StatusSent, r.Data["execution"]
+	r.Data = out
+	return r, nil
 }

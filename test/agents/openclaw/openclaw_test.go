@@ -61,19 +61,10 @@ func TestOpenClawAgentCallsAccordsTools(t *testing.T) {
 	oc.checkSavedServer(ctx, t, bin)
 
 	serverEnv := accordsEnv(home, token)
-	var second *peer
-	if sharedDatabase(t, bin, serverEnv) {
-		t.Log("the binary shares its database: a second stdio client stays attached for the whole OpenClaw run")
-		second = startPeer(t, bin, serverEnv)
-		second.run()
-	} else {
-		t.Log("CONCURRENT CLIENT NOT EXERCISED: this accords-mcp has no shared daemon (`accords-mcp status` is an " +
-			"unknown command), so a second stdio launch on the same database would fail on the database lock; " +
-			"running OpenClaw alone. The second-client half needs the shared daemon.")
-		if os.Getenv("ACCORDS_AGENTS_REQUIRE_SHARED") != "" {
-			t.Fatal("ACCORDS_AGENTS_REQUIRE_SHARED is set but the binary cannot share its database")
-		}
-	}
+	requireSharedDaemon(t, bin, serverEnv)
+	t.Cleanup(func() { stopDaemon(t, bin, serverEnv) })
+	second := startPeer(t, bin, serverEnv)
+	second.run()
 
 	runStart := time.Now()
 	args := []string{"agent", "--local", "--json", "--agent", "main", "--timeout", "300",
@@ -90,18 +81,15 @@ func TestOpenClawAgentCallsAccordsTools(t *testing.T) {
 	}()
 	t.Logf("openclaw agent --local took %s", runEnd.Sub(runStart).Round(10*time.Millisecond))
 
-	var peerCalls []peerCall
-	if second != nil {
-		peerCalls = second.stop()
-		n, err := summarize(peerCalls, runStart, runEnd)
-		require.NoError(t, err, "second stdio client (stderr: %s)", second.stderr.tail())
-		t.Logf("second stdio client: %d calls, all ok, during the OpenClaw run", n)
-	}
+	peerCalls := second.stop()
+	n, err := summarize(peerCalls, runStart, runEnd)
+	require.NoError(t, err, "second stdio client (stderr: %s)", second.stderr.tail())
+	t.Logf("second stdio client: %d calls, all ok, during the OpenClaw run", n)
 
 	out := parseAgentOutput(t, stdout)
 	reqs := checkModelSaw(t, model, token)
 	checkAgentOutput(t, out, reqs)
-	checkAudit(t, bin, serverEnv, second != nil, peerCalls)
+	checkAudit(t, bin, serverEnv, peerCalls)
 }
 
 // openclawEnv is the whole environment of every openclaw command: nothing
@@ -323,7 +311,7 @@ func checkAgentOutput(t *testing.T, out agentOutput, reqs []recordedRequest) {
 // OpenClaw's two calls are there, and the chain verifies. Run alone, they
 // are the only receipts, in order; with the second client every call of
 // both clients is there exactly once.
-func checkAudit(t *testing.T, bin string, env []string, shared bool, peerCalls []peerCall) {
+func checkAudit(t *testing.T, bin string, env []string, peerCalls []peerCall) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -349,10 +337,6 @@ func checkAudit(t *testing.T, bin string, env []string, shared bool, peerCalls [
 		tools = append(tools, r.Tool)
 	}
 	require.NoError(t, sc.Err())
-	if !shared {
-		assert.Equal(t, []string{statusTool, searchTool}, tools, "the receipts of OpenClaw's calls, in order")
-		return
-	}
 	want := map[string]int{statusTool: 1, searchTool: 1} // OpenClaw's
 	for _, c := range peerCalls {
 		want[c.tool]++

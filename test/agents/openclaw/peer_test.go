@@ -15,25 +15,36 @@ import (
 
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
 )
 
-// sharedDatabase reports whether the binary lets several stdio launches
-// use one database (the shared daemon: a launch that finds the database
-// held attaches to its owner). A binary without it has no `status`
-// command, and a second launch fails on the database lock, so only then
-// does the test run OpenClaw without the second client.
-func sharedDatabase(t *testing.T, bin string, env []string) bool {
+// requireSharedDaemon fails unless the binary lets several stdio launches
+// use one database: `status` answers 0 (a daemon owns it) or 3 (none yet;
+// the first launch starts one). Anything else means a second launch would
+// fail on the database lock, which is the regression this test guards.
+func requireSharedDaemon(t *testing.T, bin string, env []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "status")
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
-	if exitCode(err) == 2 && strings.Contains(string(out), `unknown command "status"`) {
-		return false
+	code := exitCode(err)
+	t.Logf("accords-mcp status (before the run): exit %d\n%s", code, strings.TrimSpace(string(out)))
+	require.Contains(t, []int{0, 3}, code, "accords-mcp status must report the shared daemon: %s", out)
+}
+
+// stopDaemon stops the daemon the launches started, so nothing outlives the
+// test beside its temporary HOME.
+func stopDaemon(t *testing.T, bin string, env []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "stop")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("accords-mcp stop: %v\n%s", err, out)
 	}
-	t.Logf("accords-mcp status (before the run): exit %d\n%s", exitCode(err), strings.TrimSpace(string(out)))
-	return true
 }
 
 // peer is the second MCP client: the go-sdk over stdio, launching the same

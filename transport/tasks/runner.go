@@ -1,0 +1,267 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/accordsai/accords-mcp/domain/approval"
+	"github.com/accordsai/accords-mcp/domain/approval/task"
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxRetryDelay bounds the back-off after Vault failures.
+const MaxRetryDelay = 30 * time.Second
+
+// Start follows every task still waiting: at start-up, so tasks survive a
+// restart.
+func (x *Extension) Start() error {
+	ts, err := x.o.Store.Working()
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		x.start(t)
+	}
+	return nil
+}
+
+// Close stops following tasks and waits for the pollers to return. Tasks
+// stay working in the store and are picked up at the next Start.
+func (x *Extension) Close() {
+	x.mu.Lock()
+	x.closed = true
+	for _, cancel := range x.runs {
+		cancel()
+	}
+	x.mu.Unlock()
+	x.wg.Wait()
+}
+
+// Following reports how many tasks are being followed (tests, metrics).
+func (x *Extension) Following() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.runs)
+}
+
+func (x *Extension) start(t task.Task) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed || x.runs[t.Ref] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	x.runs[t.Ref] = cancel
+	x.wg.Go(func() {
+		defer x.stop(t.Ref)
+		x.follow(ctx, t)
+	})
+}
+
+// stop ends the poller of ref, if one runs.
+func (x *Extension) stop(ref string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if cancel, ok := x.runs[ref]; ok {
+		cancel()
+		delete(x.runs, ref)
+	}
+}
+
+// follow polls Vault every interval until the approval is decided, then
+// finishes the call. Vault failures that may pass (network, 5xx, rate
+// limits) are retried with back-off; any other failure finishes the task
+// with that error, as the polling wait would have answered. A cancelled
+// ctx (cancel, shutdown) returns without touching the task.
+func (x *Extension) follow(ctx context.Context, t task.Task) {
+	interval := time.Duration(t.PollIntervalMS) * time.Millisecond
+	if interval <= 0 {
+		interval = x.o.PollInterval
+	}
+	ctx, err := x.withEnv(ctx, t)
+	if err != nil {
+		x.complete(ctx, t, envelope.Failure(apperr.Internal("resume task", err)), approval.WaitResult{Handle: t.Handle})
+		return
+	}
+	delay, failures, lastState := interval, 0, ""
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		res, err := x.poll(ctx, t)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil && apperr.As(err).Retryable:
+			failures++
+			delay = min(interval<<min(failures, 5), MaxRetryDelay)
+			if failures == 1 {
+				x.note(t.Ref, fmt.Sprintf("%s Vault did not answer (%s); retrying.", waitingPrefix(t), apperr.As(err).Code), err.Error())
+			}
+		case err != nil:
+			x.complete(ctx, t, envelope.Failure(err), res)
+			return
+		case res.Done:
+			env := x.o.Finish(ctx, t.Owner.Scope, t.Continuation, res)
+			if ctx.Err() != nil {
+				return
+			}
+			x.complete(ctx, t, env, res)
+			return
+		default:
+			if failures > 0 || (lastState != "" && res.State != lastState) {
+				x.note(t.Ref, progressMessage(t, res), "")
+			}
+			failures, delay, lastState = 0, interval, res.State
+		}
+		timer.Reset(delay)
+	}
+}
+
+func (x *Extension) poll(ctx context.Context, t task.Task) (approval.WaitResult, error) {
+	sess, err := x.o.Sessions.Resolve(ctx, t.Owner.Scope)
+	if err != nil {
+		return approval.WaitResult{Handle: t.Handle}, err
+	}
+	return x.o.Checker.Check(ctx, t.Owner.Scope, sess, t.Handle)
+}
+
+// waitingPrefix is the first sentence of a working task's message.
+func waitingPrefix(t task.Task) string {
+	msg, _, _ := strings.Cut(t.StatusMessage, ". ")
+	return strings.TrimSuffix(msg, ".") + "."
+}
+
+// progressMessage reports a change Vault shows before the decision is
+// final (approved and running, for example).
+func progressMessage(t task.Task, res approval.WaitResult) string {
+	if res.Outcome == approval.OutcomePending && res.State != "RUNNING" {
+		return t.StatusMessage
+	}
+	return fmt.Sprintf("Vault reports %s %s; waiting for it to finish.", strings.ToLower(res.Handle.Kind), res.State)
+}
+
+// note updates a working task's message (only when it changes).
+func (x *Extension) note(ref, msg, pollErr string) {
+	t, err := x.o.Store.Update(ref, func(t *task.Task) error {
+		if t.StatusMessage == msg && t.PollError == pollErr {
+			return errUnchanged
+		}
+		t.StatusMessage, t.PollError = msg, pollErr
+		return nil
+	})
+	if err == nil {
+		x.link(t)
+		x.publish(t)
+	}
+}
+
+var errUnchanged = errors.New("unchanged")
+
+// complete stores the call's final result, writes the receipt and tells
+// listeners. A task cancelled meanwhile stays cancelled.
+func (x *Extension) complete(_ context.Context, t task.Task, env envelope.Envelope, res approval.WaitResult) {
+	if cur, ok, err := x.o.Store.Load(t.Ref); err != nil || !ok || cur.Terminal() {
+		return
+	}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		env = envelope.Failure(apperr.Internal("encode task result", err))
+		raw, _ = json.Marshal(env)
+	}
+	outcome := "ok"
+	if !env.OK && env.Error != nil {
+		outcome = env.Error.Code
+	}
+	t.Status = task.StatusCompleted
+	meta := x.record(t, outcome, raw)
+	result := tools.Render(env)
+	if len(meta) > 0 {
+		result.Meta = mcp.Meta(meta)
+	}
+	body, err := json.Marshal(result)
+	if err != nil {
+		x.logger.Error("task result not encoded", "tool", t.Tool, "error", err.Error())
+		return
+	}
+	done, err := x.o.Store.Update(t.Ref, func(t *task.Task) error {
+		t.Status, t.Result, t.PollError = task.StatusCompleted, body, ""
+		t.StatusMessage = doneMessage(env, res)
+		t.Polls += max(res.Polls, 1)
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, task.ErrTerminal) {
+			x.logger.Error("task result not stored", "tool", t.Tool, "error", err.Error())
+		}
+		return
+	}
+	x.link(done)
+	x.publish(done)
+}
+
+// doneMessage summarises how the call ended.
+func doneMessage(env envelope.Envelope, res approval.WaitResult) string {
+	switch {
+	case env.OK && res.Outcome == approval.OutcomeAllow:
+		return "Approved in Vaultclaw; the call ran and its result is in result."
+	case env.OK:
+		return fmt.Sprintf("Decided in Vaultclaw (%s %s); the call's result is in result.", strings.ToLower(res.Handle.Kind), res.State)
+	case env.Error != nil && env.Error.Code == apperr.CodeApprovalDenied && res.Expired:
+		return "The approval expired in Vaultclaw before anyone decided; nothing was executed."
+	case env.Error != nil && env.Error.Code == apperr.CodeApprovalDenied:
+		return "Denied in Vaultclaw; nothing was executed."
+	case env.Error != nil:
+		return fmt.Sprintf("Finished with %s: %s", env.Error.Code, env.Error.Message)
+	}
+	return "Finished."
+}
+
+// subscribe returns a channel that receives every change of the tasks in
+// refs, and the function that ends the subscription.
+func (x *Extension) subscribe(refs []string) (<-chan task.Task, func()) {
+	ch := make(chan task.Task, 16)
+	x.mu.Lock()
+	for _, r := range refs {
+		if x.subs[r] == nil {
+			x.subs[r] = map[chan task.Task]struct{}{}
+		}
+		x.subs[r][ch] = struct{}{}
+	}
+	x.mu.Unlock()
+	return ch, func() {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		for _, r := range refs {
+			delete(x.subs[r], ch)
+			if len(x.subs[r]) == 0 {
+				delete(x.subs, r)
+			}
+		}
+	}
+}
+
+// publish hands t to its listeners; a listener that is not keeping up
+// misses intermediate states, never the final one, which it can also poll.
+func (x *Extension) publish(t task.Task) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for ch := range x.subs[t.Ref] {
+		select {
+		case ch <- t:
+		default:
+		}
+	}
+}
