@@ -148,7 +148,7 @@ Desktop, Cursor, VS Code, ...) start it themselves; see README.md for their sett
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.PersistentFlags().String("db", "", "database file (overrides ACCORDS_MCP_DB; default <user config dir>/accords-mcp/accords.db)")
+	root.PersistentFlags().String("db", "", "database `FILE` (overrides ACCORDS_MCP_DB; default <user config dir>/accords-mcp/accords.db)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if f := cmd.Flag("db"); f != nil && f.Changed {
 			if strings.TrimSpace(f.Value.String()) == "" {

@@ -48,7 +48,7 @@ func serveFlags(c *cobra.Command, env *environment) {
 	f := c.Flags()
 	f.StringVar(&o.httpAddr, "http", "", "serve the HTTP bridge on `ADDR` (host:port) instead of stdio (overrides ACCORDS_MCP_HTTP_ADDR); the process owns the database and never idles out")
 	f.BoolVar(&o.readOnly, "read-only", false, "remove every tool that changes state (or ACCORDS_MCP_READ_ONLY=true); attached to a daemon, for this client only")
-	f.StringVar(&o.toolsets, "toolsets", "", "comma-separated toolsets to expose (overrides ACCORDS_MCP_TOOLSETS); attached to a daemon, for this client only")
+	f.StringVar(&o.toolsets, "toolsets", "", "comma-separated `LIST` of toolsets to expose (overrides ACCORDS_MCP_TOOLSETS); attached to a daemon, for this client only")
 	f.BoolVar(&o.standalone, "standalone", false, "serve stdio in this process instead of attaching to a daemon (or ACCORDS_MCP_STANDALONE=true)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.httpAddr != "" {

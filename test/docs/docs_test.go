@@ -28,6 +28,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,6 +39,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -173,10 +175,112 @@ var serverRe = regexp.MustCompile(`(^|\s)(\./)?accords-mcp\s+dev-vault(\s+--|\s*
 // URL it calls (VC_BASE_URL=...) is not it.
 var portRe = regexp.MustCompile(`(?:--http |--addr |http\.server )(?:127\.0\.0\.1:)?(\d{4,5})`)
 
+// stripComment drops a trailing "  # ..." comment of a command line.
+func stripComment(line string) string {
+	if i := strings.LastIndex(line, " #"); i > 0 {
+		return line[:i]
+	}
+	return line
+}
+
+// generatedRe matches the values that differ at every run: the
+// simulator's ids, hashes, times, request ids and elisions.
+var generatedRe = regexp.MustCompile(`(apj|job|ach|run|sec|doc|c|call)_[0-9a-z_]+|[0-9a-f]{16,}|\d{4}-\d{2}-\d{2}T|…|\.\.\.`)
+
+// sameShape compares what a command printed with what the document
+// shows: the same keys and array lengths, equal strings, booleans and
+// nulls, except for generated values, which only need the same type.
+func sameShape(want, got any, path string) error {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: want an object, got %v", path, got)
+		}
+		for k := range w {
+			if _, ok := g[k]; !ok {
+				return fmt.Errorf("%s: no key %q", path, k)
+			}
+		}
+		for k := range g {
+			if _, ok := w[k]; !ok {
+				return fmt.Errorf("%s: key %q the document does not show", path, k)
+			}
+		}
+		for k := range w {
+			if err := sameShape(w[k], g[k], path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("%s: want %d items, got %v", path, len(w), got)
+		}
+		for i := range w {
+			if err := sameShape(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case string:
+		g, ok := got.(string)
+		if !ok || (g != w && !generatedRe.MatchString(w)) {
+			return fmt.Errorf("%s: want %q, got %v", path, w, got)
+		}
+	case float64:
+		if _, ok := got.(float64); !ok {
+			return fmt.Errorf("%s: want a number, got %v", path, got)
+		}
+	default:
+		if want != got {
+			return fmt.Errorf("%s: want %v, got %v", path, want, got)
+		}
+	}
+	return nil
+}
+
+// checkOutputs compares each shown output with what was printed.
+func checkOutputs(t *testing.T, outDir string, expects []expectation) {
+	t.Helper()
+	for n, e := range expects {
+		raw, err := os.ReadFile(filepath.Join(outDir, fmt.Sprintf("%d.out", n)))
+		if !assert.NoError(t, err, e.at) {
+			continue
+		}
+		var got []string
+		for _, l := range strings.Split(string(raw), "\n") {
+			if strings.TrimSpace(l) != "" {
+				got = append(got, l)
+			}
+		}
+		if !assert.GreaterOrEqual(t, len(got), len(e.lines), "%s: prints as many lines as the document shows:\n%s", e.at, raw) {
+			continue
+		}
+		for i, w := range e.lines {
+			var wv, gv any
+			require.NoError(t, json.Unmarshal([]byte(w), &wv), e.at)
+			if !assert.NoError(t, json.Unmarshal([]byte(got[i]), &gv), "%s: output line %d is JSON: %s", e.at, i+1, got[i]) {
+				continue
+			}
+			assert.NoError(t, sameShape(wv, gv, "$"), "%s: output line %d\n want %s\n got  %s", e.at, i+1, w, got[i])
+		}
+	}
+}
+
 var expectExitRe = regexp.MustCompile(`#.*\(exit (\d+)\)\s*$`)
 
-// script turns the blocks of one document into one bash script.
-func script(blocks []block, dir string) (string, int) {
+// expectation is the output a document shows for one command: the JSON
+// lines of the "# {...}" comments right after it.
+type expectation struct {
+	at    string // file:line of the block, and the command
+	lines []string
+}
+
+// script turns the blocks of one document into one bash script. The
+// commands whose output the document shows write it to $DOCS_OUT/N.out
+// (and to the terminal), to be compared with it afterwards.
+func script(blocks []block, dir string) (string, int, []expectation) {
+	var expects []expectation
 	var sb strings.Builder
 	sb.WriteString("set -E -o pipefail\n")
 	sb.WriteString("trap 'st=$?; echo \"docs-test: FAILED in the block at $DOCS_AT: exit $st from: $BASH_COMMAND\" >&2; exit 97' ERR\n")
@@ -204,8 +308,9 @@ func script(blocks []block, dir string) (string, int) {
 		lines := strings.Split(strings.TrimRight(b.text, "\n"), "\n")
 		for i := 0; i < len(lines); i++ {
 			line := lines[i]
-			// A command continued on the next lines is one command.
-			for strings.HasSuffix(line, "\\") && i+1 < len(lines) {
+			// A command continued on the next lines (a trailing backslash,
+			// or a quoted argument spanning lines) is one command.
+			for (strings.HasSuffix(line, "\\") || strings.Count(line, "'")%2 == 1) && i+1 < len(lines) {
 				i++
 				line += "\n" + lines[i]
 			}
@@ -222,6 +327,23 @@ func script(blocks []block, dir string) (string, int) {
 				fmt.Fprintf(&body, "set -m; ( %s ) >>\"$DOCS_LOG\" 2>&1 & DOCS_SERVERS=\"$DOCS_SERVERS $!\"; echo $! >>\"$DOCS_PIDS\"; set +m; disown\nwaitport %s\n", cmd, port)
 				continue
 			}
+			// The JSON the document shows after a command is what it prints.
+			var want []string
+			for j := i + 1; j < len(lines); j++ {
+				m := jsonCommentRe.FindStringSubmatch(strings.TrimSpace(lines[j]))
+				if m == nil || !json.Valid([]byte(m[1])) {
+					break
+				}
+				want = append(want, m[1])
+			}
+			cmdText := strings.TrimSpace(line)
+			if len(want) > 0 && !strings.HasPrefix(cmdText, "#") && !strings.ContainsAny(stripComment(cmdText), ">&") && expectExitRe.FindStringSubmatch(line) == nil {
+				n := len(expects)
+				expects = append(expects, expectation{at: fmt.Sprintf("%s:%d: %s", filepath.Base(b.file), b.line, cmdText), lines: want})
+				// Not a pipe: the braces run in this shell, so a wait or an
+				// assignment in the command works as it does for a reader.
+				line = fmt.Sprintf("{ %s\n} > \"$DOCS_OUT/%d.out\"; cat \"$DOCS_OUT/%d.out\"", cmdText, n, n)
+			}
 			// "# ... (exit N)" says the command fails on purpose, and how.
 			if m := expectExitRe.FindStringSubmatch(line); m != nil {
 				line = fmt.Sprintf("{ %s\n} || [ $? -eq %s ] || { echo \"docs-test: expected exit %s\" >&2; false; }", strings.TrimSpace(line[:strings.LastIndex(line, " #")]), m[1], m[1])
@@ -230,8 +352,10 @@ func script(blocks []block, dir string) (string, int) {
 		}
 		sb.WriteString(relocate(body.String(), dir))
 	}
-	return sb.String(), ran
+	return sb.String(), ran, expects
 }
+
+var jsonCommentRe = regexp.MustCompile(`^#\s?([\[{"].*)$`)
 
 // TestDocsRunAsWritten runs every document's shell blocks.
 func TestDocsRunAsWritten(t *testing.T) {
@@ -256,7 +380,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 			}
 		}
 		dir := scratch(t, root)
-		text, ran := script(blocks, dir)
+		text, ran, expects := script(blocks, dir)
 		if ran == 0 {
 			continue
 		}
@@ -270,6 +394,8 @@ func TestDocsRunAsWritten(t *testing.T) {
 			}
 			logPath := filepath.Join(dir, "servers.log")
 			pidPath := filepath.Join(dir, "servers.pids")
+			outDir := filepath.Join(dir, "docs-test-out")
+			require.NoError(t, os.MkdirAll(outDir, 0o700))
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "bash", "docs-test.sh")
@@ -278,7 +404,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			cmd.Env = append(cleanEnv(goEnv...),
 				"HOME="+filepath.Join(dir, "home"), "XDG_CONFIG_HOME="+filepath.Join(dir, "home", ".config"),
-				"PATH="+bin+":"+os.Getenv("PATH"), "DOCS_LOG="+logPath, "DOCS_PIDS="+pidPath, "TMPDIR="+filepath.Join(dir, "tmp"))
+				"PATH="+bin+":"+os.Getenv("PATH"), "DOCS_LOG="+logPath, "DOCS_PIDS="+pidPath, "DOCS_OUT="+outDir, "TMPDIR="+filepath.Join(dir, "tmp"))
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -290,7 +416,8 @@ func TestDocsRunAsWritten(t *testing.T) {
 				logs, _ := os.ReadFile(logPath)
 				t.Fatalf("%s: %v\n--- stderr\n%s\n--- stdout (last 4000 bytes)\n%s\n--- servers\n%s", name, err, stderr.String(), tail(stdout.String(), 4000), tail(string(logs), 4000))
 			}
-			t.Logf("%s: %d shell blocks ran", name, ran)
+			checkOutputs(t, outDir, expects)
+			t.Logf("%s: %d shell blocks ran, %d shown outputs compared", name, ran, len(expects))
 		})
 	}
 	t.Logf("docs: %d shell blocks ran, %d marked as needing what a test cannot have", total, skipped)

@@ -4,6 +4,7 @@ package docs
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -329,4 +330,31 @@ func checkPlist(t *testing.T, bin, where, text string) {
 	assert.True(t, filepath.IsAbs(argv[0]), "%s: launchd needs an absolute program path", where)
 	assert.Equal(t, "accords-mcp", filepath.Base(argv[0]), where)
 	checkCommandLine(t, bin, where, argv[1:])
+}
+
+// TestSameShape: the comparison of a shown output with a printed one
+// tolerates generated values only.
+func TestSameShape(t *testing.T) {
+	decode := func(s string) any {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(s), &v))
+		return v
+	}
+	for _, c := range []struct {
+		want, got string
+		ok        bool
+	}{
+		{`{"code":"MCP_APPROVAL_REQUIRED","pending":"apj_4_bef43f"}`, `{"code":"MCP_APPROVAL_REQUIRED","pending":"apj_7_0a1b2c"}`, true},
+		{`{"code":"MCP_APPROVAL_REQUIRED"}`, `{"code":"MCP_VALIDATION_ERROR"}`, false},
+		{`{"a":1}`, `{"a":1,"b":2}`, false},
+		{`{"a":1,"b":2}`, `{"a":1}`, false},
+		{`{"to":["bob@example.com"]}`, `{"to":["bob@example.com","eve@example.com"]}`, false},
+		{`{"ok":true}`, `{"ok":false}`, false},
+		{`{"n":3}`, `{"n":4}`, true},
+		{`{"handle":{"job_id":"job_2_1264f5","run_id":""}}`, `{"handle":{"job_id":"job_9_ffffff","run_id":""}}`, true},
+		{`"MCP_APPROVAL_REQUIRED"`, `null`, false},
+	} {
+		err := sameShape(decode(c.want), decode(c.got), "$")
+		assert.Equal(t, c.ok, err == nil, "%s vs %s: %v", c.want, c.got, err)
+	}
 }
