@@ -143,8 +143,8 @@ func scratch(t *testing.T, root string) string {
 	out, err := exec.Command("git", "-C", root, "ls-files").Output()
 	require.NoError(t, err)
 	seen := map[string]bool{}
-	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		top := strings.SplitN(f, "/", 2)[0]
+	for f := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		top, _, _ := strings.Cut(f, "/")
 		if top == "" || seen[top] {
 			continue
 		}
@@ -248,7 +248,7 @@ func checkOutputs(t *testing.T, outDir string, expects []expectation) {
 			continue
 		}
 		var got []string
-		for _, l := range strings.Split(string(raw), "\n") {
+		for l := range strings.SplitSeq(string(raw), "\n") {
 			if strings.TrimSpace(l) != "" {
 				got = append(got, l)
 			}
@@ -446,7 +446,7 @@ func cleanEnv(extra ...string) []string {
 func stopServers(pidPath string) {
 	raw, _ := os.ReadFile(pidPath)
 	var pids []int
-	for _, f := range strings.Fields(string(raw)) {
+	for f := range strings.FieldsSeq(string(raw)) {
 		var pid int
 		if _, err := fmt.Sscan(f, &pid); err == nil && pid > 1 {
 			pids = append(pids, pid)

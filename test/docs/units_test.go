@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +47,7 @@ func accordsBinary(t *testing.T, root string) string {
 		build := exec.Command("go", "build", "-o", binPath, "./cmd/accords-mcp")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("%v: %s", err, out)
+			binErr = fmt.Errorf("%w: %s", err, out)
 		}
 	})
 	require.NoError(t, binErr)
@@ -85,9 +86,9 @@ var specifierRe = regexp.MustCompile(`%[^%nNpPiIjJfuUgGhHsmMbBvaAltTdCEELS]`)
 func unitFiles(text string) map[string]string {
 	files := map[string]string{}
 	name := ""
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "# /etc/systemd/system/") {
-			name = strings.TrimPrefix(line, "# /etc/systemd/system/")
+	for line := range strings.SplitSeq(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# /etc/systemd/system/"); ok {
+			name = rest
 			continue
 		}
 		if name != "" {
@@ -278,7 +279,7 @@ func checkPlist(t *testing.T, bin, where, text string) {
 	var root plistValue
 	for {
 		tok, err := d.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		require.NoError(t, err, "%s: well-formed XML", where)
