@@ -39,6 +39,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
+	"github.com/accordsai/accords-mcp/platform/tracing"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
@@ -46,6 +47,7 @@ import (
 	"github.com/accordsai/accords-mcp/transport/urlelicit"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
 )
 
@@ -77,6 +79,9 @@ type App struct {
 	Gateway  *gateway.Gateway
 	// Metrics are the process's Prometheus series (GET /metrics).
 	Metrics *metrics.Server
+	// Tracing exports spans of tool calls and Vault requests over OTLP
+	// when OTEL_EXPORTER_OTLP_ENDPOINT is set; nil is tracing off.
+	Tracing *tracing.Provider
 	// TaskStore holds the tasks of the MCP Tasks extension; Tasks is the
 	// extension, which follows them until Vault decides.
 	TaskStore *task.Store
@@ -106,8 +111,26 @@ type App struct {
 	Drain *lifecycle.Drain
 }
 
+// Option adjusts how Open builds the app.
+type Option func(*openOptions)
+
+type openOptions struct {
+	tracer trace.TracerProvider
+}
+
+// WithTracerProvider makes the app trace through tp (tests pass one with an
+// in-memory span recorder) instead of the OTLP exporter the configuration
+// may name.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *openOptions) { o.tracer = tp }
+}
+
 // Open opens (creating and migrating) the database and builds the services.
-func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
+func Open(cfg config.Config, logger *slog.Logger, options ...Option) (*App, error) {
+	var oo openOptions
+	for _, o := range options {
+		o(&oo)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -128,12 +151,22 @@ func Open(cfg config.Config, logger *slog.Logger) (*App, error) {
 		logger.Info("database migrated; previous file copied aside", "backup", db.BackupPath)
 	}
 	a := &App{Config: cfg, Logger: logger, DB: db, Gate: &gate.Gate{}}
+	if oo.tracer != nil {
+		a.Tracing = tracing.FromTracerProvider(oo.tracer)
+	} else if a.Tracing, err = tracing.Start(cfg.Tracing, logger); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("start tracing: %w", err)
+	}
 	if err := a.init(); err != nil {
 		if a.Catalog != nil {
 			a.Catalog.Close()
 		}
+		_ = a.Tracing.Shutdown()
 		db.Close()
 		return nil, err
+	}
+	if cfg.Tracing.Enabled() && oo.tracer == nil {
+		logger.Info("tracing on: spans are exported over OTLP", "endpoint", cfg.Tracing.TracesURL)
 	}
 	return a, nil
 }
@@ -191,7 +224,7 @@ func (a *App) init() error {
 		UnixSocket: a.Config.VaultUnixSocket,
 	})
 	a.Metrics = metrics.New()
-	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger, Observe: a.Metrics.ObserveVaultRequest})
+	a.Vault = vault.New(vault.Options{MaxResponseBytes: a.Config.VaultMaxResponseBytes, Logger: a.Logger, Observe: a.Metrics.ObserveVaultRequest, Tracer: a.Tracing.Tracer()})
 	cacheDB := a.DB
 	if a.Config.PolicyHashTTL == 0 {
 		cacheDB = nil // ACCORDS_MCP_POLICY_HASH_TTL=0: no caching
@@ -276,6 +309,7 @@ func (a *App) init() error {
 		Hasher:         hasher,
 		OnAuditFailure: a.Config.AuditOnFailure,
 		Logger:         a.Logger,
+		Tracer:         a.Tracing.Tracer(),
 
 		MaxAnonymousTenants: a.Config.MaxAnonTenants,
 		StoredTenants:       a.storedTenants,
@@ -454,6 +488,11 @@ func (a *App) Close() error {
 	}
 	if a.Catalog != nil {
 		err = a.Catalog.Close()
+	}
+	if terr := a.Tracing.Shutdown(); terr != nil {
+		// Spans are best effort: a collector that is gone must not turn a
+		// clean stop into a failure.
+		a.Logger.Warn("tracing: spans not flushed at shutdown", "error", terr.Error())
 	}
 	if derr := a.DB.Close(); err == nil {
 		err = derr

@@ -11,6 +11,9 @@ import (
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // BenchmarkSessionStatus compares a cheap tool call through the whole stack
@@ -126,4 +129,46 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = h.log.Flush()
+}
+
+// BenchmarkMiddlewareTracing is BenchmarkMiddleware with tracing off (no
+// tracer: the default), on with every span recorded, and on with a caller
+// that sent a traceparent in _meta. Off must cost what BenchmarkMiddleware
+// costs: one nil check.
+func BenchmarkMiddlewareTracing(b *testing.B) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	cases := []struct {
+		name   string
+		tracer trace.Tracer
+		meta   mcp.Meta
+	}{
+		{"off", nil, nil},
+		{"on", tp.Tracer("bench"), nil},
+		{"on-with-parent", tp.Tracer("bench"), mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			h := newHarness(b, setup{tracer: c.tracer})
+			res := tools.Render(envelopeOK())
+			next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+				out := *res
+				return &out, nil
+			}
+			mw := h.gw.Middleware(next)
+			ctx := caller.With(context.Background(), caller.Local())
+			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: c.meta, Name: "vaultclaw_session_status", Arguments: []byte(`{}`)}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := mw(ctx, "tools/call", req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			_ = h.log.Flush()
+			rec.Reset()
+		})
+	}
 }

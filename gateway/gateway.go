@@ -28,6 +28,7 @@ import (
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // What happens to calls while receipts cannot be written.
@@ -77,6 +78,9 @@ type Options struct {
 	// tenants that already hold data, which count towards it.
 	MaxAnonymousTenants int
 	StoredTenants       func() ([]string, error)
+	// Tracer, when set, opens a span per tool call (platform/tracing);
+	// nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Gateway enforces policy (capabilities, rate limits, pre-execution rules)

@@ -24,6 +24,7 @@ import (
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type fakeClock struct {
@@ -61,6 +62,7 @@ type setup struct {
 	toolsets   []string
 	recorder   func(*audit.Log) Recorder
 	onFailure  string
+	tracer     trace.Tracer
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -103,7 +105,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	}
 	h.gw, err = New(Options{
 		Registry: reg, Builder: &transport.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
-		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now,
+		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, Tracer: s.tracer,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Middleware is the receiving middleware: capability, then rate limit, then
@@ -67,6 +68,14 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	var res mcp.Result
 	var err error
 	t, known := g.reg.Lookup(name)
+	if tr := g.opts.Tracer; tr != nil {
+		var span trace.Span
+		ctx, span = startCallSpan(ctx, tr, req, name, known, p)
+		defer func() {
+			out.TraceID = span.SpanContext().TraceID().String()
+			endCallSpan(span, rec)
+		}()
+	}
 	writes := known && t.Writes()
 	var decision rules.Decision
 	if !known {

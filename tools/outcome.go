@@ -29,6 +29,9 @@ type Outcome struct {
 	// Envelope is the serialised envelope: the structuredContent the client
 	// receives.
 	Envelope json.RawMessage
+	// TraceID is the call's trace when it was traced (set by the gateway
+	// once the call returned), so its log line points at the trace.
+	TraceID string
 }
 
 type outcomeKey struct{}

@@ -59,6 +59,9 @@ func Observe(m *metrics.Server, o ObserveOptions) mcp.Middleware {
 				if code != "" {
 					attrs = append(attrs, "code", code)
 				}
+				if out.TraceID != "" {
+					attrs = append(attrs, "trace_id", out.TraceID)
+				}
 				o.Logger.InfoContext(ctx, "tool call", attrs...)
 			}
 			return res, err

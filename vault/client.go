@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,12 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/metrics"
+	"github.com/accordsai/accords-mcp/platform/tracing"
 	"github.com/accordsai/accords-mcp/platform/version"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultMaxResponseBytes caps a Vault response body (16 MiB).
@@ -44,6 +50,9 @@ type Options struct {
 	// method, the path as sent (no query), the status (0 on a transport
 	// failure), the latency and the transport error (metrics).
 	Observe func(method, path string, status int, d time.Duration, err error)
+	// Tracer, when set, opens a client span per request and sends its
+	// traceparent to Vault (platform/tracing); nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // Client talks to Vaultclaw. It is safe for concurrent use; connections are
@@ -53,6 +62,7 @@ type Client struct {
 	maxBytes int64
 	logger   *slog.Logger
 	observe  func(method, path string, status int, d time.Duration, err error)
+	tracer   trace.Tracer
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport
@@ -66,7 +76,7 @@ func New(opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{maxBytes: opts.MaxResponseBytes, logger: opts.Logger, observe: opts.Observe, transports: map[string]*http.Transport{}}
+	return &Client{maxBytes: opts.MaxResponseBytes, logger: opts.Logger, observe: opts.Observe, tracer: opts.Tracer, transports: map[string]*http.Transport{}}
 }
 
 // Close drops idle pooled connections.
@@ -234,6 +244,29 @@ func encodeQuery(q url.Values) string {
 // but no usable answer came back, the error says the outcome is unknown
 // (D17) and carries the key to retry with.
 func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Response, error) {
+	if c.tracer == nil {
+		return c.do(ctx, nil, s, r)
+	}
+	ctx, span := c.tracer.Start(ctx, "vault request", trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
+	resp, err := c.do(ctx, span, s, r)
+	if err != nil {
+		ae := apperr.As(err)
+		kind := ae.Code
+		if ae.VaultCode != "" {
+			kind = ae.VaultCode
+		}
+		span.SetAttributes(attribute.String("error.type", kind))
+		span.SetStatus(codes.Error, kind)
+	}
+	return resp, err
+}
+
+// do is one request; span is the request's span (nil: tracing off), named
+// and annotated here once the endpoint and status are known. It records
+// the endpoint's shape ("GET /v0/jobs/{id}"), never the token, query or
+// body.
+func (c *Client) do(ctx context.Context, span trace.Span, s session.Session, r Request) (*Response, error) {
 	reqID := NewID()
 	ep, err := ResolveEndpoint(s)
 	if err != nil {
@@ -285,6 +318,9 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 	if r.IdempotencyKey != "" {
 		hr.Header.Set("Idempotency-Key", r.IdempotencyKey)
 	}
+	if span != nil {
+		startSpan(span, hr, method, path, reqID)
+	}
 	// sent records that request bytes left for Vault on some attempt:
 	// from then on, a failure leaves the outcome unknown.
 	var sent atomic.Bool
@@ -304,6 +340,9 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
 	if c.observe != nil {
 		c.observe(method, path, resp.StatusCode, time.Since(start), err)
+	}
+	if span != nil {
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 	}
 	call.sent, call.answered = true, resp.StatusCode < 400
 	if err != nil {
@@ -360,4 +399,24 @@ func (c *Client) transportFailure(ctx context.Context, method, path, reqID strin
 	}
 	c.logger.Debug("vault call failed", "method", method, "path", path, "request_id", reqID, "error", msg, "duration_ms", time.Since(start).Milliseconds())
 	return MapError(APIError{Status: 0, Code: CodeNetworkError, Message: msg, RequestID: reqID, Cause: err})
+}
+
+// startSpan names the request's span after the endpoint's shape, records
+// where it goes and injects its traceparent into the request.
+func startSpan(span trace.Span, hr *http.Request, method, path, reqID string) {
+	ep := metrics.VaultEndpoint(method, path)
+	span.SetName("vault " + ep)
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", method),
+		attribute.String("url.template", strings.TrimPrefix(ep, method+" ")),
+		attribute.String("accords.vault.request_id", reqID),
+	}
+	if hr.URL.Host != "" {
+		attrs = append(attrs, attribute.String("server.address", hr.URL.Hostname()))
+		if port, err := strconv.Atoi(hr.URL.Port()); err == nil {
+			attrs = append(attrs, attribute.Int("server.port", port))
+		}
+	}
+	span.SetAttributes(attrs...)
+	tracing.Inject(hr.Context(), hr.Header)
 }

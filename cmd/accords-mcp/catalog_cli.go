@@ -109,36 +109,6 @@ func splitRef(ref string) (string, string) {
 	return id, version
 }
 
-// progressBar draws "label [=====>    ] done/total" on one stderr line.
-type progressBar struct {
-	w     io.Writer
-	label string
-	width int
-	drawn bool
-}
-
-func (p *progressBar) update(done, total int, note string) {
-	if total <= 0 {
-		return
-	}
-	filled := done * p.width / total
-	bar := strings.Repeat("=", filled)
-	if filled < p.width {
-		bar += ">" + strings.Repeat(" ", p.width-filled-1)
-	}
-	if note != "" {
-		note = " " + note
-	}
-	fmt.Fprintf(p.w, "\r%s [%s] %d/%d%s", p.label, bar, done, total, note)
-	p.drawn = true
-}
-
-func (p *progressBar) finish() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
-	}
-}
-
 func withContext(ctx context.Context) context.Context {
 	if ctx == nil {
 		return context.Background()

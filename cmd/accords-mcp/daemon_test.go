@@ -109,7 +109,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Contains(t, string(raw), `accords_mcp_tool_calls_total{tool="vaultclaw_recipes_search",outcome="ok"}`)
+	assert.Contains(t, string(raw), `accords_mcp_tool_calls_total{outcome="ok",tool="vaultclaw_recipes_search"}`)
 
 	// Change the state after the backup, then restore while the daemon
 	// serves: the daemon swaps the file itself and goes on with the

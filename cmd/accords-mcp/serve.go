@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/ops/control"
@@ -111,10 +110,6 @@ func hintTerminal(env *environment) {
 		"  MCP clients (Claude Desktop, Cursor, VS Code, ...) start it themselves: see README.md for their settings.\n"+
 		"  To try it by hand: accords-mcp dev-vault, accords-mcp search QUERY, accords-mcp --help. Ctrl-D or Ctrl-C ends it.")
 }
-
-// isTerminal reports whether f is a terminal (not a pipe, a file or
-// /dev/null, which is a character device too).
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // onHangup calls reload on every SIGHUP until the returned stop is called.
 func onHangup(reload func()) (stop func()) {

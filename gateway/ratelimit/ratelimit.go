@@ -1,12 +1,17 @@
-// Package ratelimit implements token buckets keyed by an arbitrary string
-// (the gateway uses caller-or-tenant plus tool). The clock is injectable so
-// refusal and recovery can be tested without sleeping.
+// Package ratelimit keeps token buckets keyed by an arbitrary string (the
+// gateway uses caller-or-tenant plus tool). Each bucket is a
+// golang.org/x/time/rate Limiter; this package adds the keyed map with its
+// memory bound, limits that change on a policy reload, and the wait a
+// refused caller is told. Every rate call is given the time explicitly, so
+// the clock stays injectable and refusal and recovery are tested without
+// sleeping.
 package ratelimit
 
 import (
-	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Limit is a refill rate and a bucket size. The zero Limit (or a
@@ -30,10 +35,16 @@ func (l Limit) capacity() float64 {
 }
 
 type bucket struct {
-	limit  Limit
-	tokens float64
-	last   time.Time
+	limit Limit
+	lim   *rate.Limiter
 }
+
+func newBucket(l Limit) *bucket {
+	return &bucket{limit: l, lim: rate.NewLimiter(l.rate(), int(l.capacity()))}
+}
+
+// rate is the refill rate in tokens per second.
+func (l Limit) rate() rate.Limit { return rate.Limit(l.PerMinute / 60) }
 
 // Limiter holds the buckets. It is safe for concurrent use.
 type Limiter struct {
@@ -68,39 +79,32 @@ func (lm *Limiter) Allow(key string, l Limit) (bool, time.Duration) {
 		if len(lm.buckets) >= lm.sweepAt {
 			lm.sweepLocked(now)
 		}
-		b = &bucket{limit: l, tokens: l.capacity(), last: now}
+		b = newBucket(l)
 		lm.buckets[key] = b
 	}
 	if b.limit != l {
+		// rate caps the tokens at the new burst on its next advance, so a
+		// smaller bucket keeps what it had, never more.
+		b.lim.SetLimitAt(now, l.rate())
+		b.lim.SetBurstAt(now, int(l.capacity()))
 		b.limit = l
-		b.tokens = math.Min(b.tokens, l.capacity())
 	}
-	b.refill(now)
-	if b.tokens >= 1 {
-		b.tokens--
+	// A refused AllowN leaves the bucket untouched; rate also treats a
+	// time before its last update as no elapsed time, so a clock stepping
+	// back never grants tokens.
+	if b.lim.AllowN(now, 1) {
 		return true, 0
 	}
-	perToken := time.Duration(float64(time.Minute) / l.PerMinute)
-	wait := max(time.Duration((1-b.tokens)*float64(perToken)), time.Millisecond)
+	missing := 1 - b.lim.TokensAt(now)
+	wait := max(time.Duration(missing*float64(time.Minute)/l.PerMinute), time.Millisecond)
 	return false, wait
-}
-
-func (b *bucket) refill(now time.Time) {
-	elapsed := now.Sub(b.last)
-	if elapsed <= 0 {
-		// The clock went backwards or did not move: keep the bucket as is.
-		return
-	}
-	b.last = now
-	b.tokens = math.Min(b.limit.capacity(), b.tokens+elapsed.Minutes()*b.limit.PerMinute)
 }
 
 // sweepLocked drops buckets that have refilled completely: forgetting them
 // is indistinguishable from keeping them.
 func (lm *Limiter) sweepLocked(now time.Time) {
 	for k, b := range lm.buckets {
-		b.refill(now)
-		if b.tokens >= b.limit.capacity() {
+		if b.lim.TokensAt(now) >= b.limit.capacity() {
 			delete(lm.buckets, k)
 		}
 	}

@@ -80,6 +80,24 @@ func TestLimitChangeResizesWithoutRefilling(t *testing.T) {
 	require.False(t, ok, "new burst caps the refill")
 }
 
+func TestSmallerBurstCapsAFullBucket(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	lm := New(c.now)
+	ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 10})
+	require.True(t, ok)
+	c.advance(time.Minute) // full again: 10 tokens
+	for i := range 2 {
+		ok, _ := lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
+		require.True(t, ok, "call %d within the new burst", i)
+	}
+	ok, wait := lm.Allow("k", Limit{PerMinute: 60, Burst: 2})
+	require.False(t, ok, "the reload does not keep the old, larger bucket")
+	assert.Equal(t, time.Second, wait)
+	ok, wait = lm.Allow("k", Limit{PerMinute: 6, Burst: 2})
+	require.False(t, ok)
+	assert.Equal(t, 10*time.Second, wait, "a slower rate lengthens the wait")
+}
+
 func TestClockGoingBackwards(t *testing.T) {
 	c := &clock{t: time.Unix(100, 0)}
 	lm := New(c.now)
@@ -89,6 +107,11 @@ func TestClockGoingBackwards(t *testing.T) {
 	c.advance(-time.Hour)
 	ok, _ = lm.Allow("k", l)
 	require.False(t, ok, "a clock step back never grants tokens")
+	c.advance(time.Hour + time.Second)
+	ok, _ = lm.Allow("k", l)
+	require.True(t, ok, "back where it was plus a second: one token")
+	ok, _ = lm.Allow("k", l)
+	require.False(t, ok)
 }
 
 func TestSweepBoundsMemory(t *testing.T) {

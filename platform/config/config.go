@@ -123,6 +123,9 @@ type Config struct {
 	// DaemonIdleTimeout is how long an auto-started daemon waits without
 	// clients before it exits.
 	DaemonIdleTimeout time.Duration
+	// Tracing is the OpenTelemetry export (off unless an OTLP endpoint
+	// is set).
+	Tracing Tracing
 	// DBLockTimeout bounds the wait for the database lock (not from the
 	// environment: a daemon taking over waits longer than a command).
 	DBLockTimeout time.Duration
@@ -256,6 +259,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := checkBaseURL(c.VaultBaseURL); err != nil {
 		return c, err
 	}
+	tr, err := readTracing(get)
+	if err != nil {
+		return c, err
+	}
+	c.Tracing = tr
 	return c, nil
 }
 
@@ -568,5 +576,7 @@ func (c Config) DaemonWide() map[string]string {
 		"ACCORDS_MCP_HANDLE_RETENTION":         c.HandleRetention.String(),
 		"ACCORDS_MCP_TASK_POLL_INTERVAL":       c.TaskPollInterval.String(),
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": strconv.FormatInt(c.VaultMaxResponseBytes, 10),
+		"OTEL_EXPORTER_OTLP_ENDPOINT":          c.Tracing.TracesURL,
+		"OTEL_SERVICE_NAME":                    c.Tracing.ServiceName,
 	}
 }

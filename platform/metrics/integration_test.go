@@ -18,6 +18,8 @@ import (
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,15 +67,15 @@ func TestMetricsAfterCalls(t *testing.T) {
 	mr, err := http.Get(srv.URL + "/metrics")
 	require.NoError(t, err)
 	defer mr.Body.Close()
-	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", mr.Header.Get("Content-Type"))
+	assert.Contains(t, mr.Header.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8")
 	raw, _ := io.ReadAll(mr.Body)
 	text := string(raw)
 
-	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_calls_total{tool="vaultclaw_connectors_list",outcome="ok"}`))
-	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{tool="vaultclaw_connector_get",outcome="error"}`))
-	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_errors_total{tool="vaultclaw_session_configure",code="MCP_VALIDATION_ERROR"}`))
-	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{tool="vaultclaw_recipes_search",outcome="ok"}`))
-	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{tool="_unknown",outcome="protocol_error"}`))
+	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_calls_total{outcome="ok",tool="vaultclaw_connectors_list"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{outcome="error",tool="vaultclaw_connector_get"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_errors_total{code="MCP_VALIDATION_ERROR",tool="vaultclaw_session_configure"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{outcome="ok",tool="vaultclaw_recipes_search"}`))
+	assert.Equal(t, 1.0, sample(t, text, `accords_mcp_tool_calls_total{outcome="protocol_error",tool="_unknown"}`))
 	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_call_duration_seconds_count{tool="vaultclaw_connectors_list"}`))
 	assert.Equal(t, 2.0, sample(t, text, `accords_mcp_tool_call_duration_seconds_bucket{tool="vaultclaw_connectors_list",le="+Inf"}`))
 	assert.GreaterOrEqual(t, sample(t, text, `accords_mcp_vault_request_duration_seconds_count{endpoint="GET /v0/connectors"}`), 2.0)
@@ -169,3 +171,68 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// previousSeries are the families /metrics served before the client library
+// replaced the hand-written registry: name, type, HELP and label names are
+// part of what dashboards and alerts depend on, so each is pinned here.
+var previousSeries = []struct {
+	name, typ, help string
+	labels          []string
+}{
+	{"accords_mcp_tool_calls_total", "COUNTER", "MCP tool calls by tool and outcome (ok, error, protocol_error).", []string{"outcome", "tool"}},
+	{"accords_mcp_tool_errors_total", "COUNTER", "MCP tool calls that returned an error envelope, by tool and error code.", []string{"code", "tool"}},
+	{"accords_mcp_tool_call_duration_seconds", "HISTOGRAM", "MCP tool call latency in seconds.", []string{"tool"}},
+	{"accords_mcp_vault_request_duration_seconds", "HISTOGRAM", "Vaultclaw HTTP request latency in seconds, by endpoint.", []string{"endpoint"}},
+	{"accords_mcp_vault_request_errors_total", "COUNTER", "Vaultclaw requests that failed, by endpoint and kind (network or http_<status>).", []string{"endpoint", "kind"}},
+	{"accords_mcp_db_size_bytes", "GAUGE", "Size of the bbolt database file in bytes.", nil},
+	{"accords_mcp_index_documents", "GAUGE", "Documents (cookbook entries) in the search index.", nil},
+	{"accords_mcp_pending_handles", "GAUGE", "Approval handles not yet decided (all scopes).", nil},
+	{"accords_mcp_build_info", "GAUGE", "Build information; the value is always 1.", []string{"goversion", "version"}},
+	{"accords_mcp_start_time_seconds", "GAUGE", "Unix time the process started.", nil},
+	{"accords_mcp_goroutines", "GAUGE", "Number of goroutines.", nil},
+	{"accords_mcp_audit_anchor_total", "COUNTER", "Signed audit checkpoints handed to ACCORDS_MCP_AUDIT_ANCHOR, by result (ok, failed).", []string{"result"}},
+	{"accords_mcp_audit_integrity_failure", "GAUGE", "1 while the audit log has an unacknowledged verification failure.", nil},
+}
+
+// TestEveryPreviousSeriesIsScraped scrapes /metrics over HTTP after real
+// calls, parses it with the Prometheus text parser, and checks that every
+// family served before is still there with the same type, HELP and label
+// names, beside the Go runtime and process collectors.
+func TestEveryPreviousSeriesIsScraped(t *testing.T) {
+	sim := vaultsim.New(vaultsim.Options{AgentToken: "vc_tok_scrape"})
+	vs := httptest.NewServer(sim)
+	defer vs.Close()
+	a := testenv.Open(t, testenv.Config(t, "VC_AGENT_TOKEN=vc_tok_scrape", "VC_BASE_URL="+vs.URL))
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	call(t, srv.URL, "vaultclaw_connectors_list", map[string]any{})
+	call(t, srv.URL, "vaultclaw_connector_get", map[string]any{"connector_id": "no-such-connector"})
+
+	resp, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err, "the scrape parses as the Prometheus text format")
+
+	for _, want := range previousSeries {
+		f, ok := fams[want.name]
+		if !assert.True(t, ok, "family %s is served", want.name) {
+			continue
+		}
+		assert.Equal(t, want.typ, f.GetType().String(), want.name)
+		assert.Equal(t, want.help, f.GetHelp(), want.name)
+		require.NotEmpty(t, f.GetMetric(), want.name)
+		var names []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			names = append(names, l.GetName())
+		}
+		assert.Equal(t, want.labels, names, "label names of %s", want.name)
+	}
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "go_gc_duration_seconds", "go_info",
+		"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds"} {
+		assert.Contains(t, fams, name, "runtime/process collector series %s", name)
+	}
+	assert.Equal(t, 0.0, fams["accords_mcp_audit_anchor_total"].GetMetric()[0].GetCounter().GetValue(), "anchors start at zero")
+}

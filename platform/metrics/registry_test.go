@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,14 +41,21 @@ lat_seconds_sum{tool="a"} 3.15
 lat_seconds_count{tool="a"} 3
 # HELP x_total Things\nwith a newline.
 # TYPE x_total counter
-x_total{tool="a",outcome="ok"} 3
-x_total{tool="we\"ird\\",outcome="error"} 1
+x_total{outcome="error",tool="we\"ird\\"} 1
+x_total{outcome="ok",tool="a"} 3
 `
 	assert.Equal(t, want, b.String())
 	assert.Equal(t, float64(3), c.Value("a", "ok"))
 	assert.Equal(t, uint64(3), h.Count("a"))
 	assert.Panics(t, func() { c.Inc("only-one") })
 	assert.Panics(t, func() { r.NewCounterVec("x_total", "dup") })
+
+	// Reading a series that was never touched must not create it.
+	assert.Zero(t, c.Value("never", "ok"))
+	assert.Zero(t, h.Count("never"))
+	b.Reset()
+	require.NoError(t, r.WriteText(&b))
+	assert.NotContains(t, b.String(), "never")
 }
 
 func TestHandler(t *testing.T) {
@@ -56,8 +64,13 @@ func TestHandler(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	assert.Equal(t, 200, rec.Code)
-	assert.Equal(t, ContentType, rec.Header().Get("Content-Type"))
+	assert.True(t, strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain; version=0.0.4"), rec.Header().Get("Content-Type"))
+	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
 	assert.Contains(t, rec.Body.String(), "c_total 1\n")
+	rec = httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/metrics", nil))
+	assert.Equal(t, 200, rec.Code)
+	assert.Empty(t, rec.Body.String())
 	rec = httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/metrics", nil))
 	assert.Equal(t, 405, rec.Code)

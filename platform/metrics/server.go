@@ -53,7 +53,7 @@ type Server struct {
 // New registers the process-wide series. Gauges that need the database or
 // the index are added with Gauge once those are open.
 func New() *Server {
-	r := NewRegistry()
+	r := NewRegistry().WithRuntime()
 	s := &Server{
 		Registry:      r,
 		ToolCalls:     r.NewCounterVec(NameToolCalls, "MCP tool calls by tool and outcome (ok, error, protocol_error).", "tool", "outcome"),
@@ -63,6 +63,10 @@ func New() *Server {
 		VaultErrors:   r.NewCounterVec(NameVaultErrors, "Vaultclaw requests that failed, by endpoint and kind (network or http_<status>).", "endpoint", "kind"),
 		AuditAnchors:  r.NewCounterVec(NameAuditAnchors, "Signed audit checkpoints handed to ACCORDS_MCP_AUDIT_ANCHOR, by result (ok, failed).", "result"),
 	}
+	// Both results exist from the start, so "no failure yet" reads 0
+	// rather than absent.
+	s.AuditAnchors.Add(0, "ok")
+	s.AuditAnchors.Add(0, "failed")
 	bi := r.NewGaugeVec(NameBuildInfo, "Build information; the value is always 1.", "version", "goversion")
 	bi.Set(1, version.Version, runtime.Version())
 	start := float64(time.Now().UnixNano()) / 1e9

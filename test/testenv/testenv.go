@@ -49,9 +49,9 @@ func IsolateConfigDir() func() {
 }
 
 // Open opens an app on cfg and closes it when the test ends.
-func Open(t testing.TB, cfg config.Config) *app.App {
+func Open(t testing.TB, cfg config.Config, opts ...app.Option) *app.App {
 	t.Helper()
-	a, err := app.Open(cfg, Logger())
+	a, err := app.Open(cfg, Logger(), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
 	return a
