@@ -24,9 +24,9 @@ LDFLAGS := -X $(VERSION_PKG).BuildDate=$(BUILD_DATE) $(if $(COMMIT),-X $(VERSION
 test: fmt-check vet lint
 	$(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags=integration -run '^TestSmoke_' ./test/smoke/
-	$(MAKE) test-docs
 
-# Runs every shell block of README.md and docs/*.md (test/docs).
+# Runs every shell block of README.md and docs/*.md (test/docs): about two
+# minutes, so CI runs it from .ci/extra rather than as part of make test.
 test-docs:
 	$(GO) test -count=1 -tags=docs ./test/docs/
 
