@@ -103,9 +103,7 @@ type App struct {
 	// restoreMu lets one restore run at a time.
 	restoreMu sync.Mutex
 	// clients are the attached stdio clients, by session id.
-	clients    clientRegistry
-	attachOnce sync.Once
-	attachSrv  *mcp.Server
+	clients clientRegistry
 	// Drain is the shutdown signal: long waits answer at once when it
 	// begins (ServeHTTP and ServeStdio begin it when their context ends).
 	Drain *lifecycle.Drain
@@ -285,10 +283,11 @@ func (a *App) init() error {
 	}
 	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
-		Drain:        a.Drain,
-		Logger:       a.Logger,
-		SDKLogger:    a.sdkLogger(),
-		Instructions: instructions,
+		Drain:               a.Drain,
+		Logger:              a.Logger,
+		SDKLogger:           a.sdkLogger(),
+		Instructions:        routes.Instructions(false),
+		DynamicInstructions: routes.Instructions(true),
 		// The gate comes first: a call held during a restore has not
 		// started (tasks/* included). The attached client's context applies
 		// before the Tasks extension binds a task to its caller.
@@ -300,16 +299,17 @@ func (a *App) init() error {
 		WrapTool:   a.elicit.Wrap,
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
-		Registry:       reg,
-		Builder:        a.Builder,
-		PolicyFile:     a.Config.PolicyFile,
-		ReadOnly:       a.Config.ReadOnly,
-		Toolsets:       a.Config.Toolsets,
-		Audit:          &a.audit,
-		Hasher:         hasher,
-		OnAuditFailure: a.Config.AuditOnFailure,
-		Logger:         a.Logger,
-		Tracer:         a.Tracing.Tracer(),
+		Registry:        reg,
+		Builder:         a.Builder,
+		PolicyFile:      a.Config.PolicyFile,
+		ReadOnly:        a.Config.ReadOnly,
+		Toolsets:        a.Config.Toolsets,
+		DynamicToolsets: a.Config.DynamicToolsets,
+		Audit:           &a.audit,
+		Hasher:          hasher,
+		OnAuditFailure:  a.Config.AuditOnFailure,
+		Logger:          a.Logger,
+		Tracer:          a.Tracing.Tracer(),
 
 		MaxAnonymousTenants: a.Config.MaxAnonTenants,
 		StoredTenants:       a.storedTenants,
@@ -455,11 +455,6 @@ func (a *App) storedTenants() ([]string, error) {
 	handles, err := a.Handles.Scopes()
 	return append(sessions, handles...), err
 }
-
-const instructions = "accords-mcp lets you act through a Vaultclaw vault without holding secrets. " +
-	"Configure a session (vaultclaw_session_configure) or rely on VC_AGENT_TOKEN; search cookbooks with " +
-	"vaultclaw_recipes_search and render templates before executing. When a call returns MCP_APPROVAL_REQUIRED, " +
-	"a person must decide: call vaultclaw_approval_wait with the returned handle."
 
 // sdkLogger is the logger handed to the go-sdk: it logs every Streamable
 // HTTP request at INFO, so it is held at WARN unless the level is debug.

@@ -29,6 +29,7 @@ type client struct {
 	since time.Time
 	view  gateway.View
 	ss    atomic.Pointer[mcp.ServerSession]
+	at    atomic.Pointer[transport.AttachTransport]
 }
 
 // context is ctx as the client's calls see it: the principal names the
@@ -43,7 +44,7 @@ func (c *client) context(ctx context.Context) context.Context {
 
 func (c *client) status() control.ClientStatus {
 	st := control.ClientStatus{Session: c.id, PID: c.hello.PID, Since: c.since,
-		View: control.View{ReadOnly: c.view.ReadOnly, Toolsets: c.view.Toolsets}}
+		View: control.View{ReadOnly: c.view.ReadOnly, Toolsets: c.view.Toolsets, Dynamic: c.view.Dynamic}}
 	if ss := c.ss.Load(); ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			st.Name, st.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
@@ -122,20 +123,12 @@ func newSessionID() string {
 	return sessionPrefix + hex.EncodeToString(b[:])
 }
 
-// attachServer is the one MCP server every attached client is a session
-// of (the stdio server: read-only and toolsets of the daemon applied, each
-// client's own view on top).
-func (a *App) attachServer() *mcp.Server {
-	a.attachOnce.Do(func() { a.attachSrv = a.Gateway.StdioServer() })
-	return a.attachSrv
-}
-
 // Attach accepts a stdio launch's hello: it checks the view, registers the
 // client and returns serve, which runs the client's MCP session on the
 // upgraded connection until either side ends it. ctx bounds the session
 // (the daemon's lifetime).
 func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, func(net.Conn), error) {
-	view := gateway.View{ReadOnly: h.View.ReadOnly, Toolsets: h.View.Toolsets}
+	view := gateway.View{ReadOnly: h.View.ReadOnly, Toolsets: h.View.Toolsets, Dynamic: h.View.Dynamic}
 	if err := a.Gateway.CheckView(view); err != nil {
 		return control.Welcome{}, nil, fmt.Errorf("%w: %w", control.ErrBadHello, err)
 	}
@@ -155,9 +148,13 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		}
 		// Task listens on this stream are the launch's: the local caller
 		// with its environment session, like its requests.
-		t := a.Tasks.Transport(&transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes},
-			func() context.Context { return c.context(a.localCaller()) })
-		ss, err := a.attachServer().Connect(ctx, t, nil)
+		at := &transport.AttachTransport{Conn: conn, Session: c.id, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
+		c.at.Store(at)
+		t := a.Tasks.Transport(at, func() context.Context { return c.context(a.localCaller()) })
+		// A server of its own (the daemon's read-only and toolsets applied,
+		// the client's view on top): list_changed reaches this client
+		// alone, and a dynamic client gets the instructions that say so.
+		ss, err := a.Gateway.ClientServer(c.view).Connect(ctx, t, nil)
 		if err != nil {
 			conn.Close()
 			a.Logger.Warn("attached client could not connect", "session", c.id, "error", err.Error())
@@ -180,6 +177,19 @@ func (a *App) Clients() []control.ClientStatus {
 		out = append(out, c.status())
 	}
 	return out
+}
+
+// AwaitAnswers waits, until timeout at most, for the attached clients'
+// answers to calls that have returned to be written (at shutdown, after
+// the gate emptied and before the sessions close, which would drop them).
+func (a *App) AwaitAnswers(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, c := range a.clients.all() {
+		at := c.at.Load()
+		for at != nil && at.Unanswered() > 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
 }
 
 // CloseClients ends every attached session (at shutdown, after the drain).

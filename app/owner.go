@@ -271,6 +271,8 @@ func (w *Owner) Close(grace time.Duration) {
 	if n := w.a.Gate.Close(grace); n > 0 {
 		w.a.Logger.Warn("calls still running after the shutdown grace are cut off", "calls", n)
 	}
+	// The calls that returned are answered before the sessions close.
+	w.a.AwaitAnswers(time.Second)
 	w.sessCancel()
 	w.a.CloseClients()
 	w.ctlCancel()

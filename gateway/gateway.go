@@ -64,6 +64,10 @@ type Options struct {
 	ReadOnly bool
 	// Toolsets, when not empty, keeps only tools of these toolsets.
 	Toolsets []string
+	// DynamicToolsets starts every stdio session with tools.Core and lets
+	// each enable toolsets (vaultclaw_toolset_enable); Toolsets stays the
+	// upper bound. An attached client's View can ask for it alone.
+	DynamicToolsets bool
 	// Audit receives receipts; Hasher keys their digests. Both required.
 	Audit  Recorder
 	Hasher *audit.Hasher
@@ -102,12 +106,15 @@ type Gateway struct {
 
 	servers sync.Map // policy.Caller.ViewKey() -> *mcp.Server
 	tenants *tenantGate
+	// sessions are the live sessions of stdio servers (dynamic.go).
+	sessions sync.Map // *mcp.ServerSession -> *liveSession
 }
 
 // KnownCapabilities are every capability tools may declare.
 var KnownCapabilities = []string{
 	tools.CapSessionAdmin, tools.CapVaultRead, tools.CapVaultExecute, tools.CapApprovalsView,
 	tools.CapCatalogView, tools.CapCatalogWrite, tools.CapRemoteInstall, tools.CapAuditView,
+	tools.CapToolDiscovery,
 }
 
 // KnownToolsets are every toolset tools may declare.
@@ -173,6 +180,8 @@ func New(o Options) (*Gateway, error) {
 		tsSet[t.Toolset] = true
 		g.known.Tools = append(g.known.Tools, t.Name)
 	}
+	// The discovery tools come with --dynamic-toolsets, not --toolsets.
+	delete(tsSet, tools.ToolsetDynamic)
 	g.known.Capabilities = slices.Sorted(maps.Keys(capSet))
 	wantSets := map[string]bool{}
 	for _, ts := range o.Toolsets {
@@ -189,6 +198,11 @@ func New(o Options) (*Gateway, error) {
 		wantSets = map[string]bool{}
 	}
 	g.visible = o.Registry.Filter(func(t tools.Tool) bool {
+		if t.Toolset == tools.ToolsetDynamic {
+			// Listed and callable only in dynamic sessions (liveSession.shows),
+			// which any attached client may ask for.
+			return true
+		}
 		if o.ReadOnly && t.Writes() {
 			return false
 		}
@@ -223,7 +237,8 @@ func (g *Gateway) Reload() error {
 	if g.public.Load() && !p.HasCallers() {
 		return errors.New("policy reload refused: the HTTP bridge listens on a non-loopback address and the new policy names no callers")
 	}
-	g.policy.Store(p)
+	old := g.policy.Swap(p)
+	g.announceReload(old, p)
 	g.logger.Info("policy reloaded", "file", g.opts.PolicyFile, "callers", len(p.CallerIDs()), "rules", len(p.Rules.Rules()))
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -315,7 +316,7 @@ func TestTenantIsolationBetweenAuthenticatedCallers(t *testing.T) {
 		assert.Equal(t, "globex", r.(map[string]any)["scope"])
 	}
 	// acme-bot holds "*": every tool; globex-bot only its two capabilities.
-	assert.Len(t, mcptest.ToolNames(t, a), len(h.gw.reg.Tools()))
+	assert.Len(t, mcptest.ToolNames(t, a), len(h.gw.Visible().Tools()))
 	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status"}, mcptest.ToolNames(t, b))
 }
 
@@ -447,11 +448,11 @@ func TestAuthenticatedCallerBucketsAndUnknownToolFlood(t *testing.T) {
 	assert.Equal(t, "unknown tools", env.Error.Details["tool"])
 }
 
-// assertReadOnlyList checks every registered tool, including other teams'
-// tools: listed exactly when it does not write.
+// assertReadOnlyList checks every tool the server offers, including other
+// teams' tools: listed exactly when it does not write.
 func assertReadOnlyList(t *testing.T, h *harness, names []string) {
 	t.Helper()
-	for _, tl := range h.gw.reg.Tools() {
+	for _, tl := range h.gw.reg.Filter(func(t tools.Tool) bool { return t.Toolset != tools.ToolsetDynamic }).Tools() {
 		if tl.Writes() {
 			assert.NotContains(t, names, tl.Name, "write tool listed in read-only mode")
 		} else {

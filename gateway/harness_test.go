@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -62,6 +63,7 @@ type setup struct {
 	toolsets   []string
 	recorder   func(*audit.Log) Recorder
 	onFailure  string
+	dynamic    bool
 	tracer     trace.Tracer
 }
 
@@ -88,7 +90,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	reg, err := tools.Select(tools.Deps{
 		Sessions: sessions, Vault: client, Execution: exec, Handles: exec.Handles, Audit: h.log,
 		Passport: &passport.Service{Sessions: sessions, Vault: client, ModuleHash: mh, Exec: exec},
-	}, tools.InToolsets(tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetAudit))
+	}, tools.InToolsets(tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetAudit, tools.ToolsetDynamic))
 	require.NoError(t, err)
 	hasher := h.key.Hasher()
 	if s.policy != "" {
@@ -105,7 +107,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	}
 	h.gw, err = New(Options{
 		Registry: reg, Builder: &transport.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
-		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, Tracer: s.tracer,
+		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, DynamicToolsets: s.dynamic, Tracer: s.tracer,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -124,6 +126,17 @@ func (h *harness) writePolicy(toml string) {
 func (h *harness) stdio() *mcp.ClientSession {
 	h.t.Helper()
 	return mcptest.Connect(h.t, h.gw.StdioServer(), nil).ClientSession
+}
+
+// watched connects an in-memory client to srv that counts the
+// notifications/tools/list_changed it receives.
+func (h *harness) watched(srv *mcp.Server) (*mcp.ClientSession, chan struct{}) {
+	h.t.Helper()
+	changed := make(chan struct{}, 16)
+	cs := mcptest.Connect(h.t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}}).ClientSession
+	return cs, changed
 }
 
 // httpServer serves the bridge with the gateway's auth and servers.

@@ -33,11 +33,12 @@ func (g *Gateway) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case tasks.MethodGet, tasks.MethodUpdate, tasks.MethodCancel:
 			return g.taskMethod(ctx, method, req, next)
 		case "tools/list":
+			s := g.sessionOf(ctx, req)
 			res, err := next(ctx, method, req)
 			if err != nil {
 				return res, err
 			}
-			return g.filterList(ctx, res), nil
+			return g.filterList(ctx, s, res), nil
 		}
 		return next(ctx, method, req)
 	}
@@ -88,14 +89,20 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		}
 	} else {
 		rec.CapabilityUsed = t.Capability
+		s := g.sessionOf(ctx, req)
 		pol := g.policy.Load()
 		if refused := g.admit(ctx, pol, p, t); refused != nil {
+			res = tools.Fail(ctx, refused)
+		} else if refused := s.notEnabled(t); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else {
 			if t.Renders && pol.Rules.Applies(t.Name, rules.PhaseRendered) {
 				ctx = tools.WithRenderedCheck(ctx, g.renderedCheck(pol.Rules, p, t, args, &decision))
+			}
+			if s != nil && t.Toolset == tools.ToolsetDynamic {
+				ctx = tools.WithToolsetControl(ctx, control{s: s, ctx: ctx})
 			}
 			res, err = next(ctx, method, req)
 		}

@@ -11,10 +11,31 @@ import (
 )
 
 // StdioServer is the server for the stdio transport: read-only and toolsets
-// applied; capabilities are applied per call and per tools/list, so a policy
-// reload takes effect without restarting the session.
+// applied; capabilities (and, in dynamic mode, the session's toolsets) are
+// applied per call and per tools/list, so a policy reload or an enabled
+// toolset takes effect at once, and the session is told with
+// notifications/tools/list_changed.
+//
+// Each call builds a new server, meant for one session: go-sdk can only
+// tell all of a server's sessions that the list changed, so a session with
+// a server of its own is told exactly when its own list changes.
 func (g *Gateway) StdioServer() *mcp.Server {
-	return g.builder.Build(g.visible)
+	return g.ClientServer(View{})
+}
+
+// ClientServer is StdioServer for one attached client with view v: its
+// sessions start dynamic when the server-wide setting or the view asks,
+// and get the instructions that go with it.
+func (g *Gateway) ClientServer(v View) *mcp.Server {
+	dynamic := g.opts.DynamicToolsets || v.Dynamic
+	b := g.builder
+	b.ListChanged = true
+	if dynamic {
+		b.Instructions = b.DynamicInstructions
+	}
+	s := b.Build(g.visible)
+	s.AddReceivingMiddleware(bindServer(&boundServer{srv: s, dynamic: dynamic}))
+	return s
 }
 
 // serverFor returns the cached server exposing exactly what c may call.
@@ -28,7 +49,8 @@ func (g *Gateway) serverFor(c *policy.Caller) *mcp.Server {
 	if s, ok := g.servers.Load(key); ok {
 		return s.(*mcp.Server)
 	}
-	reg := g.visible.Filter(func(t tools.Tool) bool { return g.refusal(c, t) == nil })
+	// The discovery tools need a session to grow: never over HTTP.
+	reg := g.visible.Filter(func(t tools.Tool) bool { return t.Toolset != tools.ToolsetDynamic && g.refusal(c, t) == nil })
 	s, _ := g.servers.LoadOrStore(key, g.builder.Build(reg))
 	return s.(*mcp.Server)
 }

@@ -17,6 +17,10 @@ import (
 type View struct {
 	ReadOnly bool     `json:"read_only,omitempty"`
 	Toolsets []string `json:"toolsets,omitempty"`
+	// Dynamic starts the client's session with the core tools
+	// (--dynamic-toolsets); it applies when the client's server is built
+	// (ClientServer), never per request.
+	Dynamic bool `json:"dynamic,omitempty"`
 }
 
 // narrows reports whether the view hides anything at all.
@@ -80,7 +84,8 @@ func (g *Gateway) viewRefusal(ctx context.Context, t tools.Tool) (reason, format
 	if v.ReadOnly && t.Writes() {
 		return "read_only", "tool %s changes state and the server runs in read-only mode"
 	}
-	if sets := v.toolsets(); len(sets) > 0 && !sets[t.Toolset] {
+	// The discovery tools come with dynamic mode, not with a toolset.
+	if sets := v.toolsets(); len(sets) > 0 && !sets[t.Toolset] && t.Toolset != tools.ToolsetDynamic {
 		return "toolset_disabled", "tool %s belongs to toolset %s, which this server does not enable"
 	}
 	return "", ""

@@ -13,8 +13,15 @@ import (
 // What a caller may see and call: the server-wide read-only and toolsets
 // settings, then the caller's policy entry.
 
-// Visible is the registry after read-only and toolsets.
-func (g *Gateway) Visible() *tools.Registry { return g.visible }
+// Visible is the registry after read-only and toolsets: the most a
+// session lists, the discovery tools only when every session is dynamic
+// (g.visible has them always, for the clients that ask for dynamic mode).
+func (g *Gateway) Visible() *tools.Registry {
+	if g.opts.DynamicToolsets {
+		return g.visible
+	}
+	return g.visible.Filter(func(t tools.Tool) bool { return t.Toolset != tools.ToolsetDynamic })
+}
 
 // callerFor maps a principal to its policy entry; nil means the principal
 // no longer exists in the policy (for example removed by a reload).
@@ -66,13 +73,15 @@ func (g *Gateway) refusalIn(ctx context.Context, c *policy.Caller, t tools.Tool)
 	if c.ReadOnly && t.Writes() {
 		return deny("caller_read_only", "tool %s changes state and caller %s is read-only", t.Name, c.ID)
 	}
-	if !c.Allows(t.Capability) {
+	if t.Capability != tools.CapToolDiscovery && !c.Allows(t.Capability) {
 		return deny("missing_capability", "caller %s lacks capability %s required by %s", c.ID, t.Capability, t.Name)
 	}
 	return nil
 }
 
-func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
+// filterList keeps the tools the caller may call and, in dynamic mode, the
+// session has enabled.
+func (g *Gateway) filterList(ctx context.Context, s *liveSession, res mcp.Result) mcp.Result {
 	lr, ok := res.(*mcp.ListToolsResult)
 	if !ok || lr == nil {
 		return res
@@ -80,7 +89,7 @@ func (g *Gateway) filterList(ctx context.Context, res mcp.Result) mcp.Result {
 	c := g.callerFor(g.policy.Load(), caller.From(ctx))
 	kept := make([]*mcp.Tool, 0, len(lr.Tools))
 	for _, mt := range lr.Tools {
-		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusalIn(ctx, c, t) == nil {
+		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusalIn(ctx, c, t) == nil && s.shows(t) {
 			kept = append(kept, mt)
 		}
 	}

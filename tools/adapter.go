@@ -15,17 +15,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MCPTool is the protocol description of t: schemas, title and all four
-// annotation hints set explicitly.
+// MCPTool is the protocol description of t: schemas and all four annotation
+// hints set explicitly. No title: clients show the name without one, and
+// every agent pays for tools/list on every start (budget test in app).
 func (t Tool) MCPTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:         t.Name,
-		Title:        t.Title,
 		Description:  t.Description,
 		InputSchema:  t.InputSchema,
-		OutputSchema: envelope.OutputSchema(),
+		OutputSchema: envelope.OutputSchema(t.Output),
 		Annotations: &mcp.ToolAnnotations{
-			Title:           t.Title,
 			ReadOnlyHint:    t.Hints.ReadOnly,
 			DestructiveHint: new(t.Hints.Destructive),
 			IdempotentHint:  t.Hints.Idempotent,
@@ -59,24 +58,26 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 			if logger != nil {
 				logger.Error("tool panicked", "tool", t.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			}
-			env, appr = envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure"))), nil
+			env, appr = failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure"))), nil
 		}
 	}()
 	var args map[string]any
 	if req != nil && req.Params != nil {
 		var err error
 		if args, err = decodeArguments(req.Params.Arguments); err != nil {
-			return envelope.Failure(err), nil
+			return failure(err), nil
 		}
 	}
+	warnings := unknownArguments(t.known, args)
+	defer func() { env.Meta.Warnings = warnings }()
 	args, err := validateArgs(t.check, args)
 	if err != nil {
-		return envelope.Failure(err), nil
+		return failure(err), nil
 	}
 	d := t.deps
 	if d == nil {
 		if t.Needs != 0 {
-			return envelope.Failure(apperr.Internal(t.Name, fmt.Errorf("tool is not bound to its services (%s)", t.Needs))), nil
+			return failure(apperr.Internal(t.Name, fmt.Errorf("tool is not bound to its services (%s)", t.Needs))), nil
 		}
 		d = &Deps{}
 	}
@@ -87,7 +88,7 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		if ae.Code == apperr.CodeInternal && logger != nil {
 			logger.Error("tool failed", "tool", t.Name, "error", ae.Details["cause"])
 		}
-		return envelope.Failure(ae), approval.ApprovalOf(err)
+		return failure(ae), approval.ApprovalOf(err)
 	}
 	return envelope.Success(res.Data, res.Meta), nil
 }
@@ -114,7 +115,12 @@ func Render(env envelope.Envelope) *mcp.CallToolResult {
 // Fail renders the failure envelope of err and records the outcome in ctx,
 // for calls refused before their tool runs (the gateway).
 func Fail(ctx context.Context, err error) *mcp.CallToolResult {
-	return render(ctx, envelope.Failure(err), approval.ApprovalOf(err))
+	return render(ctx, failure(err), approval.ApprovalOf(err))
+}
+
+// failure is the envelope of err, its message naming the next step.
+func failure(err error) envelope.Envelope {
+	return envelope.Failure(withNextStep(apperr.As(err)))
 }
 
 // render is the one place an envelope becomes a CallToolResult. An

@@ -11,52 +11,51 @@ import (
 // Toolset approvals: what waits on a person, and the wait itself.
 
 type jobGetIn struct {
-	JobID string `json:"job_id" jsonschema:"Vault job id (job_...)"`
+	JobID string `json:"job_id"`
 }
 
 type planRunGetIn struct {
-	RunID string `json:"run_id" jsonschema:"plan run id"`
+	RunID string `json:"run_id"`
 }
 
 type pendingListIn struct {
-	States      StringList `json:"states,omitempty" jsonschema:"states to list: CSV string or string array of WAITING, READY, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED; default all seven"`
-	Limit       int        `json:"limit,omitempty" jsonschema:"maximum rows; default 50"`
-	ConnectorID string     `json:"connector_id,omitempty" jsonschema:"only approvals for this connector"`
-	Verb        string     `json:"verb,omitempty" jsonschema:"only approvals for this verb"`
-	AgentID     string     `json:"agent_id,omitempty" jsonschema:"only approvals requested by this agent"`
-	ChallengeID string     `json:"challenge_id,omitempty" jsonschema:"only approvals of this challenge (ach_...)"`
+	States      StringList `json:"states,omitempty" jsonschema:"WAITING, READY, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED"`
+	Limit       int        `json:"limit,omitempty"`
+	ConnectorID string     `json:"connector_id,omitempty"`
+	Verb        string     `json:"verb,omitempty"`
+	AgentID     string     `json:"agent_id,omitempty"`
+	ChallengeID string     `json:"challenge_id,omitempty"`
 }
 
 type pendingGetIn struct {
-	ChallengeID string `json:"challenge_id" jsonschema:"challenge id (ach_...)"`
-	PendingID   string `json:"pending_id" jsonschema:"pending approval id (apj_...)"`
+	ChallengeID string `json:"challenge_id"`
+	PendingID   string `json:"pending_id"`
 }
 
 type handleIn struct {
 	// Not schema-required: the session check comes before the handle's
 	// kind and ids are checked.
 	Kind        string `json:"kind,omitempty" jsonschema:"JOB or PLAN_RUN"`
-	JobID       string `json:"job_id,omitempty" jsonschema:"job id; required for JOB"`
-	RunID       string `json:"run_id,omitempty" jsonschema:"plan run id; required for PLAN_RUN"`
-	ChallengeID string `json:"challenge_id,omitempty" jsonschema:"challenge id (echoed back)"`
-	PendingID   string `json:"pending_id,omitempty" jsonschema:"pending approval id (echoed back)"`
+	JobID       string `json:"job_id,omitempty"`
+	RunID       string `json:"run_id,omitempty"`
+	ChallengeID string `json:"challenge_id,omitempty"`
+	PendingID   string `json:"pending_id,omitempty"`
 }
 
 type waitIn struct {
-	Handle         handleIn `json:"handle" jsonschema:"the handle from MCP_APPROVAL_REQUIRED details.approval.next_action.arguments.handle"`
-	TimeoutMS      int      `json:"timeout_ms,omitempty" jsonschema:"how long to wait; default 600000, clamped to 1000..3600000"`
-	PollIntervalMS int      `json:"poll_interval_ms,omitempty" jsonschema:"poll interval; default 1500, clamped to 250..10000"`
+	Handle         handleIn `json:"handle" jsonschema:"from details.approval.next_action"`
+	TimeoutMS      int      `json:"timeout_ms,omitempty"`
+	PollIntervalMS int      `json:"poll_interval_ms,omitempty"`
 }
 
 type handlesListIn struct {
-	States StringList `json:"states,omitempty" jsonschema:"record states: CSV string or string array of PENDING_APPROVAL, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED, CANCELED; default all"`
-	Limit  int        `json:"limit,omitempty" jsonschema:"maximum handles, newest first; default 50, at most 500"`
+	States StringList `json:"states,omitempty" jsonschema:"PENDING_APPROVAL, RUNNING, SUCCEEDED, DENIED, FAILED, EXPIRED, CANCELED"`
+	Limit  int        `json:"limit,omitempty"`
 }
 
 // csvOrArray lets a StringList property be a CSV string or a string array.
 func csvOrArray(s *jsonschema.Schema, name string) {
-	AnyOf(s, name, "string", "array")
-	Prop(s, name).Items = &jsonschema.Schema{Type: "string"}
+	AnyOf(s, name, str(), strs())
 }
 
 // needsApprovals are the services of the Vault-backed approval tools.
@@ -64,12 +63,12 @@ const needsApprovals = NeedSessions | NeedExecution
 
 var jobGet = Define(Tool{
 	Name:        "vaultclaw_job_get",
-	Title:       "Get Vault job",
-	Description: "Fetch a Vault job with its decision outcome (ALLOW, DENY, PENDING, UNKNOWN) and approval state.",
+	Description: "Fetch a job once; to wait for a decision use approval_wait.",
 	Toolset:     ToolsetApprovals,
 	Capability:  CapApprovalsView,
-	Hints:       ReadRemote,
+	Effect:      ReadsRemote,
 	Needs:       needsApprovals,
+	Output:      obj("job", obj(), "decision_outcome", str()),
 }, nil, getJob)
 
 func getJob(ctx context.Context, d *Deps, c *Call, in jobGetIn) (Result, error) {
@@ -95,12 +94,12 @@ func getJob(ctx context.Context, d *Deps, c *Call, in jobGetIn) (Result, error) 
 
 var planRunGet = Define(Tool{
 	Name:        "vaultclaw_plan_run_get",
-	Title:       "Get a plan run",
-	Description: "Fetch a plan run with its decision outcome and approval state.",
+	Description: "Fetch a plan run once; to wait for a decision use approval_wait.",
 	Toolset:     ToolsetApprovals,
 	Capability:  CapApprovalsView,
-	Hints:       ReadRemote,
+	Effect:      ReadsRemote,
 	Needs:       needsApprovals,
+	Output:      obj("run", obj(), "decision_outcome", str()),
 }, nil, getPlanRun)
 
 func getPlanRun(ctx context.Context, d *Deps, c *Call, in planRunGetIn) (Result, error) {
@@ -125,12 +124,13 @@ func getPlanRun(ctx context.Context, d *Deps, c *Call, in planRunGetIn) (Result,
 
 var approvalsPendingList = Define(Tool{
 	Name:        "vaultclaw_approvals_pending_list",
-	Title:       "List pending approvals",
-	Description: "List Vault approval requests with their decision outcome and attestation link, newest first.",
+	Description: "List approval requests, newest first, with approver links.",
 	Toolset:     ToolsetApprovals,
 	Capability:  CapApprovalsView,
-	Hints:       ReadRemote,
+	Effect:      ReadsRemote,
 	Needs:       needsApprovals,
+	Narrowed:    map[string]*jsonschema.Schema{"states": strs()},
+	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(s, "states")
 }, listPendingApprovals)
@@ -154,12 +154,12 @@ func listPendingApprovals(ctx context.Context, d *Deps, c *Call, in pendingListI
 
 var approvalsPendingGet = Define(Tool{
 	Name:        "vaultclaw_approvals_pending_get",
-	Title:       "Get a pending approval",
-	Description: "Fetch one approval request by challenge id and pending id, with its decision outcome.",
+	Description: "Fetch one approval request.",
 	Toolset:     ToolsetApprovals,
 	Capability:  CapApprovalsView,
-	Hints:       ReadRemote,
+	Effect:      ReadsRemote,
 	Needs:       needsApprovals,
+	Output:      obj("item", obj()),
 }, nil, getPendingApproval)
 
 func getPendingApproval(ctx context.Context, d *Deps, c *Call, in pendingGetIn) (Result, error) {
@@ -183,14 +183,13 @@ func getPendingApproval(ctx context.Context, d *Deps, c *Call, in pendingGetIn) 
 }
 
 var approvalWait = Define(Tool{
-	Name:  "vaultclaw_approval_wait",
-	Title: "Wait for an approval decision",
-	Description: "Wait until the job or plan run of an approval handle is decided (SUCCEEDED, DENIED, FAILED or EXPIRED), " +
-		"polling Vault. Sends progress notifications when the request has a progress token; on MCP_WAIT_TIMEOUT call it again with the same handle.",
-	Toolset:    ToolsetApprovals,
-	Capability: CapApprovalsView,
-	Hints:      ReadRemote,
-	Needs:      needsApprovals,
+	Name:        "vaultclaw_approval_wait",
+	Description: "Wait for a person's decision after MCP_APPROVAL_REQUIRED.",
+	Toolset:     ToolsetApprovals,
+	Capability:  CapApprovalsView,
+	Effect:      ReadsRemote,
+	Needs:       needsApprovals,
+	Output:      obj("terminal_status", str(), "decision_outcome", str()),
 }, nil, waitForApproval)
 
 func waitForApproval(ctx context.Context, d *Deps, c *Call, in waitIn) (Result, error) {
@@ -213,14 +212,14 @@ func waitForApproval(ctx context.Context, d *Deps, c *Call, in waitIn) (Result, 
 }
 
 var approvalHandlesList = Define(Tool{
-	Name:  "vaultclaw_approval_handles_list",
-	Title: "List approval handles",
-	Description: "List this scope's stored approval handles (from execute_job and plan_execute handoffs), newest first, " +
-		"with the last state a wait saw. Handles survive restarts; pass one to vaultclaw_approval_wait to resume.",
-	Toolset:    ToolsetApprovals,
-	Capability: CapApprovalsView,
-	Hints:      ReadLocal,
-	Needs:      NeedHandles,
+	Name:        "vaultclaw_approval_handles_list",
+	Description: "List stored approval handles, to resume a wait.",
+	Toolset:     ToolsetApprovals,
+	Capability:  CapApprovalsView,
+	Effect:      ReadsLocal,
+	Needs:       NeedHandles,
+	Narrowed:    map[string]*jsonschema.Schema{"states": strs()},
+	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(s, "states")
 	Range(s, "limit", 0, approval.MaxListLimit)

@@ -52,7 +52,7 @@ func TestExecuteJobApprovalResolvedA1(t *testing.T) {
 	assert.Equal(t, "approval", er["category"])
 	assert.Equal(t, false, er["retryable"])
 	assert.Equal(t, "", er["vault_code"])
-	assert.Equal(t, "approval decision required before execution can continue", er["message"])
+	assert.Equal(t, "approval decision required before execution can continue; show the user the attestation link, then call vaultclaw_approval_wait with details.approval.next_action.arguments; do not retry the call", er["message"])
 	a := at(r.Details(), "approval").(map[string]any)
 	assert.Equal(t, "PENDING_APPROVAL", a["status"])
 	assert.Equal(t, "JOB", a["kind"])

@@ -26,7 +26,7 @@ func TestTypedArgumentErrors(t *testing.T) {
 		{"vaultclaw_approval_wait", map[string]any{"handle": "x"}, "handle", "handle must be an object, got string"},
 		{"vaultclaw_approval_wait", map[string]any{"handle": nil}, "handle", "handle is required"},
 		{"vaultclaw_approval_wait", map[string]any{"handle": map[string]any{"kind": "JOB", "job_id": "j", "pending_id": 3}}, "handle.pending_id", "handle.pending_id must be a string, got integer"},
-		{"vaultclaw_unbounded_profile_resolve", map[string]any{"requirements": "x"}, "requirements", "requirements must be a null or array, got string"},
+		{"vaultclaw_unbounded_profile_resolve", map[string]any{"requirements": "x"}, "requirements", "requirements must be an array, got string"},
 		{"vaultclaw_unbounded_profile_resolve", map[string]any{"requirements": []any{"x"}}, "requirements[0]", "requirements[0] must be an object, got string"},
 		{"vaultclaw_unbounded_profile_resolve", map[string]any{"requirements": []any{}}, "requirements", "requirements must be a non-empty array"},
 		{"vaultclaw_connector_execute_job", map[string]any{"request": map[string]any{}, "orchestration": map[string]any{"unbounded_profiles": "no"}},

@@ -24,21 +24,20 @@ const (
 // Toolset audit: the scope's own receipts.
 
 type auditListIn struct {
-	Tool    string `json:"tool,omitempty" jsonschema:"only receipts of this tool name"`
-	Outcome string `json:"outcome,omitempty" jsonschema:"only this outcome: ok or an error code such as MCP_PERMISSION_DENIED"`
-	Since   string `json:"since,omitempty" jsonschema:"only receipts at or after this time: RFC 3339 timestamp or a duration ago such as 15m or 24h"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"maximum receipts, newest first; default 50, at most 500"`
+	Tool    string `json:"tool,omitempty"`
+	Outcome string `json:"outcome,omitempty" jsonschema:"ok or an error code"`
+	Since   string `json:"since,omitempty" jsonschema:"RFC 3339 or a duration (24h)"`
+	Limit   int    `json:"limit,omitempty"`
 }
 
 var auditReceiptsList = Define(Tool{
-	Name:  "vaultclaw_audit_receipts_list",
-	Title: "List audit receipts",
-	Description: "List this scope's audit receipts of tool calls, newest first: call id, time, caller, tool, capability, " +
-		"outcome, duration and keyed hashes of parameters and result (never the values). Filter by tool, outcome and time.",
-	Toolset:    ToolsetAudit,
-	Capability: CapAuditView,
-	Hints:      ReadLocal,
-	Needs:      NeedAudit,
+	Name:        "vaultclaw_audit_receipts_list",
+	Description: "List this scope's audit receipts, newest first.",
+	Toolset:     ToolsetAudit,
+	Capability:  CapAuditView,
+	Effect:      ReadsLocal,
+	Needs:       NeedAudit,
+	Output:      obj("receipts", objs()),
 }, func(s *jsonschema.Schema) {
 	Range(s, "limit", 1, auditMaxLimit)
 	Default(s, "limit", auditDefaultLimit)

@@ -13,64 +13,61 @@ import (
 // Vaultclaw.
 
 type cookbooksListFilter struct {
-	Query      string `json:"query,omitempty" jsonschema:"case-insensitive substring of the cookbook id, title, description or tags"`
-	CookbookID string `json:"cookbook_id,omitempty" jsonschema:"exact cookbook id"`
-	Tag        string `json:"tag,omitempty" jsonschema:"one cookbook tag, exact"`
+	Query      string `json:"query,omitempty"`
+	CookbookID string `json:"cookbook_id,omitempty"`
+	Tag        string `json:"tag,omitempty"`
 }
 
 type cookbooksListIn struct {
-	Filter     *cookbooksListFilter `json:"filter,omitempty" jsonschema:"optional filters, ANDed"`
-	LatestOnly bool                 `json:"latest_only,omitempty" jsonschema:"only the highest version of each cookbook; default false (all versions)"`
-	Limit      int                  `json:"limit,omitempty" jsonschema:"most cookbooks per page (all their versions count as one); default 100"`
-	Cursor     string               `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
+	Filter     *cookbooksListFilter `json:"filter,omitempty"`
+	LatestOnly bool                 `json:"latest_only,omitempty"`
+	Limit      int                  `json:"limit,omitempty"`
+	Cursor     string               `json:"cursor,omitempty"`
 }
 
 type cookbookRefIn struct {
-	CookbookID string `json:"cookbook_id" jsonschema:"cookbook id"`
-	Version    string `json:"version,omitempty" jsonschema:"semantic version; the latest version when omitted"`
+	CookbookID string `json:"cookbook_id"`
+	Version    string `json:"version,omitempty"`
 }
 
 type cookbookUpsertIn struct {
-	Bundle         map[string]any `json:"bundle" jsonschema:"an accords.cookbook.bundle.v1 object"`
-	ConflictPolicy string         `json:"conflict_policy,omitempty" jsonschema:"FAIL (default), OVERWRITE or SKIP_IF_EXISTS: what to do when this id and version already exist with different content"`
+	Bundle         map[string]any `json:"bundle" jsonschema:"accords.cookbook.bundle.v1"`
+	ConflictPolicy string         `json:"conflict_policy,omitempty" jsonschema:"FAIL, OVERWRITE or SKIP_IF_EXISTS"`
 }
 
 type recipeGetIn struct {
-	CookbookID string `json:"cookbook_id" jsonschema:"cookbook id"`
-	RecipeID   string `json:"recipe_id" jsonschema:"entry id of the recipe or template"`
-	Version    string `json:"version,omitempty" jsonschema:"semantic version; the latest version when omitted"`
+	CookbookID string `json:"cookbook_id"`
+	RecipeID   string `json:"recipe_id"`
+	Version    string `json:"version,omitempty"`
 }
 
 type recipesSearchIn struct {
-	Query       string     `json:"query,omitempty" jsonschema:"free text, matched against titles, descriptions, ids, connector, verb and tags and ranked by relevance"`
-	ConnectorID string     `json:"connector_id,omitempty" jsonschema:"exact connector id"`
-	Verb        string     `json:"verb,omitempty" jsonschema:"exact verb"`
-	Tags        StringList `json:"tags,omitempty" jsonschema:"entry tags that must all be present: CSV string or string array"`
-	EntryType   string     `json:"entry_type,omitempty" jsonschema:"recipe.verb.v1, recipe.plan.v1, template.verb.v1 or template.plan.v1"`
-	CookbookID  string     `json:"cookbook_id,omitempty" jsonschema:"exact cookbook id"`
-	AllVersions bool       `json:"all_versions,omitempty" jsonschema:"search every stored version instead of only the latest of each cookbook; default false"`
-	Limit       int        `json:"limit,omitempty" jsonschema:"maximum hits; default 50, at most 1000"`
+	Query       string     `json:"query,omitempty"`
+	ConnectorID string     `json:"connector_id,omitempty"`
+	Verb        string     `json:"verb,omitempty"`
+	Tags        StringList `json:"tags,omitempty"`
+	EntryType   string     `json:"entry_type,omitempty"`
+	CookbookID  string     `json:"cookbook_id,omitempty"`
+	AllVersions bool       `json:"all_versions,omitempty"`
+	Limit       int        `json:"limit,omitempty"`
 }
 
 type templateRenderIn struct {
-	CookbookID string         `json:"cookbook_id" jsonschema:"cookbook id"`
-	TemplateID string         `json:"template_id" jsonschema:"entry id of a template.verb.v1 or template.plan.v1 entry"`
-	Version    string         `json:"version,omitempty" jsonschema:"semantic version; the latest version when omitted"`
-	Inputs     map[string]any `json:"inputs" jsonschema:"template inputs by input_key"`
-	OutputKind string         `json:"output_kind,omitempty" jsonschema:"AUTO (default), VERB_REQUEST or PLAN"`
+	CookbookID string         `json:"cookbook_id"`
+	TemplateID string         `json:"template_id"`
+	Version    string         `json:"version,omitempty"`
+	Inputs     map[string]any `json:"inputs"`
+	OutputKind string         `json:"output_kind,omitempty"`
 }
-
-// catalogWrite are the hints of tools that store or replace bundles.
-var catalogWrite = Hints{Destructive: true, Idempotent: true}
 
 var cookbooksList = Define(Tool{
 	Name:        "vaultclaw_cookbooks_list",
-	Title:       "List cookbooks",
-	Description: "List stored cookbook versions (sorted by id then semantic version) with their entries, a page of at most `limit` cookbooks at a time: pass next_cursor back as cursor for the next page (empty on the last). Local; never calls Vaultclaw.",
+	Description: "List stored cookbooks; to find a recipe, search instead.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Output:      obj("items", objs(), "next_cursor", str()),
 }, func(s *jsonschema.Schema) {
 	Default(s, "limit", 100)
 	Range(s, "limit", 1, 1000)
@@ -90,22 +87,22 @@ func listCookbooks(ctx context.Context, d *Deps, _ *Call, in cookbooksListIn) (R
 
 var cookbookGet = Define(Tool{
 	Name:        "vaultclaw_cookbook_get",
-	Title:       "Get cookbook",
-	Description: "Return one cookbook bundle in its canonical stored form (the latest version unless version is given).",
+	Description: "Return one stored cookbook bundle.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Output:      obj("bundle", obj()),
 }, nil, getCookbook)
 
 var cookbookExport = Define(Tool{
 	Name:        "vaultclaw_cookbook_export",
-	Title:       "Export cookbook",
-	Description: "Export one cookbook bundle exactly as stored, including fields this server does not interpret, ready for import elsewhere.",
+	Description: "Export a cookbook bundle as stored, to import elsewhere.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Output:      obj("bundle", obj()),
 }, nil, getCookbook)
 
 // getCookbook serves get and export: the stored form is the export form.
@@ -119,23 +116,28 @@ func getCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookRefIn) (Resul
 
 var cookbookUpsert = Define(Tool{
 	Name:        "vaultclaw_cookbook_upsert",
-	Title:       "Upsert cookbook",
-	Description: "Validate and store a cookbook bundle (accords.cookbook.bundle.v1). Storing identical content again is a no-op; different content under an existing id and version follows conflict_policy.",
+	Description: "Store a cookbook bundle you wrote (same as import).",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogWrite,
-	Hints:       catalogWrite,
+	Effect:      ReplacesLocal,
 	Needs:       NeedCatalog,
+	Output:      cookbookStored(),
 }, nil, upsertCookbook)
 
 var cookbookImport = Define(Tool{
 	Name:        "vaultclaw_cookbook_import",
-	Title:       "Import cookbook",
-	Description: "Import a cookbook bundle; identical to vaultclaw_cookbook_upsert.",
+	Description: "Store an exported bundle (same as upsert; remote: remote_install).",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogWrite,
-	Hints:       catalogWrite,
+	Effect:      ReplacesLocal,
 	Needs:       NeedCatalog,
+	Output:      cookbookStored(),
 }, nil, upsertCookbook)
+
+// cookbookStored is catalog.UpsertResult.
+func cookbookStored() *jsonschema.Schema {
+	return obj("cookbook", obj(), "outcome", str())
+}
 
 // upsertCookbook serves upsert and import (the predecessor had both names).
 func upsertCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookUpsertIn) (Result, error) {
@@ -156,12 +158,12 @@ func upsertCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookUpsertIn) 
 
 var cookbookDelete = Define(Tool{
 	Name:        "vaultclaw_cookbook_delete",
-	Title:       "Delete cookbook version",
-	Description: "Delete one cookbook version (the latest when version is omitted). A missing cookbook or version is MCP_CATALOG_NOT_FOUND.",
+	Description: "Delete a cookbook version; without version, the latest.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogWrite,
-	Hints:       Hints{Destructive: true},
+	Effect:      DeletesLatest,
 	Needs:       NeedCatalog,
+	Output:      obj("deleted", boolean()),
 }, nil, deleteCookbook)
 
 func deleteCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookRefIn) (Result, error) {
@@ -174,12 +176,12 @@ func deleteCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookRefIn) (Re
 
 var recipeGet = Define(Tool{
 	Name:        "vaultclaw_recipe_get",
-	Title:       "Get recipe",
-	Description: "Return one entry (recipe or template) of a cookbook, from the latest version unless version is given.",
+	Description: "Return one recipe or template, e.g. a search hit.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Output:      obj("entry", obj()),
 }, nil, getRecipe)
 
 func getRecipe(ctx context.Context, d *Deps, _ *Call, in recipeGetIn) (Result, error) {
@@ -192,12 +194,13 @@ func getRecipe(ctx context.Context, d *Deps, _ *Call, in recipeGetIn) (Result, e
 
 var recipesSearch = Define(Tool{
 	Name:        "vaultclaw_recipes_search",
-	Title:       "Search recipes",
-	Description: "Full-text search over cookbook entries, ranked by relevance (ties: higher version, then cookbook_id, entry_id). Only the latest version of each cookbook unless all_versions is true. Filters are exact. Hits carry score and version.",
+	Description: "Find recipes and templates for a task, before rendering.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Narrowed:    map[string]*jsonschema.Schema{"tags": strs()},
+	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(s, "tags")
 	Enum(s, "entry_type", catalog.EntryTypes...)
@@ -218,12 +221,12 @@ func searchRecipes(ctx context.Context, d *Deps, _ *Call, in recipesSearchIn) (R
 
 var templateRender = Define(Tool{
 	Name:        "vaultclaw_template_render",
-	Title:       "Render template",
-	Description: "Render a template entry with inputs into a verb request or a plan. Nothing is executed: pass the result to the validate/execute tools.",
+	Description: "Fill a template into a request or plan to execute; runs nothing.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
+	Output:      obj("rendered", obj(), "missing_inputs", objs()),
 }, nil, renderTemplate)
 
 func renderTemplate(ctx context.Context, d *Deps, _ *Call, in templateRenderIn) (Result, error) {

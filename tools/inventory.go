@@ -28,6 +28,8 @@ var inventory = []Tool{
 	routeResolve,
 	// audit.go
 	auditReceiptsList,
+	// dynamic.go
+	toolsetsList, toolsetEnable,
 }
 
 // Inventory returns the static definitions in inventory order (grouped by
@@ -80,8 +82,9 @@ func Named(names ...string) func(Tool) bool {
 
 // checkDefinition reports a definition missing a field every tool needs.
 func checkDefinition(t Tool) error {
-	if t.Name == "" || t.handle == nil || t.InputSchema == nil || t.Toolset == "" || t.Capability == "" || t.Description == "" {
-		return fmt.Errorf("tool %q is incomplete (name, description, schema, handler, toolset and capability are required)", t.Name)
+	if t.Name == "" || t.handle == nil || t.InputSchema == nil || t.Toolset == "" || t.Capability == "" || t.Description == "" ||
+		t.Output == nil || t.Effect == 0 {
+		return fmt.Errorf("tool %q is incomplete (name, description, schemas, effect, handler, toolset and capability are required)", t.Name)
 	}
 	return nil
 }

@@ -10,46 +10,46 @@ import (
 // Toolset remote: remote cookbook sources and installing from them.
 
 type sourceIn struct {
-	SourceID      string `json:"source_id" jsonschema:"source identifier, [A-Za-z0-9][A-Za-z0-9._-]{0,127}; the upsert key"`
-	IndexURL      string `json:"index_url" jsonschema:"http(s) URL of the accords.cookbook.index.v1 JSON"`
-	Enabled       *bool  `json:"enabled,omitempty" jsonschema:"whether the source may be fetched; default true"`
-	AuthMode      string `json:"auth_mode,omitempty" jsonschema:"NONE (default) or BEARER_ENV"`
-	AuthEnvVar    string `json:"auth_env_var,omitempty" jsonschema:"for BEARER_ENV: name of the environment variable holding the token; the token itself is never stored and is only sent to the index URL's origin"`
-	RequireSHA256 *bool  `json:"require_sha256,omitempty" jsonschema:"refuse installs that no SHA-256 digest (expected_sha256 or index sha256) can verify; default false"`
+	SourceID      string `json:"source_id"`
+	IndexURL      string `json:"index_url"`
+	Enabled       *bool  `json:"enabled,omitempty"`
+	AuthMode      string `json:"auth_mode,omitempty"`
+	AuthEnvVar    string `json:"auth_env_var,omitempty" jsonschema:"variable holding the token"`
+	RequireSHA256 *bool  `json:"require_sha256,omitempty"`
 	// DownloadHosts bounds where installs may download from.
-	DownloadHosts StringList `json:"download_hosts,omitempty" jsonschema:"hosts (host or host:port) the index's download_urls may point to, CSV string or string array; default: only the index URL's own origin. Items elsewhere are reported in invalid_items"`
+	DownloadHosts StringList `json:"download_hosts,omitempty" jsonschema:"default: the index URL's host"`
 }
 
 type sourceUpsertIn struct {
-	Source sourceIn `json:"source" jsonschema:"the whole source record (replaces any existing one)"`
+	Source sourceIn `json:"source"`
 }
 
 type sourceIDIn struct {
-	SourceID string `json:"source_id" jsonschema:"source identifier"`
+	SourceID string `json:"source_id"`
 }
 
 type remoteListIn struct {
-	SourceID string `json:"source_id" jsonschema:"source identifier"`
-	Query    string `json:"query,omitempty" jsonschema:"case-insensitive substring of cookbook_id, version, title, summary or tags"`
+	SourceID string `json:"source_id"`
+	Query    string `json:"query,omitempty"`
 }
 
 type remoteInstallIn struct {
-	SourceID          string `json:"source_id" jsonschema:"source identifier"`
-	CookbookID        string `json:"cookbook_id" jsonschema:"cookbook to install"`
-	Version           string `json:"version,omitempty" jsonschema:"exact version or semver constraint (^1.2, ~1.3.0, >=1.0 <2); default: the highest release"`
-	ConflictPolicy    string `json:"conflict_policy,omitempty" jsonschema:"FAIL (default), OVERWRITE or SKIP_IF_EXISTS: what to do when this version is already stored with different content"`
-	ExpectedSHA256    string `json:"expected_sha256,omitempty" jsonschema:"hex SHA-256 of the bundle file; checked together with the index's sha256"`
-	IncludePrerelease bool   `json:"include_prerelease,omitempty" jsonschema:"let an empty version or a constraint select pre-releases; default false"`
+	SourceID          string `json:"source_id"`
+	CookbookID        string `json:"cookbook_id"`
+	Version           string `json:"version,omitempty" jsonschema:"or a constraint, e.g. ^1.2"`
+	ConflictPolicy    string `json:"conflict_policy,omitempty" jsonschema:"FAIL, OVERWRITE or SKIP_IF_EXISTS"`
+	ExpectedSHA256    string `json:"expected_sha256,omitempty"`
+	IncludePrerelease bool   `json:"include_prerelease,omitempty"`
 }
 
 var catalogSourcesList = Define(Tool{
 	Name:        "vaultclaw_catalog_sources_list",
-	Title:       "List remote catalog sources",
-	Description: "List the configured remote cookbook sources (sorted by source_id) with the state of each one's cached index, and the download limits in force. Tokens are never shown, only the environment variable that holds them.",
+	Description: "List remote cookbook sources.",
 	Toolset:     ToolsetRemote,
 	Capability:  CapCatalogView,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedRemote,
+	Output:      obj("sources", objs()),
 }, nil, listCatalogSources)
 
 func listCatalogSources(ctx context.Context, d *Deps, _ *Call, _ Empty) (Result, error) {
@@ -67,12 +67,12 @@ func listCatalogSources(ctx context.Context, d *Deps, _ *Call, _ Empty) (Result,
 
 var catalogSourceUpsert = Define(Tool{
 	Name:        "vaultclaw_catalog_source_upsert",
-	Title:       "Add or replace a remote catalog source",
-	Description: "Create or replace (whole record, no merge) a remote cookbook source: an http(s) index URL serving accords.cookbook.index.v1. auth_mode BEARER_ENV reads the token from the named environment variable at request time and sends it only to the index URL's own origin, which must be https (plain http only to a loopback host). Downloads are limited to that origin unless download_hosts lists others. Does not contact the source.",
+	Description: "Add or replace a remote cookbook source.",
 	Toolset:     ToolsetRemote,
 	Capability:  CapRemoteInstall,
-	Hints:       Hints{Idempotent: true},
+	Effect:      ReplacesLocal,
 	Needs:       NeedRemote,
+	Output:      obj("source", obj()),
 }, func(s *jsonschema.Schema) {
 	csvOrArray(Prop(s, "source"), "download_hosts")
 }, upsertCatalogSource)
@@ -91,12 +91,12 @@ func upsertCatalogSource(ctx context.Context, d *Deps, _ *Call, in sourceUpsertI
 
 var catalogSourceDelete = Define(Tool{
 	Name:        "vaultclaw_catalog_source_delete",
-	Title:       "Delete a remote catalog source",
-	Description: "Remove a remote cookbook source and its cached index. Installed cookbooks stay. Deleting a missing source returns deleted:false.",
+	Description: "Remove a remote cookbook source; installed cookbooks stay.",
 	Toolset:     ToolsetRemote,
 	Capability:  CapRemoteInstall,
-	Hints:       Hints{Destructive: true, Idempotent: true},
+	Effect:      DeletesLocal,
 	Needs:       NeedRemote,
+	Output:      obj("deleted", boolean()),
 }, nil, deleteCatalogSource)
 
 func deleteCatalogSource(ctx context.Context, d *Deps, _ *Call, in sourceIDIn) (Result, error) {
@@ -109,12 +109,12 @@ func deleteCatalogSource(ctx context.Context, d *Deps, _ *Call, in sourceIDIn) (
 
 var cookbooksRemoteList = Define(Tool{
 	Name:        "vaultclaw_cookbooks_remote_list",
-	Title:       "List cookbooks of a remote source",
-	Description: "Fetch a source's cookbook index (conditionally, with its ETag) and list its items, optionally filtered by query. Invalid items are reported in invalid_items and skipped. When the source is unreachable the last good copy is returned with stale:true and cached_at.",
+	Description: "List a remote source's cookbooks, before installing one.",
 	Toolset:     ToolsetRemote,
 	Capability:  CapCatalogView,
-	Hints:       ReadRemote,
+	Effect:      ReadsRemote,
 	Needs:       NeedRemote,
+	Output:      obj("items", objs()),
 }, nil, listRemoteCookbooks)
 
 func listRemoteCookbooks(ctx context.Context, d *Deps, _ *Call, in remoteListIn) (Result, error) {
@@ -127,12 +127,12 @@ func listRemoteCookbooks(ctx context.Context, d *Deps, _ *Call, in remoteListIn)
 
 var cookbookRemoteInstall = Define(Tool{
 	Name:        "vaultclaw_cookbook_remote_install",
-	Title:       "Install a cookbook from a remote source",
-	Description: "Install a cookbook version from a remote source: resolve the version (exact or semver constraint, highest match), download within the size limit, verify SHA-256 (expected_sha256 and the index sha256 must both match when given), validate the bundle, then store it with a lock record in one transaction. Nothing is stored on any failure. Reports integrity {verified, sha256, source}.",
+	Description: "Download, verify and store a cookbook from a remote source.",
 	Toolset:     ToolsetRemote,
 	Capability:  CapRemoteInstall,
-	Hints:       Hints{Destructive: true, OpenWorld: true},
+	Effect:      InstallsRemote,
 	Needs:       NeedRemote,
+	Output:      obj("install", obj()),
 }, nil, installRemoteCookbook)
 
 func installRemoteCookbook(ctx context.Context, d *Deps, c *Call, in remoteInstallIn) (Result, error) {

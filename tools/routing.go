@@ -12,31 +12,30 @@ import (
 // and read-only.
 
 type routeResolveOptions struct {
-	AllowSearchFallback *bool `json:"allow_search_fallback,omitempty" jsonschema:"fall back to catalog search when no registry route matches; default true"`
+	AllowSearchFallback *bool `json:"allow_search_fallback,omitempty"`
 }
 
 type routeResolveContext struct {
-	Facts map[string]any `json:"facts,omitempty" jsonschema:"facts from the agent's normal loop (email_subject, email_body, weather_summary, url, ...) that fill missing inputs"`
+	Facts map[string]any `json:"facts,omitempty" jsonschema:"answers by fact_key or input_key"`
 }
 
 type routeResolveIn struct {
-	RequestText string               `json:"request_text,omitempty" jsonschema:"the natural-language Vault request"`
-	Request     string               `json:"request,omitempty" jsonschema:"alias of request_text"`
-	Text        string               `json:"text,omitempty" jsonschema:"alias of request_text"`
-	Options     *routeResolveOptions `json:"options,omitempty" jsonschema:"resolver options"`
-	Context     *routeResolveContext `json:"context,omitempty" jsonschema:"resolution context"`
+	RequestText string               `json:"request_text,omitempty"`
+	Request     string               `json:"request,omitempty"`
+	Text        string               `json:"text,omitempty"`
+	Options     *routeResolveOptions `json:"options,omitempty"`
+	Context     *routeResolveContext `json:"context,omitempty"`
 }
 
 var routeResolve = Define(Tool{
-	Name:  "vaultclaw_route_resolve",
-	Title: "Resolve a Vault request to a route",
-	Description: "Map a natural-language Vault request to a cookbook route (template, recipe, connector job or workflow), " +
-		"with extracted inputs, the inputs still missing, and for each one either a question for the user or a fact " +
-		"request (AUTO_RETRY_WITH_FACTS) to fetch and retry with context.facts. Local and read-only.",
-	Toolset:    ToolsetRouting,
-	Capability: CapCatalogView,
-	Hints:      ReadLocal,
-	Needs:      NeedRouter,
+	Name:        "vaultclaw_route_resolve",
+	Description: "Turn a request for the vault into a tool and inputs; call it first.",
+	Toolset:     ToolsetRouting,
+	Capability:  CapCatalogView,
+	Effect:      ReadsLocal,
+	Needs:       NeedRouter,
+	Unlisted:    []string{"request", "text"},
+	Output:      obj("status", str(), "execution", obj(), "missing_input_guidance", objs()),
 }, nil, resolveRoute)
 
 func resolveRoute(ctx context.Context, d *Deps, _ *Call, in routeResolveIn) (Result, error) {

@@ -10,22 +10,27 @@ import (
 // Toolset session: the scope's Vaultclaw connection settings.
 
 type sessionConfigureIn struct {
-	BaseURL   string `json:"base_url,omitempty" jsonschema:"Vaultclaw base URL: http, https, unix:///path.sock or http+unix; default http://127.0.0.1:8080"`
-	Token     string `json:"token" jsonschema:"Vaultclaw agent token; stored encrypted, never echoed"`
-	TimeoutMS int    `json:"timeout_ms,omitempty" jsonschema:"request timeout in milliseconds; default 20000"`
+	BaseURL   string `json:"base_url,omitempty" jsonschema:"default http://127.0.0.1:8080"`
+	Token     string `json:"token"`
+	TimeoutMS int    `json:"timeout_ms,omitempty"`
 }
 
 var sessionConfigure = Define(Tool{
 	Name:        "vaultclaw_session_configure",
-	Title:       "Configure Vaultclaw session",
-	Description: "Store the Vaultclaw base URL, agent token and timeout for this scope. The token is encrypted at rest and only ever shown masked. Does not contact Vaultclaw.",
+	Description: "Set this scope's Vaultclaw URL and token.",
 	Toolset:     ToolsetSession,
 	Capability:  CapSessionAdmin,
-	Hints:       Hints{Idempotent: true},
+	Effect:      ReplacesLocal,
 	Needs:       NeedSessions,
+	Output:      sessionData(),
 }, func(s *jsonschema.Schema) {
 	Range(s, "timeout_ms", 0, session.MaxTimeoutMS)
 }, configureSession)
+
+// sessionData is session.Status.
+func sessionData() *jsonschema.Schema {
+	return obj("configured", boolean(), "source", str())
+}
 
 func configureSession(ctx context.Context, d *Deps, c *Call, in sessionConfigureIn) (Result, error) {
 	st, err := d.Sessions.Configure(ctx, c.Scope(), in.BaseURL, in.Token, in.TimeoutMS)
@@ -37,12 +42,12 @@ func configureSession(ctx context.Context, d *Deps, c *Call, in sessionConfigure
 
 var sessionStatus = Define(Tool{
 	Name:        "vaultclaw_session_status",
-	Title:       "Vaultclaw session status",
-	Description: "Report whether this scope has a Vaultclaw session (configured or from VC_AGENT_TOKEN), with the token masked.",
+	Description: "Show this scope's Vaultclaw session; call it first.",
 	Toolset:     ToolsetSession,
 	Capability:  CapSessionAdmin,
-	Hints:       ReadLocal,
+	Effect:      ReadsLocal,
 	Needs:       NeedSessions,
+	Output:      sessionData(),
 }, nil, sessionStatusOf)
 
 func sessionStatusOf(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, error) {
@@ -55,12 +60,12 @@ func sessionStatusOf(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, er
 
 var sessionClear = Define(Tool{
 	Name:        "vaultclaw_session_clear",
-	Title:       "Clear Vaultclaw session",
-	Description: "Forget this scope's Vaultclaw session. It stays cleared (even when VC_AGENT_TOKEN is set) until the next configure.",
+	Description: "Forget this scope's Vaultclaw session.",
 	Toolset:     ToolsetSession,
 	Capability:  CapSessionAdmin,
-	Hints:       Hints{Destructive: true, Idempotent: true},
+	Effect:      DeletesLocal,
 	Needs:       NeedSessions,
+	Output:      obj("cleared", boolean()),
 }, nil, clearSession)
 
 func clearSession(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, error) {

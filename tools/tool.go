@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,12 +26,69 @@ type Hints struct {
 	OpenWorld   bool
 }
 
-// Common hint sets.
+// Effect is what a tool does to the world. A tool declares its effect and
+// its hints follow from effectHints, so tools doing the same kind of thing
+// can never disagree (a client that asks before destructive calls asks on
+// every path that sends mail, not on one of them).
+type Effect int
+
+// Effects, from harmless to irreversible.
+const (
+	// ReadsLocal reads this server's own state (catalog, handles, receipts).
+	ReadsLocal Effect = iota + 1
+	// ReadsRemote reads from Vaultclaw or a remote catalog source.
+	ReadsRemote
+	// ChangesView changes only which tools the calling session is shown.
+	ChangesView
+	// ReplacesLocal stores a whole local record (session, bundle, source),
+	// replacing any record under the same key: no merge.
+	ReplacesLocal
+	// DeletesLocal removes a named local record.
+	DeletesLocal
+	// DeletesLatest removes the latest version when no version is named.
+	DeletesLatest
+	// ReplacesRemote writes a Vaultclaw record (slot binding, unbounded
+	// profile), replacing any under the same key.
+	ReplacesRemote
+	// InstallsRemote downloads a bundle from a remote source and stores it,
+	// replacing a stored one under OVERWRITE.
+	InstallsRemote
+	// Executes runs connector verbs through Vaultclaw: sends mail, calls
+	// HTTP APIs, trashes messages. The effect leaves this system.
+	Executes
+)
+
+// effectHints is the one table of annotation hints. The reasoning, column
+// by column:
+//   - readOnly: only reads and the session view change nothing anyone else
+//     sees; read-only mode keeps exactly these tools.
+//   - destructive: everything else. Replacing a record loses the old one,
+//     deleting loses it outright, and executing acts outside this system
+//     where nothing can be undone; "additive only" holds for none of them.
+//   - idempotent: a repeat with the same arguments changes nothing more.
+//     False where it does: executing sends again, deleting the latest
+//     version deletes the next one, and installing without a version picks
+//     whatever release the source publishes by then.
+//   - openWorld: the tool talks to Vaultclaw or a remote source, whose
+//     state this server does not own.
+var effectHints = map[Effect]Hints{
+	ReadsLocal:     {ReadOnly: true, Idempotent: true},
+	ReadsRemote:    {ReadOnly: true, Idempotent: true, OpenWorld: true},
+	ChangesView:    {ReadOnly: true, Idempotent: true},
+	ReplacesLocal:  {Destructive: true, Idempotent: true},
+	DeletesLocal:   {Destructive: true, Idempotent: true},
+	DeletesLatest:  {Destructive: true},
+	ReplacesRemote: {Destructive: true, Idempotent: true, OpenWorld: true},
+	InstallsRemote: {Destructive: true, OpenWorld: true},
+	Executes:       {Destructive: true, OpenWorld: true},
+}
+
+// Common hint sets, for tests that define tools of their own.
 var (
 	// ReadLocal reads local state only.
-	ReadLocal = Hints{ReadOnly: true, Idempotent: true}
+	ReadLocal = effectHints[ReadsLocal]
 	// ReadRemote reads from Vaultclaw or a remote source.
-	ReadRemote = Hints{ReadOnly: true, Idempotent: true, OpenWorld: true}
+	ReadRemote = effectHints[ReadsRemote]
 )
 
 // Toolsets group tools for --toolsets filtering. A tool's toolset is a
@@ -44,7 +102,14 @@ const (
 	ToolsetRemote    = "remote"
 	ToolsetRouting   = "routing"
 	ToolsetAudit     = "audit"
+	// ToolsetDynamic holds the discovery tools; it exists only with
+	// dynamic toolsets on and cannot be selected with --toolsets.
+	ToolsetDynamic = "dynamic"
 )
+
+// SelectableToolsets are the toolsets --toolsets and
+// vaultclaw_toolset_enable name.
+var SelectableToolsets = []string{ToolsetSession, ToolsetVault, ToolsetApprovals, ToolsetCatalog, ToolsetRemote, ToolsetRouting, ToolsetAudit}
 
 // Capabilities a caller may hold (gateway policy).
 const (
@@ -56,6 +121,9 @@ const (
 	CapCatalogWrite  = "catalog_write"
 	CapRemoteInstall = "remote_install"
 	CapAuditView     = "audit_view"
+	// CapToolDiscovery is held by every caller: the discovery tools show a
+	// session only tools it may call anyway, and change no data.
+	CapToolDiscovery = "tool_discovery"
 )
 
 // Tool is one tool. Definitions are package-level values built by Define;
@@ -63,11 +131,12 @@ const (
 // and docs. A Registry holds copies bound to the services of Deps.
 type Tool struct {
 	Name        string
-	Title       string
 	Description string
 	Toolset     string
 	Capability  string
-	Hints       Hints
+	// Effect decides Hints (effectHints); Define fills them in.
+	Effect Effect
+	Hints  Hints
 	// Needs are the services the handler reads from Deps.
 	Needs Needs
 	// Renders: the handler builds the request it sends to Vault and hands
@@ -75,9 +144,26 @@ type Tool struct {
 	Renders bool
 	// InputSchema is inferred by Define from the argument type.
 	InputSchema *jsonschema.Schema
+	// Unlisted are top-level arguments the tool accepts and checks but does
+	// not list in its input schema: the predecessor's aliases and its
+	// undocumented pass-throughs. Old clients keep sending them; new ones
+	// are not invited to.
+	Unlisted []string
+	// Narrowed are top-level arguments listed in a narrower form than the
+	// one accepted: the portable form new clients should send (plan_input
+	// as an object, tags as an array), while the predecessor's looser forms
+	// (any JSON value, a CSV string) keep working.
+	Narrowed map[string]*jsonschema.Schema
+	// Output is the schema of the envelope's data on success: the tool's
+	// real fields, briefly. MCPTool wraps it in the envelope.
+	Output *jsonschema.Schema
 
-	// check validates the arguments against InputSchema.
+	// check validates the arguments against the whole argument schema
+	// (listed and unlisted).
 	check *checker
+	// known are the argument names the tool reads, for the unknown-argument
+	// warnings.
+	known *argNames
 	// handle decodes the call's arguments and runs the handler.
 	handle func(ctx context.Context, d *Deps, c *Call) (Result, error)
 	// handler is the named handler function (its source file is checked
@@ -117,8 +203,12 @@ func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) To
 	if adjust != nil {
 		adjust(s)
 	}
-	t.InputSchema = s
+	if t.Effect != 0 {
+		t.Hints = effectHints[t.Effect]
+	}
+	t.InputSchema = listed(s, t.Unlisted, t.Narrowed)
 	t.check = compileSchema(s)
+	t.known = knownArguments(s)
 	dec := newDecoder[In](t.Name, s)
 	t.handle = func(ctx context.Context, d *Deps, c *Call) (Result, error) {
 		var in In
@@ -131,21 +221,67 @@ func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) To
 	return t
 }
 
+// listed is s as clients see it: without the unlisted top-level
+// properties, and with the narrowed ones in their narrower form.
+func listed(s *jsonschema.Schema, unlisted []string, narrowed map[string]*jsonschema.Schema) *jsonschema.Schema {
+	if len(unlisted) == 0 && len(narrowed) == 0 {
+		return s
+	}
+	for _, name := range unlisted {
+		if _, ok := s.Properties[name]; !ok || slices.Contains(s.Required, name) {
+			panic("unlisted argument " + name + " is not an optional property")
+		}
+	}
+	out := *s
+	out.Properties = map[string]*jsonschema.Schema{}
+	for name, p := range s.Properties {
+		if slices.Contains(unlisted, name) {
+			continue
+		}
+		if n, ok := narrowed[name]; ok {
+			nc := *n
+			if nc.Description == "" {
+				nc.Description = p.Description
+			}
+			p = &nc
+		}
+		out.Properties[name] = p
+	}
+	for name := range narrowed {
+		if _, ok := s.Properties[name]; !ok {
+			panic("narrowed argument " + name + " is not a property")
+		}
+	}
+	return &out
+}
+
 // Empty is the argument type of tools without arguments.
 type Empty struct{}
 
-// normalizeSchema makes inferred schemas friendly to every client: no boolean
-// schemas (an empty schema marshals as true), and no additionalProperties
-// false, because tools accept and ignore unknown arguments as the
-// predecessor did.
+// normalizeSchema makes inferred schemas portable to every client: one type
+// per node (any-typed values as anyOf of the six types) (the inference writes ["null", T] for pointers and slices; null
+// is accepted anyway, since an explicit null for an optional argument reads
+// as absent), no schema for the values of free-form objects (the inference
+// writes an empty one, which marshals as the boolean schema true that some
+// clients refuse), and no additionalProperties false, because unknown
+// arguments are accepted and reported in meta.warnings (D21).
 func normalizeSchema(s *jsonschema.Schema) {
 	if s == nil {
 		return
 	}
 	if reflect.ValueOf(*s).IsZero() {
-		s.Description = "any JSON value"
+		// An any-typed argument: say so in a form every client reads.
+		s.AnyOf = anyValue().AnyOf
+		return
 	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil {
+	if s.Type == "" && len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		other := s.Types[0]
+		if other == "null" {
+			other = s.Types[1]
+		}
+		s.Type, s.Types = other, nil
+	}
+	if s.AdditionalProperties != nil && (s.AdditionalProperties.Not != nil || reflect.ValueOf(*s.AdditionalProperties).IsZero()) {
 		s.AdditionalProperties = nil
 	}
 	for _, p := range s.Properties {
@@ -192,10 +328,10 @@ func Range(s *jsonschema.Schema, name string, min, max float64) {
 	p.Maximum = &max
 }
 
-// AnyOf lets a property be one of several JSON types (for example a CSV
-// string or a string array).
-func AnyOf(s *jsonschema.Schema, name string, types ...string) {
+// AnyOf lets a property be one of several schemas (for example a CSV
+// string or a string array), as anyOf branches of one type each: clients
+// that read "type" as one string refuse the array form.
+func AnyOf(s *jsonschema.Schema, name string, branches ...*jsonschema.Schema) {
 	p := Prop(s, name)
-	p.Type = ""
-	p.Types = types
+	p.Type, p.Types, p.Items, p.AnyOf = "", nil, nil, branches
 }

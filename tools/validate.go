@@ -41,6 +41,7 @@ func compileSchema(s *jsonschema.Schema) *checker {
 	if s == nil {
 		return nil
 	}
+	s = flattenAnyOf(s)
 	c := &checker{types: s.Types, enum: s.Enum, min: s.Minimum, max: s.Maximum, items: compileSchema(s.Items)}
 	if s.Type != "" {
 		c.types = []string{s.Type}
@@ -52,10 +53,47 @@ func compileSchema(s *jsonschema.Schema) *checker {
 	c.required = slices.Sorted(slices.Values(s.Required))
 	for _, n := range slices.Sorted(maps.Keys(s.Properties)) {
 		p := s.Properties[n]
+		fp := flattenAnyOf(p)
 		c.props = append(c.props, propChecker{name: n, check: compileSchema(p),
-			nullable: slices.Contains(p.Types, "null") || p.Type == "null"})
+			nullable: slices.Contains(fp.Types, "null") || fp.Type == "null"})
 	}
 	return c
+}
+
+// flattenAnyOf reads anyOf branches of one type each (how the schemas say
+// "a CSV string or an array", or "any value") as one schema of several
+// types: the branches' keywords apply to values of their own type, and
+// these branches never share a type.
+func flattenAnyOf(s *jsonschema.Schema) *jsonschema.Schema {
+	if len(s.AnyOf) == 0 {
+		return s
+	}
+	out := *s
+	out.AnyOf = nil
+	for _, b := range s.AnyOf {
+		switch {
+		case b.Type != "":
+			out.Types = append(out.Types, b.Type)
+		default:
+			out.Types = append(out.Types, b.Types...)
+		}
+		if b.Items != nil {
+			out.Items = b.Items
+		}
+		if len(b.Properties) > 0 {
+			out.Properties, out.Required = b.Properties, b.Required
+		}
+		if b.Minimum != nil {
+			out.Minimum = b.Minimum
+		}
+		if b.Maximum != nil {
+			out.Maximum = b.Maximum
+		}
+		if len(b.Enum) > 0 {
+			out.Enum = b.Enum
+		}
+	}
+	return &out
 }
 
 // validateArgs checks args and returns the first problem as an MCP_VALIDATION_ERROR naming the field.

@@ -35,7 +35,7 @@ func sampleTool(t *testing.T, got *sampleIn) Tool {
 		Default(s, "kind", "AUTO")
 		Default(s, "limit", 50)
 		Range(s, "limit", 1, 100)
-		AnyOf(s, "tags", "string", "array")
+		AnyOf(s, "tags", str(), strs())
 	}, func(ctx context.Context, _ *Deps, c *Call, in sampleIn) (Result, error) {
 		*got = in
 		return OK(map[string]any{"name": in.Name})
@@ -177,7 +177,7 @@ func TestNullsAndGivenKeys(t *testing.T) {
 	tool := Define(Tool{Name: "nulls", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
 		Default(s, "limit", 50)
 		Default(Prop(s, "nested"), "flag", true)
-		AnyOf(s, "any", "null", "object")
+		AnyOf(s, "any", &jsonschema.Schema{Type: "null"}, obj())
 	}, func(ctx context.Context, _ *Deps, c *Call, v in) (Result, error) {
 		got, keys = v, c.ArgumentNames()
 		return OK(nil)

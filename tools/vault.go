@@ -20,20 +20,16 @@ import (
 // results carry the Vault call's request id and status in meta.
 
 type connectorIDIn struct {
-	ConnectorID string `json:"connector_id" jsonschema:"connector id, e.g. generic.http, google, identity"`
+	ConnectorID string `json:"connector_id"`
 }
 
 type executeRequestIn struct {
-	Request map[string]any `json:"request" jsonschema:"execute request {connector_id, verb, policy_version?, request, module_hash?, query_ast_v1?}"`
+	Request map[string]any `json:"request" jsonschema:"{connector_id, verb, request}"`
 }
 
-// idempotencyKeyDoc describes the optional key of every tool that acts.
-const idempotencyKeyDoc = "optional key (1-128 of A-Z a-z 0-9 . _ : -) naming this action: Vault runs an action at most once per key, " +
-	"so a retry with the same key (after MCP_NETWORK_ERROR with outcome_unknown) returns the first result instead of acting twice; a fresh one is used when omitted"
-
 type executeIn struct {
-	Request        map[string]any `json:"request" jsonschema:"execute request {connector_id, verb, policy_version?, request, module_hash?, query_ast_v1?}"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action; see the tool description"`
+	Request        map[string]any `json:"request" jsonschema:"{connector_id, verb, request}"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty"`
 }
 
 var idempotencyKeyRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -47,53 +43,44 @@ func idempotencyKey(v string) (string, error) {
 	return v, nil
 }
 
-// keyDoc documents idempotency_key in a tool's schema.
-func keyDoc(s *jsonschema.Schema) { Prop(s, "idempotency_key").Description = idempotencyKeyDoc }
-
 type docSuggestIn struct {
-	Query string `json:"query" jsonschema:"what the document is, in words (e.g. passport)"`
-	TopK  int    `json:"top_k,omitempty" jsonschema:"number of suggestions; default 5 (also for 0 or less)"`
+	Query string `json:"query"`
+	TopK  int    `json:"top_k,omitempty"`
 }
 
 type docLatestIn struct {
-	TypeID    string `json:"type_id" jsonschema:"document type id, e.g. identity.passport"`
-	SubjectID string `json:"subject_id,omitempty" jsonschema:"whose document; default self"`
+	TypeID    string `json:"type_id"`
+	SubjectID string `json:"subject_id,omitempty"`
 }
 
 type slotBindingsIn struct {
-	ConnectorID    string `json:"connector_id" jsonschema:"connector id"`
-	Verb           string `json:"verb" jsonschema:"verb whose slot bindings to list"`
-	IncludeRevoked bool   `json:"include_revoked,omitempty" jsonschema:"also list revoked bindings; default false"`
+	ConnectorID    string `json:"connector_id"`
+	Verb           string `json:"verb"`
+	IncludeRevoked bool   `json:"include_revoked,omitempty"`
 }
 
 type slotBindIn struct {
-	ConnectorID    string `json:"connector_id" jsonschema:"connector id"`
-	Verb           string `json:"verb" jsonschema:"verb defining the slot"`
-	Slot           string `json:"slot" jsonschema:"slot name"`
-	SecretID       string `json:"secret_id" jsonschema:"id of the secret to bind (never the secret value)"`
-	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
+	ConnectorID    string `json:"connector_id"`
+	Verb           string `json:"verb"`
+	Slot           string `json:"slot"`
+	SecretID       string `json:"secret_id" jsonschema:"id, not value"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 type profilesListIn struct {
-	ConnectorID    string `json:"connector_id,omitempty" jsonschema:"filter by connector id"`
-	Verb           string `json:"verb,omitempty" jsonschema:"filter by verb"`
-	IncludeRevoked bool   `json:"include_revoked,omitempty" jsonschema:"also list revoked profiles; default false"`
+	ConnectorID    string `json:"connector_id,omitempty"`
+	Verb           string `json:"verb,omitempty"`
+	IncludeRevoked bool   `json:"include_revoked,omitempty"`
 }
 
 type profileGetIn struct {
-	ProfileID string `json:"profile_id" jsonschema:"unbounded profile id"`
+	ProfileID string `json:"profile_id"`
 }
 
 type profileUpsertIn struct {
-	Profile        map[string]any `json:"profile" jsonschema:"connector.unbounded.profile.v1 object, forwarded unchanged"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
+	Profile        map[string]any `json:"profile"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty"`
 }
-
-// Hints of Vault tools that change Vault state.
-var (
-	hintsExecute = Hints{Destructive: true, OpenWorld: true}
-	hintsUpsert  = Hints{Destructive: true, Idempotent: true, OpenWorld: true}
-)
 
 // needsVault are the services of the pass-through tools.
 const needsVault = NeedSessions | NeedVault
@@ -126,9 +113,10 @@ func vaultMeta(requestID string, status int) envelope.Meta {
 }
 
 var connectorsList = Define(Tool{
-	Name: "vaultclaw_connectors_list", Title: "List Vaultclaw connectors",
-	Description: "List the connectors Vaultclaw offers (id and policy_hash). Returns Vault's body unchanged.",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_connectors_list",
+	Description: "List Vaultclaw's connectors.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("items", objs()),
 }, nil, listConnectors)
 
 func listConnectors(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, error) {
@@ -138,9 +126,10 @@ func listConnectors(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, err
 }
 
 var connectorGet = Define(Tool{
-	Name: "vaultclaw_connector_get", Title: "Get a Vaultclaw connector",
-	Description: "Get one connector with its policy: policy_hash (the module hash of bounded verbs) and policy.verbs[verb].input_schema_v1.",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_connector_get",
+	Description: "Get a connector and its policy (verbs' input_schema_v1).",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("policy", obj()),
 }, nil, getConnector)
 
 func getConnector(ctx context.Context, d *Deps, c *Call, in connectorIDIn) (Result, error) {
@@ -154,9 +143,10 @@ func getConnector(ctx context.Context, d *Deps, c *Call, in connectorIDIn) (Resu
 }
 
 var connectorValidate = Define(Tool{
-	Name: "vaultclaw_connector_validate", Title: "Validate a connector request",
-	Description: "Validate an execute request against the connector policy without running it. Derives and injects module_hash for bounded verbs (Gmail, legacy secret fields) and the default Gmail list query. Returns {validation, request, module_hash}.",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: NeedSessions | NeedExecution,
+	Name:        "vaultclaw_connector_validate",
+	Description: "Check a connector request without running it.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: NeedSessions | NeedExecution,
+	Output: obj("validation", obj(), "request", obj()),
 }, nil, validateConnectorRequest)
 
 func validateConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeRequestIn) (Result, error) {
@@ -172,10 +162,11 @@ func validateConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeR
 }
 
 var connectorExecute = Define(Tool{
-	Name: "vaultclaw_connector_execute", Title: "Execute a connector request",
-	Description: "Run an execute request synchronously: module-hash preflight, then validate (stopping on any validation failure), then execute. Returns Vault's execute body. When Vault requires a human decision the result is MCP_APPROVAL_REQUIRED with a handle for vaultclaw_approval_wait.",
-	Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsExecute, Needs: NeedSessions | NeedExecution,
-}, keyDoc, executeConnectorRequest)
+	Name:        "vaultclaw_connector_execute",
+	Description: "Run a connector request now: it may send mail or call APIs.",
+	Toolset:     ToolsetVault, Capability: CapVaultExecute, Effect: Executes, Needs: NeedSessions | NeedExecution,
+	Output: vaultBody("status", str()),
+}, nil, executeConnectorRequest)
 
 func executeConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeIn) (Result, error) {
 	key, err := idempotencyKey(in.IdempotencyKey)
@@ -194,9 +185,10 @@ func executeConnectorRequest(ctx context.Context, d *Deps, c *Call, in executeIn
 }
 
 var documentTypesSuggest = Define(Tool{
-	Name: "vaultclaw_document_types_suggest", Title: "Suggest document types",
-	Description: "Suggest Vaultclaw document types (type_id, score, reasons) for a description such as \"passport\".",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_document_types_suggest",
+	Description: "Suggest document type ids for words such as passport.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("suggestions", objs()),
 }, nil, suggestDocumentTypes)
 
 func suggestDocumentTypes(ctx context.Context, d *Deps, c *Call, in docSuggestIn) (Result, error) {
@@ -210,9 +202,10 @@ func suggestDocumentTypes(ctx context.Context, d *Deps, c *Call, in docSuggestIn
 }
 
 var documentTypesLatest = Define(Tool{
-	Name: "vaultclaw_document_types_latest", Title: "Latest document of a type",
-	Description: "Find the latest stored document of a type for a subject (default self). A missing document is MCP_INTERNAL with vault_code DOCUMENT_SLOT_UNRESOLVED: ask the user to upload it.",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_document_types_latest",
+	Description: "Find the latest document of a type, to check an attachment.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("document_id", str()),
 }, func(s *jsonschema.Schema) {
 	Default(s, "subject_id", "self")
 }, latestDocument)
@@ -228,9 +221,10 @@ func latestDocument(ctx context.Context, d *Deps, c *Call, in docLatestIn) (Resu
 }
 
 var slotBindingsList = Define(Tool{
-	Name: "vaultclaw_slot_bindings_list", Title: "List secret slot bindings",
-	Description: "List which secrets are bound to a connector verb's slots (secret ids only, never values).",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_slot_bindings_list",
+	Description: "List the secret ids bound to a connector verb's slots.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("items", objs()),
 }, nil, listSlotBindings)
 
 func listSlotBindings(ctx context.Context, d *Deps, c *Call, in slotBindingsIn) (Result, error) {
@@ -248,10 +242,11 @@ func listSlotBindings(ctx context.Context, d *Deps, c *Call, in slotBindingsIn) 
 }
 
 var slotBind = Define(Tool{
-	Name: "vaultclaw_slot_bind", Title: "Bind a secret to a slot",
-	Description: "Bind an existing Vaultclaw secret (by id) to a connector verb's slot; a different secret already bound to the slot is replaced.",
-	Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsUpsert, Needs: needsVault,
-}, keyDoc, bindSlot)
+	Name:        "vaultclaw_slot_bind",
+	Description: "Bind a secret id to a connector verb's slot, replacing the old one.",
+	Toolset:     ToolsetVault, Capability: CapVaultExecute, Effect: ReplacesRemote, Needs: needsVault,
+	Output: vaultBody("binding", obj()),
+}, nil, bindSlot)
 
 func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, error) {
 	key, err := idempotencyKey(in.IdempotencyKey)
@@ -272,9 +267,10 @@ func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, err
 }
 
 var unboundedProfilesList = Define(Tool{
-	Name: "vaultclaw_unbounded_profiles_list", Title: "List unbounded profiles",
-	Description: "List generic.http unbounded profiles (which secret slots may be attached to which targets), optionally filtered.",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_unbounded_profiles_list",
+	Description: "List unbounded profiles: which secrets may go where.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("items", objs()),
 }, nil, listUnboundedProfiles)
 
 func listUnboundedProfiles(ctx context.Context, d *Deps, c *Call, in profilesListIn) (Result, error) {
@@ -294,9 +290,10 @@ func listUnboundedProfiles(ctx context.Context, d *Deps, c *Call, in profilesLis
 }
 
 var unboundedProfileGet = Define(Tool{
-	Name: "vaultclaw_unbounded_profile_get", Title: "Get an unbounded profile",
-	Description: "Get one unbounded profile by id.",
-	Toolset:     ToolsetVault, Capability: CapVaultRead, Hints: ReadRemote, Needs: needsVault,
+	Name:        "vaultclaw_unbounded_profile_get",
+	Description: "Get one unbounded profile.",
+	Toolset:     ToolsetVault, Capability: CapVaultRead, Effect: ReadsRemote, Needs: needsVault,
+	Output: vaultBody("profile", obj()),
 }, nil, getUnboundedProfile)
 
 func getUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileGetIn) (Result, error) {
@@ -310,10 +307,11 @@ func getUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileGetIn)
 }
 
 var unboundedProfileUpsert = Define(Tool{
-	Name: "vaultclaw_unbounded_profile_upsert", Title: "Create or replace an unbounded profile",
-	Description: "Create or replace a connector.unbounded.profile.v1 object; it is forwarded to Vaultclaw unchanged (Vault validates it). Needs the connectors.unbounded.profiles.write scope.",
-	Toolset:     ToolsetVault, Capability: CapVaultExecute, Hints: hintsUpsert, Needs: needsVault,
-}, keyDoc, upsertUnboundedProfile)
+	Name:        "vaultclaw_unbounded_profile_upsert",
+	Description: "Create or replace an unbounded profile.",
+	Toolset:     ToolsetVault, Capability: CapVaultExecute, Effect: ReplacesRemote, Needs: needsVault,
+	Output: vaultBody("profile", obj()),
+}, nil, upsertUnboundedProfile)
 
 func upsertUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileUpsertIn) (Result, error) {
 	key, err := idempotencyKey(in.IdempotencyKey)

@@ -13,8 +13,8 @@ import (
 // orchestration. These can end in an approval handoff.
 
 type orchestrationIn struct {
-	UnboundedProfiles  bool `json:"unbounded_profiles,omitempty" jsonschema:"resolve an unbounded profile for generic.http requests; default true"`
-	AutoCreateProfiles bool `json:"auto_create_profiles,omitempty" jsonschema:"create a minimal profile when none matches; default true"`
+	UnboundedProfiles  bool `json:"unbounded_profiles,omitempty"`
+	AutoCreateProfiles bool `json:"auto_create_profiles,omitempty"`
 }
 
 // options are the orchestration flags; an absent or null orchestration
@@ -24,30 +24,30 @@ func (o orchestrationIn) options() orchestration.Options {
 }
 
 type executeJobIn struct {
-	Request        map[string]any  `json:"request" jsonschema:"execute request: connector_id, verb, policy_version, request (verb payload), ..."`
-	Orchestration  orchestrationIn `json:"orchestration,omitempty" jsonschema:"unbounded-profile orchestration flags"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
+	Request        map[string]any  `json:"request" jsonschema:"{connector_id, verb, request}"`
+	Orchestration  orchestrationIn `json:"orchestration,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 }
 
 type planIn struct {
-	Plan map[string]any `json:"plan" jsonschema:"connector.execution.plan.v1 plan"`
+	Plan map[string]any `json:"plan"`
 }
 
 type planExecuteIn struct {
-	Plan map[string]any `json:"plan" jsonschema:"connector.execution.plan.v1 plan"`
+	Plan map[string]any `json:"plan"`
 	// PlanInput is nil when absent; an explicit null is a non-nil pointer
 	// to nil, forwarded as null.
-	PlanInput              *any            `json:"plan_input,omitempty" jsonschema:"input the plan's plan_input bindings read"`
-	Orchestration          orchestrationIn `json:"orchestration,omitempty" jsonschema:"unbounded-profile orchestration flags"`
-	Analysis               *bool           `json:"analysis,omitempty" jsonschema:"forwarded to Vault"`
-	AnalysisAPIKeySecretID string          `json:"analysis_api_key_secret_id,omitempty" jsonschema:"forwarded to Vault"`
-	AnalysisModel          string          `json:"analysis_model,omitempty" jsonschema:"forwarded to Vault"`
-	IdempotencyKey         string          `json:"idempotency_key,omitempty" jsonschema:"optional key naming this action"`
+	PlanInput              *any            `json:"plan_input,omitempty"`
+	Orchestration          orchestrationIn `json:"orchestration,omitempty"`
+	Analysis               *bool           `json:"analysis,omitempty"`
+	AnalysisAPIKeySecretID string          `json:"analysis_api_key_secret_id,omitempty"`
+	AnalysisModel          string          `json:"analysis_model,omitempty"`
+	IdempotencyKey         string          `json:"idempotency_key,omitempty"`
 }
 
 type previewIn struct {
-	Plan      map[string]any `json:"plan" jsonschema:"connector.execution.plan.v1 plan"`
-	PlanInput *any           `json:"plan_input,omitempty" jsonschema:"input the plan's plan_input bindings read"`
+	Plan      map[string]any `json:"plan"`
+	PlanInput *any           `json:"plan_input,omitempty"`
 }
 
 type requirementIn struct {
@@ -62,24 +62,14 @@ type requirementIn struct {
 }
 
 type resolveIn struct {
-	Requirements []requirementIn `json:"requirements" jsonschema:"secret attachment requirements {slot, mode, target, intent?, expected_secret_types?}"`
-	AutoCreate   bool            `json:"auto_create,omitempty" jsonschema:"create a minimal profile when none matches; default true"`
-}
-
-// anyJSON lets an optional "any" argument be null, so an explicit
-// plan_input: null is kept and forwarded to Vault.
-func anyJSON(s *jsonschema.Schema, name string) {
-	p := Prop(s, name)
-	p.Type = ""
-	p.Types = []string{"null", "boolean", "object", "array", "number", "string"}
+	Requirements []requirementIn `json:"requirements"`
+	AutoCreate   bool            `json:"auto_create,omitempty"`
 }
 
 // orchestrationDefaults documents and applies the orchestration defaults;
 // the object may be null (meaning: the defaults).
 func orchestrationDefaults(s *jsonschema.Schema) {
 	o := Prop(s, "orchestration")
-	o.Type = ""
-	o.Types = []string{"null", "object"}
 	Default(o, "unbounded_profiles", true)
 	Default(o, "auto_create_profiles", true)
 }
@@ -94,18 +84,14 @@ func planInput(p *any) (any, bool) {
 }
 
 var connectorExecuteJob = Define(Tool{
-	Name:  "vaultclaw_connector_execute_job",
-	Title: "Execute a connector request as a job",
-	Description: "Run a connector request as an asynchronous Vault job: resolve an unbounded profile for generic.http, " +
-		"derive the module hash, validate, then execute. When a person must approve, returns MCP_APPROVAL_REQUIRED with a handle for vaultclaw_approval_wait.",
-	Toolset:    ToolsetVault,
-	Capability: CapVaultExecute,
-	Hints:      Hints{OpenWorld: true},
-	Needs:      NeedSessions | NeedExecution,
-}, func(s *jsonschema.Schema) {
-	orchestrationDefaults(s)
-	keyDoc(s)
-}, executeJob)
+	Name:        "vaultclaw_connector_execute_job",
+	Description: "Run a connector request as a job: it may send mail or call APIs.",
+	Toolset:     ToolsetVault,
+	Capability:  CapVaultExecute,
+	Effect:      Executes,
+	Needs:       NeedSessions | NeedExecution,
+	Output:      obj("response", obj()),
+}, orchestrationDefaults, executeJob)
 
 func executeJob(ctx context.Context, d *Deps, c *Call, in executeJobIn) (Result, error) {
 	key, err := idempotencyKey(in.IdempotencyKey)
@@ -125,12 +111,12 @@ func executeJob(ctx context.Context, d *Deps, c *Call, in executeJobIn) (Result,
 
 var planValidate = Define(Tool{
 	Name:        "vaultclaw_plan_validate",
-	Title:       "Validate a plan",
-	Description: "Ask Vault to validate a connector execution plan without running it. module_hash is never injected into plan steps.",
+	Description: "Check a plan without running it.",
 	Toolset:     ToolsetVault,
 	Capability:  CapVaultRead,
-	Hints:       ReadRemote,
+	Effect:      ReadsRemote,
 	Needs:       NeedSessions | NeedExecution,
+	Output:      vaultBody("valid", boolean()),
 }, nil, validatePlan)
 
 func validatePlan(ctx context.Context, d *Deps, c *Call, in planIn) (Result, error) {
@@ -146,20 +132,17 @@ func validatePlan(ctx context.Context, d *Deps, c *Call, in planIn) (Result, err
 }
 
 var planExecute = Define(Tool{
-	Name:  "vaultclaw_plan_execute",
-	Title: "Execute a plan",
-	Description: "Run a connector execution plan. generic.http steps get an unbounded profile first (strict: unresolved runtime bindings fail with " +
-		"MCP_PLAN_PROFILE_PRECHECK_UNRESOLVED). When a person must approve, returns MCP_APPROVAL_REQUIRED with a PLAN_RUN handle for vaultclaw_approval_wait.",
-	Toolset:    ToolsetVault,
-	Capability: CapVaultExecute,
-	Hints:      Hints{OpenWorld: true},
-	Needs:      NeedSessions | NeedExecution,
-	Renders:    true,
-}, func(s *jsonschema.Schema) {
-	orchestrationDefaults(s)
-	anyJSON(s, "plan_input")
-	keyDoc(s)
-}, executePlan)
+	Name:        "vaultclaw_plan_execute",
+	Description: "Run a plan, e.g. a rendered template: it may send mail or call APIs.",
+	Toolset:     ToolsetVault,
+	Capability:  CapVaultExecute,
+	Effect:      Executes,
+	Needs:       NeedSessions | NeedExecution,
+	Narrowed:    map[string]*jsonschema.Schema{"plan_input": obj()},
+	Unlisted:    []string{"analysis", "analysis_api_key_secret_id", "analysis_model"},
+	Output:      obj("response", obj()),
+	Renders:     true,
+}, orchestrationDefaults, executePlan)
 
 func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Result, error) {
 	key, err := idempotencyKey(in.IdempotencyKey)
@@ -184,14 +167,13 @@ func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Resul
 }
 
 var unboundedProfileResolve = Define(Tool{
-	Name:  "vaultclaw_unbounded_profile_resolve",
-	Title: "Resolve an unbounded profile",
-	Description: "Find the best unbounded profile for explicit secret-attachment requirements (deterministic score and tie-break), " +
-		"auto-creating a minimal mcp.auto.<hash> profile when none matches and auto_create is true.",
-	Toolset:    ToolsetVault,
-	Capability: CapVaultExecute,
-	Hints:      Hints{Idempotent: true, OpenWorld: true},
-	Needs:      NeedSessions | NeedExecution,
+	Name:        "vaultclaw_unbounded_profile_resolve",
+	Description: "Find or create the unbounded profile for secret attachments.",
+	Toolset:     ToolsetVault,
+	Capability:  CapVaultExecute,
+	Effect:      ReplacesRemote,
+	Needs:       NeedSessions | NeedExecution,
+	Output:      obj("profile_id", str(), "created", boolean()),
 }, func(s *jsonschema.Schema) {
 	Default(s, "auto_create", true)
 }, resolveUnboundedProfile)
@@ -218,17 +200,15 @@ func resolveUnboundedProfile(ctx context.Context, d *Deps, c *Call, in resolveIn
 }
 
 var planUnboundedProfilePreview = Define(Tool{
-	Name:  "vaultclaw_plan_unbounded_profile_preview",
-	Title: "Preview plan profile resolution",
-	Description: "Show which unbounded profile each generic.http step of a plan would use, and which bindings are only known at runtime, " +
-		"without creating profiles or running the plan.",
-	Toolset:    ToolsetVault,
-	Capability: CapVaultRead,
-	Hints:      ReadRemote,
-	Needs:      NeedSessions | NeedExecution,
-}, func(s *jsonschema.Schema) {
-	anyJSON(s, "plan_input")
-}, previewPlanProfiles)
+	Name:        "vaultclaw_plan_unbounded_profile_preview",
+	Description: "Show the unbounded profile each plan step would use.",
+	Toolset:     ToolsetVault,
+	Capability:  CapVaultRead,
+	Effect:      ReadsRemote,
+	Needs:       NeedSessions | NeedExecution,
+	Narrowed:    map[string]*jsonschema.Schema{"plan_input": obj()},
+	Output:      obj("resolutions", objs(), "transformed_plan", obj()),
+}, nil, previewPlanProfiles)
 
 func previewPlanProfiles(ctx context.Context, d *Deps, c *Call, in previewIn) (Result, error) {
 	sess, err := d.Sessions.Resolve(ctx, c.Scope())

@@ -67,7 +67,7 @@ func TestExecuteJobAutoCreateWithoutScopeU3(t *testing.T) {
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": apiKeyRequest()})
 	require.Equal(t, "MCP_UNBOUNDED_PROFILE_REQUIRED", r.Code())
 	assert.Equal(t, "secrets", at(r.Raw, "error", "category"))
-	assert.Equal(t, "profile auto-create requires connectors.unbounded.profiles.write scope", at(r.Raw, "error", "message"))
+	assert.Equal(t, "profile auto-create requires connectors.unbounded.profiles.write scope; vaultclaw_unbounded_profile_upsert creates a profile covering details.requirements", at(r.Raw, "error", "message"))
 	assert.Equal(t, "mcp-unbounded-profile-8042d5b7fd92", r.Details()["idempotency_key"])
 	assert.Equal(t, "api_key", at(r.Details(), "requirements", 0, "slot"))
 	assert.Empty(t, s.callsTo("POST", pathValidate))
@@ -78,7 +78,7 @@ func TestExecuteJobNoAutoCreateU4AndResolveU5(t *testing.T) {
 	s := newScript().on("GET "+pathProfiles, 200, `{"items":[]}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": apiKeyRequest(), "orchestration": map[string]any{"auto_create_profiles": false}})
 	require.Equal(t, "MCP_UNBOUNDED_PROFILE_REQUIRED", r.Code())
-	assert.Equal(t, "no compatible unbounded profile found", at(r.Raw, "error", "message"))
+	assert.Equal(t, "no compatible unbounded profile found; vaultclaw_unbounded_profile_upsert creates a profile covering details.requirements", at(r.Raw, "error", "message"))
 	assert.Len(t, r.Details()["requirements"], 1)
 	assert.Empty(t, s.callsTo("POST", pathProfileUp))
 
@@ -96,7 +96,7 @@ func TestExecuteJobNoAutoCreateU4AndResolveU5(t *testing.T) {
 	assert.Equal(t, "requirements must be a non-empty array", at(r.Raw, "error", "message"))
 	r = e.call("vaultclaw_unbounded_profile_resolve", map[string]any{"requirements": []any{map[string]any{"slot": "x"}}})
 	require.Equal(t, "MCP_UNBOUNDED_PROFILE_REQUIRED", r.Code())
-	assert.Equal(t, "no unbounded requirements found", at(r.Raw, "error", "message"))
+	assert.Equal(t, "no unbounded requirements found; vaultclaw_unbounded_profile_upsert creates a profile covering details.requirements", at(r.Raw, "error", "message"))
 	assert.Equal(t, map[string]any{}, r.Details())
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -364,7 +365,12 @@ func TestNormalizationThroughTools(t *testing.T) {
 			assert.EqualValues(t, 409, e.Meta["vault_http_status"])
 			assert.Equal(t, vcode, e.Meta["vault_code"])
 			assert.Equal(t, e.Error.Details["request_id"], e.Meta["request_id"])
-			assert.Equal(t, "m", e.Error.Message)
+			// Vault's message, then the next step where there is one.
+			wantMsg := "m"
+			if step := tools.NextStepOf(&apperr.Error{Code: want, VaultCode: vcode}); step != "" {
+				wantMsg += "; " + step
+			}
+			assert.Equal(t, wantMsg, e.Error.Message)
 		})
 	}
 	// N2
@@ -703,4 +709,41 @@ func TestTokenNeverLogged(t *testing.T) {
 	assert.NotContains(t, logs, "supersecret")
 	raw, _ := json.Marshal(e)
 	assert.NotContains(t, string(raw), "supersecret")
+}
+
+// D16 through the tools, against the simulator's own 404s: a wrong id is
+// MCP_NOT_FOUND (validation, not retryable) with a message naming what to
+// check; codes with a mapping of their own keep it.
+func TestVaultNotFoundIsTheCallersWrongID(t *testing.T) {
+	h := newHarness(t, vaultsim.Options{}, nil).configured()
+	cases := []struct {
+		tool  string
+		args  map[string]any
+		code  string
+		vcode string
+		step  string
+	}{
+		{"vaultclaw_connector_get", m("connector_id", "nope"), apperr.CodeNotFound, "CONNECTOR_NOT_FOUND", "vaultclaw_connectors_list"},
+		{"vaultclaw_job_get", m("job_id", "job_nope"), apperr.CodeNotFound, "JOB_NOT_FOUND", "vaultclaw_approval_handles_list"},
+		{"vaultclaw_approval_wait", m("handle", m("kind", "JOB", "job_id", "job_nope"), "timeout_ms", 1000), apperr.CodeNotFound, "JOB_NOT_FOUND", "check job_id"},
+		{"vaultclaw_document_types_latest", m("type_id", "no.such.type"), apperr.CodeNotFound, "NOT_FOUND", "check the ids"},
+		{"vaultclaw_plan_run_get", m("run_id", "run_nope"), apperr.CodePlanRunNotFound, "PLAN_RUN_NOT_FOUND", "check run_id"},
+		{"vaultclaw_unbounded_profile_get", m("profile_id", "nope"), apperr.CodeUnboundedProfileInvalid, "UNBOUNDED_PROFILE_NOT_FOUND", ""},
+	}
+	for _, c := range cases {
+		e := h.call(c.tool, c.args)
+		require.False(t, e.OK, c.tool)
+		assert.Equal(t, c.code, e.Error.Code, c.tool)
+		assert.Equal(t, c.vcode, e.Error.VaultCode, c.tool)
+		assert.Equal(t, apperr.CategoryOf(c.code), e.Error.Category, c.tool)
+		assert.False(t, e.Error.Retryable, c.tool)
+		assert.EqualValues(t, 404, e.Meta["vault_http_status"], c.tool)
+		ve, _ := e.Error.Details["vault_error"].(map[string]any)
+		assert.Equal(t, c.vcode, ve["code"], c.tool)
+		assert.Contains(t, e.Error.Message, ve["message"], "%s: Vault's message stays first", c.tool)
+		if c.step != "" {
+			assert.Contains(t, e.Error.Message, c.step, c.tool)
+		}
+	}
+	assert.Equal(t, apperr.CatValidation, apperr.CategoryOf(apperr.CodeNotFound))
 }

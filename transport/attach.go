@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,19 @@ type AttachTransport struct {
 	// MaxMessageBytes caps one message (DefaultMaxMessageBytes when <= 0);
 	// the front end already refused longer ones from its client.
 	MaxMessageBytes int
+
+	conn atomic.Pointer[attachConn]
+}
+
+// Unanswered is how many requests read from the stream have had no
+// response written yet. A daemon stopping waits for it to reach zero
+// before it closes the session: go-sdk drops a response still to be
+// written once the session is closing, though the call has returned.
+func (t *AttachTransport) Unanswered() int64 {
+	if c := t.conn.Load(); c != nil {
+		return c.open.Load()
+	}
+	return 0
 }
 
 // Connect implements mcp.Transport.
@@ -42,7 +56,9 @@ func (t *AttachTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxMessageBytes
 	}
-	return &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{})}, nil
+	c := &attachConn{conn: t.Conn, r: bufio.NewReaderSize(t.Conn, 64<<10), id: t.Session, limit: limit, closed: make(chan struct{}), listens: map[any]bool{}}
+	t.conn.Store(c)
+	return c, nil
 }
 
 type attachConn struct {
@@ -53,6 +69,23 @@ type attachConn struct {
 	wmu    sync.Mutex
 	once   sync.Once
 	closed chan struct{}
+	// open counts requests read and not yet answered, listens aside.
+	open    atomic.Int64
+	lmu     sync.Mutex
+	listens map[any]bool
+}
+
+const methodListen = "subscriptions/listen"
+
+// listenAnswer reports (and forgets) whether r answers a listen.
+func (c *attachConn) listenAnswer(r *jsonrpc.Response) bool {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if c.listens[r.ID.Raw()] {
+		delete(c.listens, r.ID.Raw())
+		return true
+	}
+	return false
 }
 
 func (c *attachConn) SessionID() string { return c.id }
@@ -92,6 +125,16 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			continue
 		}
+		if r, ok := msg.(*jsonrpc.Request); ok && r.ID.IsValid() {
+			if r.Method == methodListen {
+				// A listen lasts until cancelled: no call awaits its answer.
+				c.lmu.Lock()
+				c.listens[r.ID.Raw()] = true
+				c.lmu.Unlock()
+			} else {
+				c.open.Add(1)
+			}
+		}
 		return msg, nil
 	}
 }
@@ -125,6 +168,9 @@ func (c *attachConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && !c.listenAnswer(r) {
+		defer c.open.Add(-1)
 	}
 	return c.writeRaw(data)
 }

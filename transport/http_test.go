@@ -25,7 +25,7 @@ func TestHTTPStreamableClientAndTenantIsolation(t *testing.T) {
 	tenantAViaPriority := mcptest.ConnectHTTP(t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{Headers: map[string]string{"X-Tenant-Id": "tenant-b", "X-Accords-Tenant-Id": "tenant-a"}, StandaloneSSE: true})
 	noTenant := mcptest.ConnectHTTP(t, srv.URL+"/v1/mcp", mcptest.HTTPOptions{StandaloneSSE: true})
 
-	require.Len(t, mcptest.ToolNames(t, tenantA), len(a.Registry.Tools()))
+	require.Len(t, mcptest.ToolNames(t, tenantA), len(a.Gateway.Visible().Tools()))
 
 	env := mcptest.Call(t, tenantA, "vaultclaw_session_configure", map[string]any{"token": "secret-of-tenant-a"})
 	require.True(t, env.OK)

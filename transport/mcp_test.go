@@ -52,7 +52,7 @@ func TestToolsListSortedWithSchemas(t *testing.T) {
 	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	require.Len(t, res.Tools, len(a.Registry.Tools()))
+	require.Len(t, res.Tools, len(a.Gateway.Visible().Tools()))
 	for i, tool := range res.Tools {
 		if i > 0 {
 			require.Less(t, res.Tools[i-1].Name, tool.Name)

@@ -44,8 +44,15 @@ type Builder struct {
 	// request at INFO, so operators hold it at WARN); Logger stays the
 	// logger of tool handlers.
 	SDKLogger *slog.Logger
-	// Instructions are sent to clients at initialize.
-	Instructions string
+	// Instructions are sent to clients at initialize and server/discover;
+	// DynamicInstructions instead to sessions that start with the core
+	// tools only (dynamic toolsets).
+	Instructions        string
+	DynamicInstructions string
+	// ListChanged advertises notifications/tools/list_changed: on for
+	// servers whose sessions last (stdio), off for the stateless HTTP
+	// bridge, which cannot deliver them.
+	ListChanged bool
 	// Drain, when set, is the shutdown signal every call can see
 	// (lifecycle.Interruptible).
 	Drain *lifecycle.Drain
@@ -71,15 +78,12 @@ type Extension interface {
 
 // Build returns a server exposing every tool of reg.
 func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
-	logger := b.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := b.logger()
 	sdkLogger := b.SDKLogger
 	if sdkLogger == nil {
 		sdkLogger = logger
 	}
-	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: b.ListChanged}}
 	for _, x := range b.Extensions {
 		x.Capabilities(caps)
 	}
@@ -110,6 +114,27 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	return s
+}
+
+// AnnounceToolsChanged makes s send notifications/tools/list_changed to its
+// sessions (through their subscriptions/listen stream on 2026-07-28). go-sdk
+// sends it only when a tool is added or removed, and has no call for one
+// session: re-adding one of reg's tools as it is, with the handler Build
+// gave it, is a change to go-sdk and to no client. Sessions whose own list
+// did not change list again and get the same answer.
+func (b *Builder) AnnounceToolsChanged(s *mcp.Server, reg *tools.Registry) {
+	ts := reg.Tools()
+	if len(ts) == 0 {
+		return
+	}
+	s.AddTool(ts[0].MCPTool(), b.toolHandler(ts[0], b.logger()))
+}
+
+func (b *Builder) logger() *slog.Logger {
+	if b.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Logger
 }
 
 // toolHandler is t's handler as servers register it.

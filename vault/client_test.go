@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -400,4 +401,50 @@ func TestConnectionsReused(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Len(t, conns, 1)
+}
+
+// D16: a Vault 404 naming a missing resource is the caller's wrong id,
+// MCP_NOT_FOUND, unless the code has a mapping of its own; other statuses
+// keep their old answer.
+func TestNotFoundCodes(t *testing.T) {
+	cases := []struct {
+		status    int
+		vcode     string
+		want      string
+		retryable bool
+	}{
+		{404, "NOT_FOUND", apperr.CodeNotFound, false},
+		{404, "not_found", apperr.CodeNotFound, false},
+		{404, "CONNECTOR_NOT_FOUND", apperr.CodeNotFound, false},
+		{404, "JOB_NOT_FOUND", apperr.CodeNotFound, false},
+		{404, "DOCUMENT_NOT_FOUND", apperr.CodeNotFound, false},
+		{404, " Pending_Approval_Not_Found ", apperr.CodeNotFound, false},
+		// Mapped codes keep their mapping.
+		{404, "PLAN_RUN_NOT_FOUND", apperr.CodePlanRunNotFound, false},
+		{404, "UNBOUNDED_PROFILE_NOT_FOUND", apperr.CodeUnboundedProfileInvalid, false},
+		{404, "SECRET_SLOT_BINDING_NOT_FOUND", apperr.CodeSecretError, false},
+		{404, "SECRET_INTENT_NOT_FOUND", apperr.CodeSecretError, false},
+		// Not a not-found code, or not a 404.
+		{404, "HTTP_ERROR", apperr.CodeInternal, false},
+		{404, "NOT_FOUNDATION", apperr.CodeInternal, false},
+		{409, "JOB_NOT_FOUND", apperr.CodeInternal, false},
+		{400, "NOT_FOUND", apperr.CodeInternal, false},
+		{503, "JOB_NOT_FOUND", apperr.CodeNetwork, true},
+	}
+	for _, tc := range cases {
+		body := `{"error":{"code":"` + tc.vcode + `","message":"gone","details":{"id":"x"}}}`
+		srv := httptest.NewServer((&recorder{}).handler(tc.status, body))
+		_, err := New(Options{}).ListConnectors(context.Background(), sess(srv.URL))
+		srv.Close()
+		ae := apperr.As(err)
+		assert.Equal(t, tc.want, ae.Code, "%d %s", tc.status, tc.vcode)
+		assert.Equal(t, apperr.CategoryOf(tc.want), ae.Category, tc.vcode)
+		assert.Equal(t, tc.retryable, ae.Retryable, tc.vcode)
+		assert.Equal(t, strings.TrimSpace(tc.vcode), ae.VaultCode)
+		assert.Equal(t, map[string]any{"code": tc.vcode, "message": "gone", "details": map[string]any{"id": "x"}}, ae.Details["vault_error"], tc.vcode)
+		assert.Equal(t, tc.status, ae.Details["vault_http_status"])
+		if tc.want == apperr.CodeNotFound {
+			assert.Equal(t, apperr.CatValidation, ae.Category)
+		}
+	}
 }

@@ -82,6 +82,8 @@ func MapError(e APIError) *apperr.Error {
 		}
 		if m, ok := vaultCodeMap[strings.ToUpper(code)]; ok {
 			mcpCode = m
+		} else if isNotFound(e.Status, code) {
+			mcpCode = apperr.CodeNotFound
 		} else if e.Status >= 500 {
 			mcpCode, retryable = apperr.CodeNetwork, true
 		} else {
@@ -117,6 +119,14 @@ func MapError(e APIError) *apperr.Error {
 		Cause: e.Cause,
 	}
 	return out
+}
+
+// isNotFound is D16: a 404 whose code is NOT_FOUND or ends in _NOT_FOUND and
+// has no mapping of its own is the caller's mistake (a wrong id), not an
+// internal failure. Other statuses keep the table's answer.
+func isNotFound(status int, code string) bool {
+	c := strings.ToUpper(code)
+	return status == http.StatusNotFound && (c == "NOT_FOUND" || strings.HasSuffix(c, "_NOT_FOUND"))
 }
 
 // parseErrorBody reads {"error":{code,message,details}} from an error

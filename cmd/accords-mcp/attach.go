@@ -40,14 +40,14 @@ func runFrontend(ctx context.Context, env *environment, cfg config.Config) int {
 		Protocol: control.Protocol,
 		PID:      os.Getpid(),
 		Version:  version.Version,
-		View:     control.View{ReadOnly: cfg.ReadOnly, Toolsets: cfg.Toolsets},
+		View:     control.View{ReadOnly: cfg.ReadOnly, Toolsets: cfg.Toolsets, Dynamic: cfg.DynamicToolsets},
 		Env:      session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket},
 		Settings: control.Digests(cfg.DaemonWide()),
 	}
 	d := &dialer{cfg: cfg, hello: hello, logger: logger}
 	err := frontend.Run(ctx, frontend.Options{
 		In: env.stdin, Out: env.stdout, Dial: d.dial, Writes: toolWrites, Logger: logger,
-		MaxMessageBytes: cfg.StdioMaxMessageBytes,
+		MaxMessageBytes: cfg.StdioMaxMessageBytes, SessionTools: []string{tools.ToolsetEnableName},
 	})
 	if err != nil {
 		logger.Error("cannot serve", "error", err.Error())

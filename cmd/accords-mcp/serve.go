@@ -40,6 +40,7 @@ type serveOptions struct {
 	readOnly   bool
 	toolsets   string
 	standalone bool
+	dynamic    bool
 }
 
 func serveFlags(c *cobra.Command, env *environment) {
@@ -49,6 +50,7 @@ func serveFlags(c *cobra.Command, env *environment) {
 	f.BoolVar(&o.readOnly, "read-only", false, "remove every tool that changes state (or ACCORDS_MCP_READ_ONLY=true); attached to a daemon, for this client only")
 	f.StringVar(&o.toolsets, "toolsets", "", "comma-separated `LIST` of toolsets to expose (overrides ACCORDS_MCP_TOOLSETS); attached to a daemon, for this client only")
 	f.BoolVar(&o.standalone, "standalone", false, "serve stdio in this process instead of attaching to a daemon (or ACCORDS_MCP_STANDALONE=true)")
+	f.BoolVar(&o.dynamic, "dynamic-toolsets", false, "start stdio sessions with a few core tools; toolsets are enabled on demand (or ACCORDS_MCP_DYNAMIC_TOOLSETS=true); attached to a daemon, for this client only")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.httpAddr != "" {
 			if err := config.CheckListenAddr(o.httpAddr); err != nil {
@@ -79,6 +81,9 @@ func runServe(ctx context.Context, env *environment, o serveOptions) int {
 	}
 	if o.toolsets != "" {
 		cfg.Toolsets = config.SplitList(o.toolsets)
+	}
+	if o.dynamic {
+		cfg.DynamicToolsets = true
 	}
 	cfg.Standalone = cfg.Standalone || o.standalone
 	switch {

@@ -119,6 +119,9 @@ func writeStatus(w io.Writer, st control.Status) {
 		if len(c.View.Toolsets) > 0 {
 			parts = append(parts, "toolsets "+strings.Join(c.View.Toolsets, ","))
 		}
+		if c.View.Dynamic {
+			parts = append(parts, "dynamic toolsets")
+		}
 		if len(parts) > 0 {
 			view = strings.Join(parts, ", ")
 		}

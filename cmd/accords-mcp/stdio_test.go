@@ -443,9 +443,9 @@ func TestExplicitDaemonTakesOverFromAnAutoOne(t *testing.T) {
 	assert.Contains(t, after, "http 127.0.0.1:")
 
 	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vaultclaw_session_status","arguments":{}}}`)
-	msg := p.recv(t)
-	require.Equal(t, 2.0, msg["id"])
+	msg, changed := p.exchange(t, 2)
 	assert.Equal(t, true, structured(t, msg)["ok"], "the launch goes on with the new owner: %v\n%s", msg, p.stderr.String())
+	assert.Equal(t, 1, changed, "the client is told to list again: the new owner may offer other tools")
 	// stderr arrives through a pipe: give it a moment.
 	assert.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "re-initialised") }, 5*time.Second, 10*time.Millisecond, p.stderr.String())
 }

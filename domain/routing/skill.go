@@ -146,6 +146,11 @@ func (r *Registry) skillMarkdown(routes []skillRoute) string {
 	w("---\nname: vaultclaw\ndescription: Act through a Vaultclaw vault (Gmail, HTTP connectors, identity documents) with accords-mcp: resolve the request to a route, fill inputs, render or execute, and hand approvals to a person.\n---\n\n")
 	w("# Vaultclaw through accords-mcp\n\n")
 	w("<!-- %s Registry version %s. -->\n\n", skillGeneratedNote, r.Version)
+	w("## Safe order of work\n\n")
+	for i, st := range r.WorkOrder() {
+		w("%d. **%s**: %s: %s.\n", i+1, st.Name, codeList(st.Tools), st.What)
+	}
+	w("\n")
 	w("## Resolve first\n\n")
 	w("For any request meant for the vault, call `vaultclaw_route_resolve` with `request_text` (and `context.facts` when retrying). Act on `status`:\n\n")
 	w("| status | what to do |\n|---|---|\n")

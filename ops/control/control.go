@@ -81,11 +81,12 @@ type ClientStatus struct {
 	View    View      `json:"view"`
 }
 
-// View is what an attached client asked to see (its --read-only and
-// --toolsets).
+// View is what an attached client asked to see (its --read-only,
+// --toolsets and --dynamic-toolsets).
 type View struct {
 	ReadOnly bool     `json:"read_only,omitempty"`
 	Toolsets []string `json:"toolsets,omitempty"`
+	Dynamic  bool     `json:"dynamic,omitempty"`
 }
 
 // Hello is what a stdio launch tells the daemon when it attaches.

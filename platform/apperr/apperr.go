@@ -47,7 +47,10 @@ const (
 	CodePolicyError              = "MCP_POLICY_ERROR"
 	CodeSecretError              = "MCP_SECRET_ERROR"
 	CodePlanRunNotFound          = "MCP_PLAN_RUN_NOT_FOUND"
-	CodePlanRunInterrupted       = "MCP_PLAN_RUN_INTERRUPTED"
+	// CodeNotFound is a Vault 404 naming a missing resource (D16): the
+	// caller passed an id Vault does not know.
+	CodeNotFound           = "MCP_NOT_FOUND"
+	CodePlanRunInterrupted = "MCP_PLAN_RUN_INTERRUPTED"
 
 	CodeCatalogSchemaInvalid     = "MCP_CATALOG_SCHEMA_INVALID"
 	CodeCatalogNotFound          = "MCP_CATALOG_NOT_FOUND"

@@ -40,6 +40,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state (serve --read-only): for the one client when a stdio launch attaches to a daemon, for every client in the daemon's own environment"},
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
+	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
 	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
 	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
@@ -90,11 +91,13 @@ type Config struct {
 
 	LogLevel string
 
-	PolicyFile     string
-	ReadOnly       bool
-	Toolsets       []string
-	AuditRetention string
-	AuditOnFailure string
+	PolicyFile string
+	ReadOnly   bool
+	// DynamicToolsets starts stdio sessions with the core tools only.
+	DynamicToolsets bool
+	Toolsets        []string
+	AuditRetention  string
+	AuditOnFailure  string
 	// AuditKey (the variable) wins over AuditKeyFile.
 	AuditKey        string
 	AuditKeyFile    string
@@ -228,6 +231,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
 		}
 		c.ReadOnly = ro
+	}
+	if v := get("ACCORDS_MCP_DYNAMIC_TOOLSETS"); v != "" {
+		dyn, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_DYNAMIC_TOOLSETS must be true or false, got %q", v)
+		}
+		c.DynamicToolsets = dyn
 	}
 	if v := get("ACCORDS_MCP_STANDALONE"); v != "" {
 		sa, err := strconv.ParseBool(v)

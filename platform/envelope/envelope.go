@@ -35,16 +35,25 @@ type Meta struct {
 	RequestID       string
 	VaultHTTPStatus int
 	VaultCode       string
-	Extra           map[string]any
+	// Warnings are problems that did not stop the call, such as unknown
+	// arguments (D21). The key is absent when there are none, so envelopes
+	// without warnings are byte-for-byte what they always were.
+	Warnings []string
+	Extra    map[string]any
 }
 
-// MarshalJSON flattens Extra next to the three fixed keys; fixed keys win.
+// MarshalJSON flattens Extra next to the fixed keys; fixed keys win.
 func (m Meta) MarshalJSON() ([]byte, error) {
-	out := make(map[string]any, 3+len(m.Extra))
+	out := make(map[string]any, 4+len(m.Extra))
 	maps.Copy(out, m.Extra)
 	out["request_id"] = m.RequestID
 	out["vault_http_status"] = m.VaultHTTPStatus
 	out["vault_code"] = m.VaultCode
+	if len(m.Warnings) > 0 {
+		out["warnings"] = m.Warnings
+	} else {
+		delete(out, "warnings")
+	}
 	return json.Marshal(out)
 }
 
@@ -65,6 +74,13 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 			}
 		case "vault_code":
 			m.VaultCode, _ = v.(string)
+		case "warnings":
+			list, _ := v.([]any)
+			for _, w := range list {
+				if s, ok := w.(string); ok {
+					m.Warnings = append(m.Warnings, s)
+				}
+			}
 		default:
 			if m.Extra == nil {
 				m.Extra = map[string]any{}

@@ -2,42 +2,25 @@ package envelope
 
 import "github.com/google/jsonschema-go/jsonschema"
 
-// OutputSchema is the explicit JSON Schema of the envelope, declared as every
-// tool's outputSchema. "data" gets a concrete schema (not the boolean schema
-// true, which some clients reject for the whole tools/list).
-func OutputSchema() *jsonschema.Schema {
-	str := &jsonschema.Schema{Type: "string"}
+// OutputSchema is a tool's outputSchema: the envelope in the smallest form
+// every client we test accepts (the TypeScript SDK's Ajv, Ajv strict,
+// go-sdk's jsonschema-go), around the schema of the tool's own data.
+//
+// Only data is described: ok, error and meta are the same for every tool,
+// so the server instructions and docs/contract.md describe them once
+// instead of every tool repeating them in every tools/list. data is null on
+// failure, and clients validate failures too, hence anyOf with null (a type
+// array would be shorter but is not portable). No "required": Ajv's strict
+// mode refuses a required property that properties does not define, and
+// defining all four would cost each tool what describing them costs.
+func OutputSchema(data *jsonschema.Schema) *jsonschema.Schema {
+	if data == nil {
+		data = &jsonschema.Schema{Type: "object"}
+	}
 	return &jsonschema.Schema{
-		Type:     "object",
-		Required: []string{"ok", "data", "error", "meta"},
+		Type: "object",
 		Properties: map[string]*jsonschema.Schema{
-			"ok": {Type: "boolean", Description: "true when the call succeeded"},
-			"data": {
-				Types:       []string{"object", "array", "string", "number", "boolean", "null"},
-				Description: "tool-specific result; null on failure",
-			},
-			"error": {
-				Types:       []string{"object", "null"},
-				Description: "null on success",
-				Required:    []string{"code", "category", "message", "retryable", "vault_code", "details"},
-				Properties: map[string]*jsonschema.Schema{
-					"code":       str,
-					"category":   {Type: "string", Enum: []any{"auth", "approval", "validation", "policy", "secrets", "plans", "network", "internal"}},
-					"message":    str,
-					"retryable":  {Type: "boolean"},
-					"vault_code": str,
-					"details":    {Type: "object"},
-				},
-			},
-			"meta": {
-				Type:     "object",
-				Required: []string{"request_id", "vault_http_status", "vault_code"},
-				Properties: map[string]*jsonschema.Schema{
-					"request_id":        str,
-					"vault_http_status": {Type: "integer"},
-					"vault_code":        str,
-				},
-			},
+			"data": {AnyOf: []*jsonschema.Schema{data, {Type: "null"}}},
 		},
 	}
 }

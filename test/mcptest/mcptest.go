@@ -147,6 +147,7 @@ func CallWith(t testing.TB, ctx context.Context, cs Caller, p *mcp.CallToolParam
 	require.NoError(t, err, "call %s", p.Name)
 	env, err := Decode(res)
 	require.NoError(t, err, "call %s", p.Name)
+	require.NoError(t, ValidateOutput(ctx, cs, p.Name, res), "call %s", p.Name)
 	return env
 }
 

@@ -133,3 +133,33 @@ func TestPost(t *testing.T) {
 	assert.Equal(t, "tools/list", got["method"], "a string body is sent as is")
 	assert.Contains(t, string(rep.Body), "MCP_X")
 }
+
+// Results are checked against the output schema the server lists; a
+// result that does not match fails, whatever else it gets right.
+func TestValidateOutputChecksTheListedSchema(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	out := json.RawMessage(`{"type":"object","properties":{"data":{"anyOf":[{"type":"object","properties":{"n":{"type":"integer"}}},{"type":"null"}]}}}`)
+	serve := func(env string) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var e struct{ OK bool }
+			_ = json.Unmarshal([]byte(env), &e)
+			return result(env, env, !e.OK), nil
+		}
+	}
+	in := json.RawMessage(`{"type":"object"}`)
+	srv.AddTool(&mcp.Tool{Name: "good", InputSchema: in, OutputSchema: out}, serve(okEnv))
+	srv.AddTool(&mcp.Tool{Name: "failing", InputSchema: in, OutputSchema: out}, serve(failEnv))
+	srv.AddTool(&mcp.Tool{Name: "bad", InputSchema: in, OutputSchema: out}, serve(`{"ok":true,"data":{"n":"one"},"error":null,"meta":{}}`))
+	cs := Connect(t, srv, nil)
+	ctx := context.Background()
+	for _, name := range []string{"good", "failing"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+		require.NoError(t, err)
+		assert.NoError(t, ValidateOutput(ctx, cs, name, res), name)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad"})
+	require.NoError(t, err)
+	err = ValidateOutput(ctx, cs, "bad", res)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not match its output schema")
+}

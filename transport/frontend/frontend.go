@@ -11,12 +11,14 @@ package frontend
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +42,11 @@ type Options struct {
 	// dying daemon may have run, so it is not reported as retryable.
 	// Unknown names count as writes. Nil: every tool writes.
 	Writes func(tool string) bool
+	// SessionTools are tools whose calls shape the client's session on the
+	// daemon (vaultclaw_toolset_enable): a new daemon gets each distinct
+	// call again, in order, after the replayed initialize, so the client
+	// keeps the tools it had.
+	SessionTools []string
 	// ReplayTimeout bounds the replayed initialize (default 30s).
 	ReplayTimeout time.Duration
 	// MaxMessageBytes caps one message from the client
@@ -129,6 +136,9 @@ type proxy struct {
 	// says whether the client sent notifications/initialized.
 	init, setLevel *message
 	initialized    bool
+	// shaping are the distinct params of the client's SessionTools calls,
+	// oldest first, replayed after init on every new stream.
+	shaping [][]byte
 	// eof is set once the client's input has ended.
 	eof bool
 	// internal are the replayed requests' answer channels, by id key.
@@ -191,26 +201,42 @@ func (p *proxy) upstream(ctx context.Context, forMethod string) (*upstream, erro
 	p.gen++
 	up = &upstream{conn: conn, gen: p.gen, done: make(chan struct{})}
 	p.up = up
-	init, level, initialized := p.init, p.setLevel, p.initialized
+	init, level, initialized, shaping := p.init, p.setLevel, p.initialized, slices.Clone(p.shaping)
 	p.mu.Unlock()
 	go p.readUpstream(up)
-	if init == nil || forMethod == "initialize" {
+	if forMethod == "initialize" || (init == nil && len(shaping) == 0) {
 		return up, nil
 	}
-	if err := p.replay(ctx, up, init); err != nil {
-		p.lost(up)
-		return nil, fmt.Errorf("replaying the client's initialize to the new daemon: %w", err)
-	}
-	if initialized {
-		if err := up.send(request(nil, "notifications/initialized", json.RawMessage("{}"))); err != nil {
+	// A client of 2026-07-28 never initializes (each request carries what
+	// initialize did): only its shaping calls are replayed.
+	if init != nil {
+		if err := p.replay(ctx, up, init); err != nil {
 			p.lost(up)
-			return nil, err
+			return nil, fmt.Errorf("replaying the client's initialize to the new daemon: %w", err)
+		}
+		if initialized {
+			if err := up.send(request(nil, "notifications/initialized", json.RawMessage("{}"))); err != nil {
+				p.lost(up)
+				return nil, err
+			}
+		}
+		if level != nil {
+			if err := p.replay(ctx, up, level); err != nil {
+				p.o.Logger.Warn("replaying logging/setLevel failed", "error", err.Error())
+			}
 		}
 	}
-	if level != nil {
-		if err := p.replay(ctx, up, level); err != nil {
-			p.o.Logger.Warn("replaying logging/setLevel failed", "error", err.Error())
+	for _, params := range shaping {
+		if err := p.replay(ctx, up, &message{method: "tools/call", params: params}); err != nil {
+			p.o.Logger.Warn("replaying a call that shaped the session failed", "error", err.Error())
 		}
+	}
+	if init != nil && initialized {
+		// The new daemon may list other tools (another policy, another
+		// version): the client lists again. Our stdio servers advertise
+		// tools.listChanged. (A 2026-07-28 client hears of changes on its
+		// subscriptions/listen stream only.)
+		p.write(request(nil, "notifications/tools/list_changed", nil))
 	}
 	p.o.Logger.Info("attached to a new daemon; the client's session was re-initialised on its behalf", "stream", up.gen)
 	return up, nil
@@ -425,6 +451,8 @@ func (p *proxy) fromClient(ctx context.Context, body []byte) {
 			p.init = &m
 		case "logging/setLevel":
 			p.setLevel = &m
+		case "tools/call":
+			p.noteShaping(m.params)
 		}
 		p.pending[m.key] = pr
 		p.mu.Unlock()
@@ -442,6 +470,52 @@ func (p *proxy) fromClient(ctx context.Context, body []byte) {
 			p.lost(up)
 		}
 	}
+}
+
+// maxShaping bounds the calls kept for replay (there are a handful of
+// toolsets; a client repeating itself adds nothing).
+const maxShaping = 64
+
+// noteShaping keeps params of a SessionTools call for replay; p.mu is held.
+func (p *proxy) noteShaping(params json.RawMessage) {
+	if len(p.o.SessionTools) == 0 || len(p.shaping) >= maxShaping {
+		return
+	}
+	var call struct {
+		Name string `json:"name"`
+	}
+	if !slices.ContainsFunc(p.o.SessionTools, func(n string) bool { return bytes.Contains(params, []byte(n)) }) ||
+		json.Unmarshal(params, &call) != nil || !slices.Contains(p.o.SessionTools, call.Name) {
+		return
+	}
+	// Without a progress token (the first call's means nothing to the
+	// next daemon), compact, so the same call is kept once; the rest of
+	// _meta stays (a 2026-07-28 request carries its protocol version there).
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return
+	}
+	if raw, ok := m["_meta"]; ok {
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(raw, &meta) != nil {
+			return
+		}
+		delete(meta, "progressToken")
+		m["_meta"], _ = json.Marshal(meta)
+		if len(meta) == 0 {
+			delete(m, "_meta")
+		}
+	}
+	norm, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	for _, kept := range p.shaping {
+		if bytes.Equal(kept, norm) {
+			return
+		}
+	}
+	p.shaping = append(p.shaping, norm)
 }
 
 // CodeClientGone is the JSON-RPC error the front end answers the daemon's

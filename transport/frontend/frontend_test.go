@@ -45,6 +45,15 @@ type fakeDaemon struct {
 	ss   *mcp.ServerSession
 	// calls counts tools/call requests that reached this daemon.
 	calls atomic.Int64
+	// grown are the arguments of the "grow" calls it received.
+	growMu sync.Mutex
+	grown  []string
+}
+
+func (fd *fakeDaemon) grownArgs() []string {
+	fd.growMu.Lock()
+	defer fd.growMu.Unlock()
+	return append([]string(nil), fd.grown...)
 }
 
 func (d *daemons) dial(ctx context.Context) (io.ReadWriteCloser, error) {
@@ -65,6 +74,14 @@ func (d *daemons) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	}
 	add("echo", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("daemon %d", fd.n)}}}, nil
+	})
+	// grow stands for vaultclaw_toolset_enable: a call that shapes the
+	// session, which a new daemon must get again.
+	add("grow", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fd.growMu.Lock()
+		fd.grown = append(fd.grown, string(req.Params.Arguments))
+		fd.growMu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown"}}}, nil
 	})
 	block := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		d.entered <- req.Params.Name
@@ -121,10 +138,11 @@ func (d *daemons) count() int {
 func (d *daemons) kill(i int) { d.get(i).conn.Close() }
 
 type harness struct {
-	d    *daemons
-	cs   *mcp.ClientSession
-	done chan error
-	prog chan *mcp.ProgressNotificationParams
+	d       *daemons
+	cs      *mcp.ClientSession
+	done    chan error
+	prog    chan *mcp.ProgressNotificationParams
+	changed chan struct{}
 }
 
 // writes is the front end's view of which tools change state.
@@ -132,19 +150,31 @@ func writes(name string) bool { return name != "block_read" && name != "echo" &&
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startAt(t, "2025-11-25")
+}
+
+// startAt is start with a client of protocol version (go-sdk's latest,
+// 2026-07-28, when empty).
+func startAt(t *testing.T, version string) *harness {
+	t.Helper()
 	d := &daemons{t: t, entered: make(chan string, 8)}
 	cin, feIn := io.Pipe()
 	feOut, cout := io.Pipe()
-	h := &harness{d: d, done: make(chan error, 1), prog: make(chan *mcp.ProgressNotificationParams, 16)}
+	h := &harness{d: d, done: make(chan error, 1), prog: make(chan *mcp.ProgressNotificationParams, 16), changed: make(chan struct{}, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		h.done <- frontend.Run(ctx, frontend.Options{In: cin, Out: cout, Dial: d.dial, Writes: writes, ReplayTimeout: 5 * time.Second})
+		h.done <- frontend.Run(ctx, frontend.Options{In: cin, Out: cout, Dial: d.dial, Writes: writes, ReplayTimeout: 5 * time.Second,
+			SessionTools: []string{"grow"}})
 		cout.Close()
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "7"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { h.prog <- r.Params },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { h.changed <- struct{}{} },
 	})
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: feOut, Writer: feIn}, nil)
+	// start: 2025-11-25, the protocol of today's clients, with a session
+	// that initializes (a handler of list_changed would otherwise make
+	// go-sdk speak 2026-07-28).
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: feOut, Writer: feIn}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
 	h.cs = cs
 	t.Cleanup(func() {
@@ -262,7 +292,7 @@ func TestDaemonDeathFailsInFlightCallsAndTheNextOneGoesThrough(t *testing.T) {
 	// And it still lists tools (an ordinary request after the replay).
 	tl, err := h.cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, tl.Tools, 5)
+	assert.Len(t, tl.Tools, 6)
 }
 
 func TestNoDaemonFailsTheRequestRetryablyUntilOneIsBack(t *testing.T) {
@@ -373,6 +403,48 @@ func TestDialFailureAtLaunchIsTheError(t *testing.T) {
 	err := frontend.Run(context.Background(), frontend.Options{In: strings.NewReader(""), Out: io.Discard, Dial: d.dial})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no daemon (test)")
+}
+
+// A session shaped by calls (toolsets enabled) keeps its shape on the next
+// daemon: each distinct call is replayed after initialize, and the client
+// is told to list again.
+func TestANewDaemonGetsTheCallsThatShapedTheSession(t *testing.T) {
+	h := start(t)
+	p := &mcp.CallToolParams{Name: "grow", Arguments: map[string]any{"toolset": "catalog"}}
+	p.SetProgressToken("first-call-only")
+	_, err := h.cs.CallTool(context.Background(), p)
+	require.NoError(t, err)
+	h.call(t, "grow", map[string]any{"toolset": "vault"})
+	h.call(t, "grow", map[string]any{"toolset": "catalog"})
+	h.call(t, "echo", nil)
+	assert.Len(t, h.d.get(0).grownArgs(), 3)
+	select {
+	case <-h.changed:
+		t.Fatal("no list_changed while the daemon stays")
+	default:
+	}
+
+	h.d.kill(0)
+	// A call sent before the front end notices is answered retryably.
+	require.Eventually(t, func() bool { return text(h.call(t, "echo", nil)) == "daemon 2" }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{`{"toolset":"catalog"}`, `{"toolset":"vault"}`}, h.d.get(1).grownArgs(),
+		"each distinct call once, in order, before the client's own request")
+	select {
+	case <-h.changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client was not told to list again on the new daemon")
+	}
+}
+
+// A 2026-07-28 client never initializes; its shaping calls are replayed
+// all the same.
+func TestANewDaemonGetsTheShapingCallsOfANewProtocolClient(t *testing.T) {
+	h := startAt(t, "")
+	require.Equal(t, "2026-07-28", h.cs.InitializeResult().ProtocolVersion)
+	h.call(t, "grow", map[string]any{"toolset": "vault"})
+	h.d.kill(0)
+	require.Eventually(t, func() bool { return text(h.call(t, "echo", nil)) == "daemon 2" }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{`{"toolset":"vault"}`}, h.d.get(1).grownArgs())
 }
 
 // TestEndOfInputAnswersTheDaemonsRequests: a daemon request (a URL

@@ -1,0 +1,125 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Toolset dynamic: progressive disclosure. With dynamic toolsets on, a
+// session starts with the core tools and these two, and grows on demand:
+// vaultclaw_toolset_enable shows a toolset's tools to the calling session
+// only, and the session is told (notifications/tools/list_changed). They
+// change no data; which session they act on comes with the call
+// (ToolsetControl), so enablement is per session, never per process.
+
+// Core are the tools a dynamic session starts with: enough to check the
+// session, find a route or a recipe, and discover the rest.
+var Core = []string{
+	"vaultclaw_session_status", "vaultclaw_route_resolve", "vaultclaw_recipes_search",
+	"vaultclaw_toolsets_list", "vaultclaw_toolset_enable",
+}
+
+// ToolsetDescriptions say what each toolset is for (vaultclaw_toolsets_list,
+// docs).
+var ToolsetDescriptions = map[string]string{
+	ToolsetSession:   "the scope's Vaultclaw session: configure, status, clear",
+	ToolsetVault:     "connectors, documents, secret slots and profiles; validate and execute requests and plans",
+	ToolsetApprovals: "approval requests, jobs and plan runs, and waiting for a person's decision",
+	ToolsetCatalog:   "the local cookbook catalog: search, read, render templates, store bundles",
+	ToolsetRemote:    "remote cookbook sources and installing from them",
+	ToolsetRouting:   "natural-language requests to routes",
+	ToolsetAudit:     "this scope's audit receipts",
+	ToolsetDynamic:   "listing and enabling toolsets (dynamic mode only)",
+}
+
+// ToolsetState is one toolset as a session sees it.
+type ToolsetState struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Enabled     bool   `json:"enabled"`
+	// Tools are the toolset's tools the caller may call.
+	Tools []string `json:"tools"`
+}
+
+// ToolsetControl is the calling session's view, put in the call's context
+// by the gateway.
+type ToolsetControl interface {
+	// Toolsets lists the toolsets the server offers, in a stable order.
+	Toolsets() []ToolsetState
+	// Always are the core tools the session lists whatever it enables.
+	Always() []string
+	// Enable shows a toolset's tools to the session and tells it so; added
+	// are the tools it did not see before. An unknown or unoffered toolset
+	// is an error.
+	Enable(name string) (st ToolsetState, added []string, err error)
+}
+
+type toolsetControlKey struct{}
+
+// WithToolsetControl returns ctx carrying the session's toolset control.
+func WithToolsetControl(ctx context.Context, c ToolsetControl) context.Context {
+	return context.WithValue(ctx, toolsetControlKey{}, c)
+}
+
+func toolsetControl(ctx context.Context) (ToolsetControl, error) {
+	c, ok := ctx.Value(toolsetControlKey{}).(ToolsetControl)
+	if !ok || c == nil {
+		return nil, apperr.New(apperr.CodePermissionDenied, "dynamic toolsets are off for this session; every tool it may call is listed already").
+			With("reason", "dynamic_toolsets_off")
+	}
+	return c, nil
+}
+
+var toolsetsList = Define(Tool{
+	Name:        "vaultclaw_toolsets_list",
+	Description: "List the toolsets and their tools, to find one to enable.",
+	Toolset:     ToolsetDynamic,
+	Capability:  CapToolDiscovery,
+	Effect:      ReadsLocal,
+	Output:      obj("toolsets", objs(), "always", strs()),
+}, nil, listToolsets)
+
+func listToolsets(ctx context.Context, _ *Deps, _ *Call, _ Empty) (Result, error) {
+	c, err := toolsetControl(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	return OK(map[string]any{"toolsets": c.Toolsets(), "always": c.Always()})
+}
+
+type toolsetEnableIn struct {
+	Toolset string `json:"toolset"`
+}
+
+// ToolsetEnableName names vaultclaw_toolset_enable: the stdio front end
+// replays its calls on a new daemon, so an attached session keeps what it
+// enabled.
+const ToolsetEnableName = "vaultclaw_toolset_enable"
+
+var toolsetEnable = Define(Tool{
+	Name:        ToolsetEnableName,
+	Description: "Add a toolset's tools to this session, when a task needs them.",
+	Toolset:     ToolsetDynamic,
+	Capability:  CapToolDiscovery,
+	Effect:      ChangesView,
+	Output:      obj("toolset", str(), "tools", strs(), "added", strs()),
+}, func(s *jsonschema.Schema) {
+	Enum(s, "toolset", SelectableToolsets...)
+}, enableToolset)
+
+func enableToolset(ctx context.Context, _ *Deps, _ *Call, in toolsetEnableIn) (Result, error) {
+	c, err := toolsetControl(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	st, added, err := c.Enable(in.Toolset)
+	if err != nil {
+		return Result{}, err
+	}
+	if added == nil {
+		added = []string{}
+	}
+	return OK(map[string]any{"toolset": st.Name, "tools": st.Tools, "added": added})
+}
