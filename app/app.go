@@ -5,6 +5,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -53,9 +55,12 @@ import (
 
 // App holds the open database and every service built on it.
 type App struct {
-	Config   config.Config
-	Logger   *slog.Logger
-	DB       *store.DB
+	Config config.Config
+	Logger *slog.Logger
+	DB     *store.DB
+	// Fleet is this replica's membership among those sharing an etcd
+	// store (nil on bbolt: one process).
+	Fleet    *store.Fleet
 	Keys     *keyring.Keyring
 	Sessions *session.Service
 	// Vault is the shared Vaultclaw client (pooled connections).
@@ -141,7 +146,7 @@ func Open(cfg config.Config, logger *slog.Logger, options ...Option) (*App, erro
 	if err != nil {
 		logger.Warn("could not remove every leftover temporary file", "error", err.Error())
 	}
-	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: cfg.DBLockTimeout})
+	db, err := OpenStore(cfg, store.Options{LockTimeout: cfg.DBLockTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -174,11 +179,19 @@ func Open(cfg config.Config, logger *slog.Logger, options ...Option) (*App, erro
 // built-in cookbooks.
 func (a *App) openCatalog() error {
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: a.Config.MaxBundleBytes})
+	maxBundle := a.Config.MaxBundleBytes
+	if a.DB.Kind() == store.KindEtcd && maxBundle > store.EtcdMaxBundleBytes {
+		// A bundle and its list row go in one etcd request (1.5 MiB).
+		a.Logger.Info("cookbook bundles are capped at the etcd store's limit", "max_bundle_bytes", store.EtcdMaxBundleBytes)
+		maxBundle = store.EtcdMaxBundleBytes
+	}
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: maxBundle})
 	if err != nil {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}
 	a.Catalog = cat
+	// Other replicas' cookbook writes reach this index through a watch.
+	cat.Follow(ctx)
 	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
 		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
 	}
@@ -214,6 +227,15 @@ func (a *App) init() error {
 	a.Keys = keys
 	if err := a.openCatalog(); err != nil {
 		return err
+	}
+	if a.DB.Kind() == store.KindEtcd {
+		// Rate limits are shared out among the live replicas.
+		host, _ := os.Hostname()
+		fleet, err := a.DB.JoinFleet(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(randomID())))
+		if err != nil {
+			return err
+		}
+		a.Fleet = fleet
 	}
 	a.Sessions = session.New(a.DB, keys, session.Defaults{
 		Token:      a.Config.VaultToken,
@@ -313,6 +335,7 @@ func (a *App) init() error {
 
 		MaxAnonymousTenants: a.Config.MaxAnonTenants,
 		StoredTenants:       a.storedTenants,
+		Replicas:            a.Fleet.Live,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -333,10 +356,24 @@ func (a *App) openTasks() error {
 		a.Logger.Warn("pruning tasks failed", "error", err)
 	}
 	var err error
-	a.Tasks, err = tasks.New(tasks.Options{
+	topts := tasks.Options{
 		Store: a.TaskStore, Keys: a.Keys, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
 		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
-	})
+	}
+	if a.Fleet != nil {
+		// One replica follows each task; another takes over when it dies;
+		// listeners on every replica hear of its changes.
+		topts.Claim, topts.Release = a.Fleet.Claim, a.Fleet.Release
+		topts.Follow = func(ctx context.Context, changed func()) {
+			from, err := a.DB.Revision(ctx)
+			if err != nil {
+				a.Logger.Warn("task changes of other replicas are not followed", "error", err.Error())
+				return
+			}
+			a.DB.Follow(ctx, store.BucketTasks, from, func(int64) { changed() }, func(int64) { changed() })
+		}
+	}
+	a.Tasks, err = tasks.New(topts)
 	if err != nil {
 		return err
 	}
@@ -375,7 +412,8 @@ func (a *App) openAudit() error {
 	if a.AuditKey, err = audit.LoadKey(AuditKeySpec(a.Config), true); err != nil {
 		return fmt.Errorf("load audit key: %w", err)
 	}
-	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence}
+	// Replicas on one etcd store append to one chain.
+	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence, Shared: a.DB.Kind() == store.KindEtcd}
 	defer func() { a.auditOpts = opts }()
 	if anchor != nil {
 		opts.Anchor = anchor
@@ -419,7 +457,34 @@ func (a *App) Degraded() []string {
 	if ok, why := a.audit.Healthy(); !ok {
 		out = append(out, "audit receipts cannot be written: "+why)
 	}
+	if a.DB.Kind() == store.KindEtcd {
+		if err := a.DB.Ping(); err != nil {
+			out = append(out, "store unavailable: write tools are refused (retryable MCP_STORE_UNAVAILABLE); searches answer from this replica's index")
+		}
+	}
 	return out
+}
+
+// StoreHealth is the "store" object of /healthz.
+func (a *App) StoreHealth() any {
+	h := map[string]any{"backend": a.DB.Kind()}
+	if a.DB.Kind() != store.KindEtcd {
+		return h
+	}
+	h["endpoints"] = a.Config.Store.Endpoints
+	h["prefix"] = a.Config.Store.Prefix
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rev, err := a.DB.Revision(ctx)
+	h["reachable"] = err == nil
+	if err == nil {
+		h["revision"] = rev
+	}
+	h["replicas"] = a.Fleet.Live()
+	if a.Catalog != nil {
+		h["catalog_rev"], h["index_rev"] = a.Catalog.Rev(), a.Catalog.IndexRev()
+	}
+	return h
 }
 
 // maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant
@@ -472,6 +537,7 @@ func (a *App) Close() error {
 	if a.Tasks != nil {
 		a.Tasks.Close()
 	}
+	a.Fleet.Leave()
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
@@ -585,6 +651,11 @@ func (a *App) HTTPHandler() http.Handler {
 			return a.Tasks.HTTP(next, a.Gateway.RequestPrincipal, int(a.Config.MaxBodyBytes))
 		},
 		Health: func() error {
+			if a.DB.Kind() == store.KindEtcd {
+				// etcd out of reach degrades a replica (searches go on
+				// from its index) but leaves it in the load balancer.
+				return nil
+			}
 			leave, err := a.Gate.Enter(context.Background())
 			if err != nil {
 				return err
@@ -593,6 +664,7 @@ func (a *App) HTTPHandler() http.Handler {
 			return a.DB.Ping()
 		},
 		Degraded: a.Degraded,
+		Store:    a.StoreHealth,
 		Logger:   a.sdkLogger(),
 		// /metrics is guarded like the MCP endpoint: open while the policy
 		// has no callers (loopback only), a caller's bearer token otherwise.
@@ -665,3 +737,9 @@ func (a *App) ServeHTTP(ctx context.Context, addr string, ready func(net.Addr)) 
 }
 
 func pid() int { return os.Getpid() }
+
+func randomID() []byte {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return b
+}

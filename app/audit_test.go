@@ -23,7 +23,6 @@ import (
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 func healthz(t *testing.T, a *app.App) map[string]any {
@@ -56,7 +55,7 @@ func TestBrokenChainAtStartIsLoud(t *testing.T) {
 
 	db, err := store.Open(cfg.DBPath, store.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketAudit).Bucket([]byte("receipts")).Delete(store.U64(3))
 	}))
 	require.NoError(t, db.Close())

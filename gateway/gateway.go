@@ -82,6 +82,9 @@ type Options struct {
 	// tenants that already hold data, which count towards it.
 	MaxAnonymousTenants int
 	StoredTenants       func() ([]string, error)
+	// Replicas is the number of live replicas enforcing rate limits
+	// together (store.Fleet.Live); nil means this process alone.
+	Replicas func() int
 	// Tracer, when set, opens a span per tool call (platform/tracing);
 	// nil is tracing off.
 	Tracer trace.Tracer

@@ -224,6 +224,10 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	if l.Unlimited() {
 		return nil
 	}
+	if g.opts.Replicas != nil {
+		// Replicas sharing an etcd store each hold their share.
+		l = l.Share(g.opts.Replicas())
+	}
 	ok, wait := true, time.Duration(0)
 	for _, key := range limitKeys(p, c, tool) {
 		if ok, wait = g.limiter.Allow(key, l); !ok {
@@ -241,9 +245,10 @@ func (g *Gateway) limit(p caller.Principal, c *policy.Caller, tool string) *appe
 	if tool == unknownToolKey {
 		name = "unknown tools"
 	}
-	e := apperr.New(apperr.CodeRateLimited, "rate limit for %s exceeded (%g calls per minute, burst %d); retry in %d ms", name, l.PerMinute, l.Burst, ms)
+	full := c.LimitFor(tool)
+	e := apperr.New(apperr.CodeRateLimited, "rate limit for %s exceeded (%g calls per minute, burst %d); retry in %d ms", name, full.PerMinute, full.Burst, ms)
 	e.Retryable = true
-	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", l.PerMinute).With("burst", l.Burst)
+	return e.With("retry_after_ms", ms).With("tool", name).With("calls_per_minute", full.PerMinute).With("burst", full.Burst)
 }
 
 // limitKeys are the buckets a call takes a token from: authenticated

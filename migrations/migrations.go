@@ -6,7 +6,7 @@ package migrations
 import (
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store/kv"
 )
 
 // Migration moves the schema from Version-1 to Version. Apply runs inside the
@@ -15,7 +15,7 @@ import (
 type Migration struct {
 	Version int
 	Name    string
-	Apply   func(tx *bolt.Tx) error
+	Apply   func(tx kv.Tx) error
 }
 
 // All returns the migrations in order. Versions are 1..n without gaps.
@@ -30,7 +30,7 @@ func All() []Migration {
 // Latest is the schema version this binary writes.
 func Latest() int { return len(All()) }
 
-func createBuckets(tx *bolt.Tx, names ...string) error {
+func createBuckets(tx kv.Tx, names ...string) error {
 	for _, n := range names {
 		if _, err := tx.CreateBucketIfNotExists([]byte(n)); err != nil {
 			return fmt.Errorf("create bucket %q: %w", n, err)
@@ -40,7 +40,7 @@ func createBuckets(tx *bolt.Tx, names ...string) error {
 }
 
 // v1 lays out one top-level bucket per entity (etcd style).
-func v1InitialBuckets(tx *bolt.Tx) error {
+func v1InitialBuckets(tx kv.Tx) error {
 	return createBuckets(tx,
 		"meta",        // schema version, revisions, chain heads
 		"sessions",    // Vaultclaw session per scope (token sealed)
@@ -56,7 +56,7 @@ func v1InitialBuckets(tx *bolt.Tx) error {
 // log inside "audit". Existing receipts are adopted (tree built, first
 // checkpoint signed) by the audit log at its next start, which has the
 // signing key; a migration has no key.
-func v2SignedAudit(tx *bolt.Tx) error {
+func v2SignedAudit(tx kv.Tx) error {
 	a, err := tx.CreateBucketIfNotExists([]byte("audit"))
 	if err != nil {
 		return err
@@ -72,6 +72,6 @@ func v2SignedAudit(tx *bolt.Tx) error {
 // v3 adds the tasks of the MCP Tasks extension: one record per task, keyed
 // by the SHA-256 of its id, holding the owner, the approval it waits on and,
 // once finished, the tool result.
-func v3ApprovalTasks(tx *bolt.Tx) error {
+func v3ApprovalTasks(tx kv.Tx) error {
 	return createBuckets(tx, "tasks")
 }

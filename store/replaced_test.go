@@ -11,7 +11,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 // mark writes a marker into the database at path.
@@ -19,7 +18,7 @@ func mark(t *testing.T, path, value string) {
 	t.Helper()
 	db, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.Bucket(store.BucketMeta).Put([]byte("marker"), []byte(value)) }))
+	require.NoError(t, db.Update(func(tx store.Tx) error { return tx.Bucket(store.BucketMeta).Put([]byte("marker"), []byte(value)) }))
 	require.NoError(t, db.Close())
 }
 
@@ -59,7 +58,7 @@ func TestOpenFollowsAFileReplacedWhileWaitingForTheLock(t *testing.T) {
 	require.NoError(t, o.err)
 	defer o.db.Close()
 	var value string
-	require.NoError(t, o.db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, o.db.View(func(tx store.Tx) error {
 		value = string(tx.Bucket(store.BucketMeta).Get([]byte("marker")))
 		return nil
 	}))

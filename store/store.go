@@ -1,9 +1,12 @@
-// Package store owns the bbolt file: the single source of truth for every
-// piece of durable state. Domain packages keep their records in the buckets
-// named here and run their own transactions through DB.
+// Package store owns the durable state: the single source of truth for
+// every piece of it, in a bbolt file (the default) or in etcd (several
+// replicas sharing one state). Domain packages keep their records in the
+// buckets named here and run their own transactions through DB, which
+// offers both backends as the same kv.Tx.
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -15,6 +18,8 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/store/etcdkv"
+	"github.com/accordsai/accords-mcp/store/kv"
 	bolt "go.etcd.io/bbolt"
 	bolterr "go.etcd.io/bbolt/errors"
 )
@@ -29,6 +34,19 @@ var (
 	BucketHandles    = []byte("handles")
 	BucketAudit      = []byte("audit")
 	BucketTasks      = []byte("tasks")
+)
+
+// Tx, Bucket and Cursor are the transaction shape of both backends.
+type (
+	Tx     = kv.Tx
+	Bucket = kv.Bucket
+	Cursor = kv.Cursor
+)
+
+// Backend kinds.
+const (
+	KindBolt = "bbolt"
+	KindEtcd = "etcd"
 )
 
 // KeySchemaVersion is the meta key of the schema version (uint64 big endian).
@@ -55,8 +73,11 @@ type Options struct {
 // through the daemon), so services keep their *DB across a restore.
 type DB struct {
 	bolt atomic.Pointer[bolt.DB]
-	path string
-	opts Options
+	etcd *etcdkv.Backend
+	// closeEtcd closes the etcd client (set by OpenEtcd).
+	closeEtcd func() error
+	path      string
+	opts      Options
 	// BackupPath is the copy made before the last migration, if any.
 	BackupPath string
 }
@@ -115,6 +136,9 @@ func (db *DB) open() error {
 func (db *DB) Replace(swap func() error, undo func() error) error {
 	if db.opts.ReadOnly {
 		return errors.New("store: cannot replace a database opened read-only")
+	}
+	if db.etcd != nil {
+		return errors.New("store: an etcd store is restored in place, not replaced")
 	}
 	if err := db.b().Close(); err != nil {
 		return fmt.Errorf("close %s before the swap: %w", db.path, err)
@@ -186,14 +210,14 @@ func stillThere(path string, f *os.File) bool {
 // SchemaVersion reads the stored schema version (0 for a new file).
 func (db *DB) SchemaVersion() (int, error) {
 	v := 0
-	err := db.b().View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx Tx) error {
 		v = readVersion(tx)
 		return nil
 	})
 	return v, err
 }
 
-func readVersion(tx *bolt.Tx) int {
+func readVersion(tx Tx) int {
 	m := tx.Bucket(BucketMeta)
 	if m == nil {
 		return 0
@@ -217,7 +241,7 @@ func (db *DB) migrate(migs []migrations.Migration) error {
 	if current == latest {
 		return nil
 	}
-	if current > 0 {
+	if current > 0 && db.etcd == nil {
 		// Copy aside before touching an existing schema, so a failed or
 		// unwanted upgrade can be undone by hand.
 		bak := fmt.Sprintf("%s.pre-v%d-%s.bak", db.path, latest, time.Now().UTC().Format("20060102T150405Z"))
@@ -227,7 +251,10 @@ func (db *DB) migrate(migs []migrations.Migration) error {
 		db.BackupPath = bak
 	}
 	for _, m := range migs[current:] {
-		if err := db.b().Update(func(tx *bolt.Tx) error {
+		if err := db.Update(func(tx Tx) error {
+			if readVersion(tx) >= m.Version {
+				return nil // another replica applied it meanwhile
+			}
 			if err := m.Apply(tx); err != nil {
 				return err
 			}
@@ -243,25 +270,65 @@ func (db *DB) migrate(migs []migrations.Migration) error {
 	return nil
 }
 
-// Path is the database file path.
+// Path is the database file path (for etcd, the store's URL).
 func (db *DB) Path() string { return db.path }
 
-// Bolt exposes the handle for packages that need Batch or WriteTo.
-func (db *DB) Bolt() *bolt.DB { return db.b() }
+// Kind is KindBolt or KindEtcd.
+func (db *DB) Kind() string {
+	if db.etcd != nil {
+		return KindEtcd
+	}
+	return KindBolt
+}
+
+// Bolt exposes the bbolt handle (nil on etcd).
+func (db *DB) Bolt() *bolt.DB {
+	if db.etcd != nil {
+		return nil
+	}
+	return db.b()
+}
+
+// Etcd is the etcd backend (nil on bbolt).
+func (db *DB) Etcd() *etcdkv.Backend { return db.etcd }
 
 // View runs a read transaction.
-func (db *DB) View(fn func(tx *bolt.Tx) error) error { return db.b().View(fn) }
+func (db *DB) View(fn func(tx Tx) error) error {
+	if db.etcd != nil {
+		return db.etcd.View(context.Background(), fn)
+	}
+	return db.b().View(func(tx *bolt.Tx) error { return fn(kv.BoltTx(tx)) })
+}
 
-// Update runs a write transaction.
-func (db *DB) Update(fn func(tx *bolt.Tx) error) error { return db.b().Update(fn) }
+// Update runs a write transaction. On etcd fn may run more than once (a
+// transaction that conflicted with another replica's runs again on fresh
+// data), so it must not have effects outside the transaction that a second
+// run would repeat.
+func (db *DB) Update(fn func(tx Tx) error) error {
+	if db.etcd != nil {
+		return db.etcd.Update(context.Background(), fn)
+	}
+	return db.b().Update(func(tx *bolt.Tx) error { return fn(kv.BoltTx(tx)) })
+}
 
-// Close closes the file.
-func (db *DB) Close() error { return db.b().Close() }
+// Close closes the file or the etcd client.
+func (db *DB) Close() error {
+	if db.etcd != nil {
+		return db.closeEtcd()
+	}
+	return db.b().Close()
+}
 
-// Ping reports whether the file is readable and has its meta bucket; the
+// Ping reports whether the store is readable and has its meta bucket; the
 // health endpoint uses it.
 func (db *DB) Ping() error {
-	return db.b().View(func(tx *bolt.Tx) error {
+	if db.etcd != nil {
+		// A round trip: bucket markers are remembered between transactions.
+		if _, err := db.etcd.Revision(context.Background()); err != nil {
+			return err
+		}
+	}
+	return db.View(func(tx Tx) error {
 		if tx.Bucket(BucketMeta) == nil {
 			return errors.New("meta bucket missing")
 		}
@@ -277,7 +344,7 @@ func U64(n uint64) []byte {
 }
 
 // GetJSON decodes the value at key into v; it reports false when absent.
-func GetJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
+func GetJSON(b Bucket, key []byte, v any) (bool, error) {
 	raw := b.Get(key)
 	if raw == nil {
 		return false, nil
@@ -289,7 +356,7 @@ func GetJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
 }
 
 // PutJSON encodes v at key.
-func PutJSON(b *bolt.Bucket, key []byte, v any) error {
+func PutJSON(b Bucket, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 func TestOpenCreatesPrivateFileAndFolder(t *testing.T) {
@@ -50,7 +49,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "accords.db")
 	db, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketMeta).Put(store.KeySchemaVersion, store.U64(uint64(migrations.Latest()+1)))
 	}))
 	require.NoError(t, db.Close())
@@ -78,7 +77,7 @@ func TestMigrateFromEveryOlderVersion(t *testing.T) {
 			old, err := store.Open(path, store.Options{Migrations: all[:n]})
 			require.NoError(t, err)
 			if n > 0 {
-				require.NoError(t, old.Update(func(tx *bolt.Tx) error {
+				require.NoError(t, old.Update(func(tx store.Tx) error {
 					return tx.Bucket(store.BucketMeta).Put([]byte("fixture"), []byte("kept"))
 				}))
 			}
@@ -90,7 +89,7 @@ func TestMigrateFromEveryOlderVersion(t *testing.T) {
 			v, err := db.SchemaVersion()
 			require.NoError(t, err)
 			require.Equal(t, len(all), v)
-			require.NoError(t, db.View(func(tx *bolt.Tx) error {
+			require.NoError(t, db.View(func(tx store.Tx) error {
 				for _, b := range [][]byte{store.BucketMeta, store.BucketSessions, store.BucketCatalog, store.BucketSources, store.BucketPolicyHash, store.BucketHandles, store.BucketAudit} {
 					require.NotNil(t, tx.Bucket(b), "bucket %s", b)
 				}
@@ -111,7 +110,7 @@ func TestMigrateFromEveryOlderVersion(t *testing.T) {
 func TestFailedMigrationLeavesVersionUnchanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "accords.db")
 	migs := append([]migrations.Migration{}, migrations.All()...)
-	migs = append(migs, migrations.Migration{Version: len(migs) + 1, Name: "broken", Apply: func(tx *bolt.Tx) error {
+	migs = append(migs, migrations.Migration{Version: len(migs) + 1, Name: "broken", Apply: func(tx store.Tx) error {
 		if _, err := tx.CreateBucket([]byte("half_done")); err != nil {
 			return err
 		}
@@ -126,7 +125,7 @@ func TestFailedMigrationLeavesVersionUnchanged(t *testing.T) {
 	v, err := db.SchemaVersion()
 	require.NoError(t, err)
 	require.Equal(t, migrations.Latest(), v)
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, db.View(func(tx store.Tx) error {
 		require.Nil(t, tx.Bucket([]byte("half_done")), "a failed migration must roll back whole")
 		return nil
 	}))

@@ -43,6 +43,9 @@ type HTTPOptions struct {
 	// Degraded lists what is wrong while the server still serves (an audit
 	// log that failed verification); /healthz then says status degraded.
 	Degraded func() []string
+	// Store describes the state store for /healthz ("store"): its backend
+	// and, for etcd, reachability, revision and live replicas.
+	Store func() any
 	// Wrap, when set, wraps the MCP endpoint (authentication).
 	Wrap func(http.Handler) http.Handler
 	// Inner, when set, sees each MCP request after authentication and the
@@ -158,7 +161,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	if o.Path != "/mcp" {
 		mux.Handle("/mcp", guard.wrap(endpoint, false))
 	}
-	health := guard.wrap(healthHandler(o.Health, o.Degraded, o.Logger), true)
+	health := guard.wrap(healthHandler(o.Health, o.Degraded, o.Store, o.Logger), true)
 	mux.Handle("/healthz", health)
 	mux.Handle("/v1/healthz", health)
 	for p, h := range o.Extra {
@@ -233,7 +236,7 @@ func writeTenantRequired(w http.ResponseWriter) {
 // healthHandler answers health checks. It is open to anyone who can reach
 // the port, so it says only ok, degraded (and why) or unhealthy: the
 // store's error goes to the log.
-func healthHandler(check func() error, degraded func() []string, logger *slog.Logger) http.Handler {
+func healthHandler(check func() error, degraded func() []string, store func() any, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -242,6 +245,9 @@ func healthHandler(check func() error, degraded func() []string, logger *slog.Lo
 		}
 		body := map[string]any{"ok": true, "service": "accords-mcp", "version": version.Version, "status": "ok"}
 		status := http.StatusOK
+		if store != nil {
+			body["store"] = store()
+		}
 		if degraded != nil {
 			if d := degraded(); len(d) > 0 {
 				body["status"], body["degraded"] = "degraded", d

@@ -2,13 +2,14 @@ package vault
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store/kv"
 )
 
 // DefaultPolicyHashTTL is how long a connector's policy_hash is trusted (D5).
@@ -73,7 +74,7 @@ func (c *PolicyHashCache) Get(ep Endpoint, connectorID string) (string, bool) {
 	}
 	var rec policyHashRecord
 	var found bool
-	_ = c.db.View(func(tx *bolt.Tx) error {
+	_ = c.db.View(func(tx store.Tx) error {
 		var err error
 		found, err = store.GetJSON(tx.Bucket(store.BucketPolicyHash), cacheKey(ep, connectorID), &rec)
 		return err
@@ -89,8 +90,19 @@ func (c *PolicyHashCache) Put(ep Endpoint, connectorID, hash string) {
 	if c == nil || c.db == nil || hash == "" {
 		return
 	}
-	_ = c.db.Update(func(tx *bolt.Tx) error {
-		return store.PutJSON(tx.Bucket(store.BucketPolicyHash), cacheKey(ep, connectorID), policyHashRecord{PolicyHash: hash, FetchedAt: c.now().UTC()})
+	_ = c.db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(store.BucketPolicyHash)
+		rec := policyHashRecord{PolicyHash: hash, FetchedAt: c.now().UTC()}
+		if exp, ok := b.(kv.Expiring); ok {
+			// etcd: a lease removes the entry once it expires, so the
+			// keyspace holds no stale hashes; reads still check FetchedAt.
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			return exp.PutTTL(cacheKey(ep, connectorID), raw, int64(c.ttl/time.Second)+1)
+		}
+		return store.PutJSON(b, cacheKey(ep, connectorID), rec)
 	})
 }
 
@@ -99,7 +111,7 @@ func (c *PolicyHashCache) Invalidate(ep Endpoint, connectorID string) {
 	if c == nil || c.db == nil {
 		return
 	}
-	_ = c.db.Update(func(tx *bolt.Tx) error {
+	_ = c.db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketPolicyHash).Delete(cacheKey(ep, connectorID))
 	})
 }

@@ -191,7 +191,7 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", kerr)
 			return 1
 		}
-		if !w.remote && dbIsNew(cfg.DBPath) {
+		if !w.remote && storeIsNew(cfg) {
 			fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
 			return 1
 		}
@@ -304,7 +304,7 @@ func auditBackend(ctx context.Context, env *environment, fn func(b admin.Backend
 	return withBackend(ctx, env, func(b admin.Backend, w where) int {
 		if !w.remote {
 			cfg, _ := env.config()
-			if dbIsNew(cfg.DBPath) {
+			if storeIsNew(cfg) {
 				fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
 				return 1
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 func gatewayEnv(vars map[string]string, stdin string) (*environment, *bytes.Buffer, *bytes.Buffer) {
@@ -72,7 +71,7 @@ func TestAuditVerifyAndTail(t *testing.T) {
 	// Remove receipt 3: verify names it and exits 1.
 	db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketAudit).Bucket([]byte("receipts")).Delete(store.U64(3))
 	}))
 	require.NoError(t, db.Close())
@@ -97,7 +96,7 @@ func TestAuditVerifyReportsTruncatedTail(t *testing.T) {
 	seedAudit(t, vars, 2)
 	db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketAudit).Bucket([]byte("receipts")).Delete(store.U64(3))
 	}))
 	require.NoError(t, db.Close())
@@ -168,14 +167,14 @@ func TestAuditVerifyNamesTamperingOnARealLog(t *testing.T) {
 	receipts := []byte("receipts")
 	cases := []struct {
 		name, want string
-		tamper     func(b *bolt.Bucket) error
+		tamper     func(b store.Bucket) error
 	}{
-		{"edit", "(altered at receipt 2)", func(b *bolt.Bucket) error {
+		{"edit", "(altered at receipt 2)", func(b store.Bucket) error {
 			v := append([]byte(nil), b.Get(store.U64(2))...)
 			return b.Put(store.U64(2), bytes.Replace(v, []byte(`"outcome":"ok"`), []byte(`"outcome":"MCP_X"`), 1))
 		}},
-		{"delete", "(removed at receipt 2)", func(b *bolt.Bucket) error { return b.Delete(store.U64(2)) }},
-		{"reorder", "(reordered at receipt 2)", func(b *bolt.Bucket) error {
+		{"delete", "(removed at receipt 2)", func(b store.Bucket) error { return b.Delete(store.U64(2)) }},
+		{"reorder", "(reordered at receipt 2)", func(b store.Bucket) error {
 			v2 := append([]byte(nil), b.Get(store.U64(2))...)
 			v3 := append([]byte(nil), b.Get(store.U64(3))...)
 			if err := b.Put(store.U64(2), v3); err != nil {
@@ -183,7 +182,7 @@ func TestAuditVerifyNamesTamperingOnARealLog(t *testing.T) {
 			}
 			return b.Put(store.U64(3), v2)
 		}},
-		{"truncate", "(truncated at receipt 4)", func(b *bolt.Bucket) error { return b.Delete(store.U64(4)) }},
+		{"truncate", "(truncated at receipt 4)", func(b store.Bucket) error { return b.Delete(store.U64(4)) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,7 +190,7 @@ func TestAuditVerifyNamesTamperingOnARealLog(t *testing.T) {
 			seedAudit(t, vars, 3)
 			db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
 			require.NoError(t, err)
-			require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+			require.NoError(t, db.Update(func(tx store.Tx) error {
 				return tc.tamper(tx.Bucket(store.BucketAudit).Bucket(receipts))
 			}))
 			require.NoError(t, db.Close())
@@ -262,7 +261,7 @@ func TestAuditCommandsEndToEnd(t *testing.T) {
 	// Tamper: move the head back over the last two receipts.
 	db, err := store.Open(vars["ACCORDS_MCP_DB"], store.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketAudit)
 		rb := b.Bucket([]byte("receipts"))
 		require.NoError(t, rb.Delete(store.U64(7)))

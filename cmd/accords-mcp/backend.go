@@ -126,7 +126,7 @@ func (l *localBackend) services() (*admin.Services, error) {
 
 // readOnly runs fn on the database opened read-only.
 func (l *localBackend) readOnly(fn func(s *admin.Services) error) error {
-	db, err := store.Open(l.cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	db, err := app.OpenStore(l.cfg, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (l *localBackend) AuditExport(ctx context.Context, w io.Writer) (n int, err
 // AuditAcknowledge opens the log for writing with the audit key, which
 // signs the acknowledgement.
 func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string) (string, error) {
-	db, err := store.Open(l.cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	db, err := app.OpenStore(l.cfg, store.Options{LockTimeout: 300 * time.Millisecond})
 	if err != nil {
 		return "", err
 	}
@@ -234,7 +234,7 @@ func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string
 	if err != nil {
 		return "", fmt.Errorf("the audit key is needed to sign the acknowledgement: %w", err)
 	}
-	lg, err := audit.Open(db, audit.Options{Key: key})
+	lg, err := audit.Open(db, audit.Options{Key: key, Shared: db.Kind() == store.KindEtcd})
 	if err != nil {
 		return "", err
 	}
@@ -277,7 +277,7 @@ func (l *localBackend) SessionClear(ctx context.Context, r admin.SessionRequest)
 // Doctor runs the database checks on the file opened read-only; the
 // daemon line is the command's (localDoctor).
 func (l *localBackend) Doctor(ctx context.Context, scope string, _ session.Defaults) ([]doctor.Result, error) {
-	db, err := store.Open(l.cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	db, err := app.OpenStore(l.cfg, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (l *localBackend) Restore(ctx context.Context, src string, r io.Reader) (ad
 	if err != nil {
 		return out, err
 	}
-	db, err := store.Open(l.cfg.DBPath, store.Options{ReadOnly: true})
+	db, err := app.OpenStore(l.cfg, store.Options{ReadOnly: true})
 	if err != nil {
 		out.Warnings = []string{"cannot reopen the restored database: " + err.Error()}
 		return out, nil

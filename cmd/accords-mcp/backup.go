@@ -57,7 +57,7 @@ func runBackup(ctx context.Context, env *environment, o backupOptions) int {
 		fmt.Fprintln(env.stderr, "accords-mcp backup:", err)
 		return 1
 	}
-	if dbIsNew(cfg.DBPath) {
+	if storeIsNew(cfg) {
 		fmt.Fprintf(env.stderr, "accords-mcp backup: no database at %s (set ACCORDS_MCP_DB or --db?)\n", cfg.DBPath)
 		return 1
 	}

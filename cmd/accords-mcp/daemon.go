@@ -126,7 +126,7 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	}
 	defer func() { release() }()
 	cfg.DBLockTimeout = ownerDBLock
-	fresh := dbIsNew(cfg.DBPath)
+	fresh := storeIsNew(cfg)
 	a, err := app.Open(cfg, logger)
 	if err != nil {
 		return fail(err)
@@ -303,3 +303,7 @@ func hintLegacy(env *environment, logger *slog.Logger) {
 	logger.Info("found a catalog folder from the previous accords-mcp; import its cookbooks and sources with: accords-mcp import-legacy "+dir,
 		"legacy_dir", dir, "command", "accords-mcp import-legacy "+dir)
 }
+
+// storeIsNew reports whether no state exists yet: never for etcd, whose
+// cluster may hold a deployment's state however new this replica is.
+func storeIsNew(cfg config.Config) bool { return cfg.Store == nil && dbIsNew(cfg.DBPath) }

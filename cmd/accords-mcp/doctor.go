@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/control"
@@ -91,7 +92,7 @@ func doctorResults(ctx context.Context, env *environment, cfg config.Config, sco
 		}
 		return append(rs, remote...)
 	}
-	if dbIsNew(cfg.DBPath) {
+	if storeIsNew(cfg) {
 		return append(rs, doctor.Result{Check: "daemon", Status: doctor.SKIP, Detail: "no database yet"})
 	}
 	local, err := b.Doctor(ctx, scope, commandEnv(cfg))
@@ -102,7 +103,7 @@ func doctorResults(ctx context.Context, env *environment, cfg config.Config, sco
 			detail += "; a stale control socket is left over and is replaced on the next start"
 		}
 		rs = append(rs, doctor.Result{Check: "daemon", Status: doctor.OK, Detail: detail})
-		if db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err == nil {
+		if db, err := app.OpenStore(cfg, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond}); err == nil {
 			if r, bad := doctor.SealedWithoutKey(cfg, db); bad {
 				// It replaces the file check's "created on first start".
 				for i := range rs {
@@ -153,7 +154,7 @@ func localSessions(cfg config.Config, db *store.DB) *session.Service {
 // the key file gone, no key) cannot open. It opens the database for
 // writing, so it refuses while the server runs.
 func forgetSealedSessions(env *environment, cfg config.Config) int {
-	db, err := store.Open(cfg.DBPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	db, err := app.OpenStore(cfg, store.Options{LockTimeout: 300 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp doctor: --forget-sealed-sessions needs the server stopped:", err)
 		return 1

@@ -13,6 +13,7 @@ import (
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
@@ -127,7 +128,7 @@ func TestDoctorReportsEachFault(t *testing.T) {
 			t.Cleanup(func() { db.Close() })
 		}},
 		{check: "schema version", want: "newer", inject: func(t *testing.T, v map[string]string) {
-			future := append(migrations.All(), migrations.Migration{Version: migrations.Latest() + 1, Name: "future", Apply: func(*bolt.Tx) error { return nil }})
+			future := append(migrations.All(), migrations.Migration{Version: migrations.Latest() + 1, Name: "future", Apply: func(store.Tx) error { return nil }})
 			db, err := store.Open(v["ACCORDS_MCP_DB"], store.Options{Migrations: future})
 			require.NoError(t, err)
 			require.NoError(t, db.Close())
@@ -142,7 +143,7 @@ func TestDoctorReportsEachFault(t *testing.T) {
 			// A write the index never saw: bump the store's revision.
 			db, err := store.Open(v["ACCORDS_MCP_DB"], store.Options{})
 			require.NoError(t, err)
-			require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+			require.NoError(t, db.Update(func(tx store.Tx) error {
 				c := tx.Bucket(store.BucketCatalog)
 				cur := c.Get([]byte("rev"))
 				require.Len(t, cur, 8)
@@ -155,7 +156,8 @@ func TestDoctorReportsEachFault(t *testing.T) {
 		{check: "audit chain", want: "altered", inject: func(t *testing.T, v map[string]string) {
 			db, err := bolt.Open(v["ACCORDS_MCP_DB"], 0o600, nil)
 			require.NoError(t, err)
-			require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+			require.NoError(t, db.Update(func(btx *bolt.Tx) error {
+				tx := kv.BoltTx(btx)
 				rs := tx.Bucket(store.BucketAudit).Bucket([]byte("receipts"))
 				k, val := rs.Cursor().First()
 				require.NotNil(t, k)

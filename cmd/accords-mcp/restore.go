@@ -9,8 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/backup"
+	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 func init() {
@@ -40,7 +43,8 @@ its clients for the moment of the swap. --check only verifies and changes nothin
 }
 
 func runRestore(ctx context.Context, env *environment, src string, checkOnly, asJSON bool) int {
-	if _, err := env.config(); err != nil {
+	cfg, err := env.config()
+	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp restore:", err)
 		return 1
 	}
@@ -78,7 +82,33 @@ func runRestore(ctx context.Context, env *environment, src string, checkOnly, as
 		fmt.Fprintf(env.stdout, "restore: %s is a valid backup (%d bytes, schema version %d, %d audit receipts verify)\n", src, info.Size, info.SchemaVersion, info.Audit.Count)
 		return 0
 	}
+	if cfg.Store != nil {
+		return restoreEtcd(env, cfg, src)
+	}
 	return withBackend(ctx, env, func(b admin.Backend, _ where) int { return restoreBackup(ctx, env, b, src, asJSON) })
+}
+
+// restoreEtcd loads a backup into the etcd store, with every replica
+// stopped (it refuses otherwise).
+func restoreEtcd(env *environment, cfg config.Config, src string) int {
+	db, err := app.OpenStore(cfg, store.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp restore: nothing was changed:", err)
+		return 1
+	}
+	defer db.Close()
+	if err := os.MkdirAll(cfg.DataDir(), 0o700); err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp restore: nothing was changed:", err)
+		return 1
+	}
+	res, err := backup.RestoreEtcd(db, src, env.stdin, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir()})
+	if err != nil {
+		fmt.Fprintf(env.stderr, "accords-mcp restore: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "restore: %s loaded into %s (schema version %d, %d audit receipts verify)\n", src, db.Path(), res.SchemaVersion, res.Audit.Count)
+	fmt.Fprintln(env.stdout, "restore: every replica rebuilds its search index on its next start")
+	return 0
 }
 
 // restoreBackup swaps the backup in: offline under the file lock, or by

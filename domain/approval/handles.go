@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Handle record states (the handles list filter accepts these).
@@ -58,7 +57,7 @@ type TaskLink struct {
 // LinkTask records the state of the task following h; a handle the store
 // does not hold is left alone.
 func (s *Store) LinkTask(scope string, h Handle, link TaskLink) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return errors.New("handles bucket missing")
@@ -118,7 +117,7 @@ func recordState(vaultState, outcome string) string {
 
 func (s *Store) update(scope string, key string, fn func(r *Record, exists bool)) (Record, error) {
 	var out Record
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return errors.New("handles bucket missing")
@@ -138,7 +137,9 @@ func (s *Store) update(scope string, key string, fn func(r *Record, exists bool)
 			return err
 		}
 		out = r
-		_, err = s.pruneBucket(b)
+		// A bounded share of the scope's stale records goes with each save
+		// (all of them on bbolt); Prune takes the rest.
+		_, err = s.pruneBucket(b, s.db.WriteBudget()/2)
 		return err
 	})
 	return out, err
@@ -233,10 +234,13 @@ func (s *Store) stale(r Record, now time.Time) bool {
 	return now.Sub(last) > s.retention
 }
 
-func (s *Store) pruneBucket(b *bolt.Bucket) (int, error) {
+func (s *Store) pruneBucket(b store.Bucket, budget int) (int, error) {
 	now := s.now()
 	var dead [][]byte
 	err := b.ForEach(func(k, v []byte) error {
+		if budget > 0 && len(dead) >= budget {
+			return nil
+		}
 		var r Record
 		if json.Unmarshal(v, &r) != nil || s.stale(r, now) {
 			dead = append(dead, append([]byte(nil), k...))
@@ -254,10 +258,25 @@ func (s *Store) pruneBucket(b *bolt.Bucket) (int, error) {
 	return len(dead), nil
 }
 
-// Prune deletes stale records in every scope and reports how many went.
+// Prune deletes stale records in every scope and reports how many went:
+// in one transaction, or on etcd in transactions of the store's write
+// budget until a pass finds less to delete.
 func (s *Store) Prune() (int, error) {
+	budget := s.db.WriteBudget()
+	total := 0
+	for {
+		n, err := s.prunePass(budget)
+		total += n
+		if err != nil || budget == 0 || n < budget {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) prunePass(budget int) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
+		n = 0
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return nil
@@ -270,7 +289,13 @@ func (s *Store) Prune() (int, error) {
 			return nil
 		})
 		for _, sc := range scopes {
-			d, err := s.pruneBucket(root.Bucket(sc))
+			left := 0
+			if budget > 0 {
+				if left = budget - n; left <= 0 {
+					break
+				}
+			}
+			d, err := s.pruneBucket(root.Bucket(sc), left)
 			if err != nil {
 				return err
 			}
@@ -285,7 +310,7 @@ func (s *Store) Prune() (int, error) {
 func (s *Store) Get(scope string, h Handle) (Record, bool, error) {
 	var r Record
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketHandles).Bucket(scopeKey(scope))
 		if b == nil {
 			return nil
@@ -316,7 +341,7 @@ func (s *Store) List(scope string, states []string, limit int) ([]Record, error)
 	}
 	now := s.now()
 	out := []Record{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketHandles).Bucket(scopeKey(scope))
 		if b == nil {
 			return nil
@@ -348,7 +373,7 @@ func (s *Store) List(scope string, states []string, limit int) ([]Record, error)
 // Scopes lists the scopes that hold handles.
 func (s *Store) Scopes() ([]string, error) {
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return nil

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // CountPending counts the live, non-terminal handles of every scope (the
@@ -12,7 +11,7 @@ import (
 func (s *Store) CountPending() (int, error) {
 	now := s.now()
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketHandles)
 		if root == nil {
 			return nil

@@ -14,7 +14,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Benchmarks of the targets in docs/performance-catalog.md. The catalogs
@@ -176,7 +175,7 @@ func benchCatalogOf(b *testing.B, n int) *benchCatalog {
 	r := rand.New(rand.NewSource(int64(n)))
 	const perTx = 1000
 	for start := 0; start < n; start += perTx {
-		err := bc.db.Update(func(tx *bolt.Tx) error {
+		err := bc.db.Update(func(tx store.Tx) error {
 			root := tx.Bucket(store.BucketCatalog)
 			w := &writeTx{tx: tx, root: root, touched: map[string]bool{}, created: map[string]bool{}}
 			for i := start; i < start+perTx && i < n; i++ {

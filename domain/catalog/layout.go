@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Layout: one flat keyspace inside the top-level "catalog" bucket. Prefixed
@@ -53,7 +52,7 @@ func splitRefKey(k []byte) (string, string) {
 }
 
 // versionsOf calls fn for each stored version of one cookbook.
-func versionsOf(root *bolt.Bucket, id string, fn func(version string, raw []byte) error) error {
+func versionsOf(root store.Bucket, id string, fn func(version string, raw []byte) error) error {
 	prefix := []byte(pfxBundle + id + "\x00")
 	c := root.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -65,7 +64,7 @@ func versionsOf(root *bolt.Bucket, id string, fn func(version string, raw []byte
 }
 
 // latestVersion scans one cookbook's version keys (never the catalog).
-func latestVersion(root *bolt.Bucket, id string) string {
+func latestVersion(root store.Bucket, id string) string {
 	best := ""
 	_ = versionsOf(root, id, func(v string, _ []byte) error {
 		if best == "" || CompareVersions(v, best) > 0 {
@@ -76,7 +75,7 @@ func latestVersion(root *bolt.Bucket, id string) string {
 	return best
 }
 
-func catalogBucket(tx *bolt.Tx) (*bolt.Bucket, error) {
+func catalogBucket(tx store.Tx) (store.Bucket, error) {
 	if tx.Writable() {
 		return tx.CreateBucketIfNotExists(store.BucketCatalog)
 	}

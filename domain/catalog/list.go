@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // Item is a list row: one cookbook version with its entries' summaries.
@@ -85,7 +85,7 @@ func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 	f.Tag = strings.TrimSpace(f.Tag)
 	items := []Item{}
 	next := ""
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // Conflict policies of upsert and import.
@@ -60,7 +60,7 @@ type UpsertOptions struct {
 	// the bundle has been decided (and written, unless unchanged or
 	// skipped). Returning an error rolls everything back. Remote install
 	// uses it to commit its lock record atomically with the bundle.
-	InTx func(tx *bolt.Tx, res *UpsertResult) error
+	InTx func(tx store.Tx, res *UpsertResult) error
 }
 
 // Upsert canonicalizes, validates and stores b under the conflict policy;

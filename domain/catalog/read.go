@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // Stored is a bundle as stored: decoded, plus its canonical bytes and hash.
@@ -26,7 +26,7 @@ func notFoundVersion(id, version string) *apperr.Error {
 }
 
 // resolve finds the stored bytes of id@version ("" = latest) in tx.
-func resolve(root *bolt.Bucket, id, version string) (string, []byte, error) {
+func resolve(root store.Bucket, id, version string) (string, []byte, error) {
 	if version == "" {
 		version = latestVersion(root, id)
 		if version == "" {
@@ -64,7 +64,7 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 		return nil, err
 	}
 	var out *Stored
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

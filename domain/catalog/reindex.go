@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/accordsai/accords-mcp/index"
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // syncIndex brings the index in line with the store at start-up.
@@ -72,7 +72,7 @@ var errChangesPruned = errors.New("change log does not reach back to the index r
 func (s *Service) catchUpLocked(ctx context.Context) (int, error) {
 	from := s.indexRev.Load()
 	var upd index.Update
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func (s *Service) catchUpLocked(ctx context.Context) (int, error) {
 }
 
 // docsFor builds the documents of every version of the touched cookbooks.
-func docsFor(root *bolt.Bucket, touched map[string]bool) (index.Update, error) {
+func docsFor(root store.Bucket, touched map[string]bool) (index.Update, error) {
 	var upd index.Update
 	for _, id := range slices.Sorted(maps.Keys(touched)) {
 		upd.Cookbooks = append(upd.Cookbooks, id)
@@ -128,7 +128,7 @@ func docsFor(root *bolt.Bucket, touched map[string]bool) (index.Update, error) {
 
 // cookbookDocs decodes every version of one cookbook into index documents,
 // flagging the entries of the highest version as latest.
-func cookbookDocs(root *bolt.Bucket, id string) ([]index.Doc, error) {
+func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 	latest := latestVersion(root, id)
 	var docs []index.Doc
 	err := versionsOf(root, id, func(v string, raw []byte) error {
@@ -231,6 +231,11 @@ func (s *Service) Reindex(ctx context.Context, progress index.Progress) error {
 }
 
 func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) error {
+	// Keep the index that is there while the store is out of reach: a
+	// stale index answers searches, a removed one answers nothing.
+	if err := s.db.Ping(); errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("rebuild catalog index: %w", err)
+	}
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.idx != nil {
@@ -239,7 +244,7 @@ func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) er
 	}
 	// One read transaction gives a consistent snapshot to index; the
 	// revision recorded is the one of that snapshot.
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
@@ -310,10 +315,74 @@ func (s *Service) fresh(ctx context.Context) error {
 		return nil
 	}
 	if _, err := s.catchUpLocked(ctx); err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			// The store is out of reach (etcd down): answer from the index
+			// as it stands; the watch catches it up once etcd is back.
+			s.logger.Warn("catalog index cannot catch up: the store is unavailable; searching the local index", "index_rev", s.indexRev.Load(), "error", err.Error())
+			return nil
+		}
 		if !errors.Is(err, errChangesPruned) {
 			s.logger.Warn("catalog index catch-up failed; rebuilding", "error", err.Error())
 		}
 		return s.rebuildLocked(ctx, nil)
 	}
 	return nil
+}
+
+// Follow keeps the index in step with writes made by other replicas
+// sharing an etcd store, until ctx ends: a watch on the catalog from the
+// etcd revision the index reflects; each change re-reads the catalog
+// revision and catches the index up over the change log (a rebuild when
+// the log no longer reaches back); when etcd has compacted the history
+// the watch asked for, the index is rebuilt from a full read. On bbolt
+// there is nothing to follow.
+func (s *Service) Follow(ctx context.Context) {
+	if s.db.Kind() != store.KindEtcd {
+		return
+	}
+	from, err := s.db.Revision(ctx)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.stopFollow.Store(&cancel)
+	s.db.Follow(ctx, store.BucketCatalog, from, func(int64) {
+		s.refresh(ctx, false)
+	}, func(int64) {
+		s.refresh(ctx, true)
+	})
+	// Writes between opening the index and starting the watch.
+	s.refresh(ctx, false)
+}
+
+// refresh reads the catalog revision written by any replica and brings
+// the index to it (rebuild: from scratch).
+func (s *Service) refresh(ctx context.Context, rebuild bool) {
+	var rev uint64
+	if err := s.db.View(func(tx store.Tx) error {
+		root, err := catalogBucket(tx)
+		if err != nil {
+			return err
+		}
+		rev = readU64(root.Get(keyRev))
+		return nil
+	}); err != nil {
+		s.logger.Warn("catalog revision unreadable; the index catches up later", "error", err.Error())
+		return
+	}
+	s.writeMu.Lock()
+	if rev > s.storeRev.Load() {
+		s.storeRev.Store(rev)
+	}
+	s.writeMu.Unlock()
+	if rebuild {
+		s.logger.Warn("etcd compacted the history the catalog watch needed; rebuilding the index", "rev", rev)
+		if err := s.Reindex(ctx, nil); err != nil {
+			s.logger.Error("catalog index rebuild failed; it is repaired on the next read", "error", err.Error())
+		}
+		return
+	}
+	if err := s.fresh(ctx); err != nil {
+		s.logger.Error("catalog index catch-up failed; it is repaired on the next read", "error", err.Error())
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // SeedRecord remembers one built-in bundle written by the seeder.
@@ -71,7 +71,7 @@ func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedRep
 	}
 	rep := &SeedReport{Manifest: manifest}
 	var current []byte
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

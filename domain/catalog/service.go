@@ -9,7 +9,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Options configure Open.
@@ -44,6 +43,9 @@ type Service struct {
 	idxMu sync.RWMutex
 	idx   *index.Index
 
+	// stopFollow ends the watch Follow started.
+	stopFollow atomic.Pointer[context.CancelFunc]
+
 	storeRev atomic.Uint64
 	indexRev atomic.Uint64
 	report   OpenReport
@@ -60,7 +62,7 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
@@ -86,7 +88,7 @@ func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
 	if err := s.Close(); err != nil {
 		s.logger.Warn("closing the catalog index before reopening", "error", err.Error())
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
@@ -117,8 +119,14 @@ func (s *Service) IndexPath() string { return s.indexPath }
 // Rev is the current catalog revision.
 func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 
+// IndexRev is the catalog revision the index reflects.
+func (s *Service) IndexRev() uint64 { return s.indexRev.Load() }
+
 // Close closes the index (the database belongs to the caller).
 func (s *Service) Close() error {
+	if stop := s.stopFollow.Swap(nil); stop != nil {
+		(*stop)()
+	}
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.idx == nil {

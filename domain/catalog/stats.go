@@ -4,14 +4,13 @@ import (
 	"errors"
 
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // StoreRev reads the catalog revision committed in db without opening the
 // index (doctor on a read-only database).
 func StoreRev(db *store.DB) (uint64, error) {
 	var rev uint64
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

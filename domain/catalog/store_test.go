@@ -16,7 +16,6 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 func TestSemverOrdering(t *testing.T) {
@@ -383,7 +382,7 @@ func TestInTxHookCommitsOrRollsBackTogether(t *testing.T) {
 	ctx := t.Context()
 	lockBucket := []byte("sources")
 	rev := e.svc.Rev()
-	_, err := e.svc.Upsert(ctx, sample("hook", "1.0.0", 1), UpsertOptions{InTx: func(tx *bolt.Tx, res *UpsertResult) error {
+	_, err := e.svc.Upsert(ctx, sample("hook", "1.0.0", 1), UpsertOptions{InTx: func(tx store.Tx, res *UpsertResult) error {
 		require.NoError(t, tx.Bucket(lockBucket).Put([]byte("lock:hook"), []byte(res.ContentHash)))
 		return errors.New("verification failed")
 	}})
@@ -391,16 +390,16 @@ func TestInTxHookCommitsOrRollsBackTogether(t *testing.T) {
 	assert.Equal(t, rev, e.svc.Rev())
 	_, err = e.svc.Get(ctx, "hook", "")
 	assert.Equal(t, apperr.CodeCatalogNotFound, apperr.As(err).Code)
-	require.NoError(t, e.db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, e.db.View(func(tx store.Tx) error {
 		assert.Nil(t, tx.Bucket(lockBucket).Get([]byte("lock:hook")))
 		return nil
 	}))
 
-	r, err := e.svc.Upsert(ctx, sample("hook", "1.0.0", 1), UpsertOptions{InTx: func(tx *bolt.Tx, res *UpsertResult) error {
+	r, err := e.svc.Upsert(ctx, sample("hook", "1.0.0", 1), UpsertOptions{InTx: func(tx store.Tx, res *UpsertResult) error {
 		return tx.Bucket(lockBucket).Put([]byte("lock:hook"), []byte(res.ContentHash))
 	}})
 	require.NoError(t, err)
-	require.NoError(t, e.db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, e.db.View(func(tx store.Tx) error {
 		assert.Equal(t, r.ContentHash, string(tx.Bucket(lockBucket).Get([]byte("lock:hook"))))
 		return nil
 	}))
@@ -525,7 +524,7 @@ func TestIndexRebuiltWhenChangeLogPrunedOrIndexAhead(t *testing.T) {
 	e := newEnv(t)
 	mustUpsert(t, e.svc, sample("a", "1.0.0", 1), "")
 	// Index behind and the change log no longer reaches back: rebuild.
-	require.NoError(t, e.db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, e.db.Update(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketCatalog)
 		require.NoError(t, root.Put(keyRev, store.U64(50)))
 		return nil
@@ -535,7 +534,7 @@ func TestIndexRebuiltWhenChangeLogPrunedOrIndexAhead(t *testing.T) {
 	assert.Equal(t, uint64(50), e.svc.Report().Rev)
 
 	// Index ahead of the database (a restored backup): rebuild.
-	require.NoError(t, e.db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, e.db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketCatalog).Put(keyRev, store.U64(10))
 	}))
 	e.reopen()
@@ -554,7 +553,7 @@ func TestReindexProgressAndCorruptBundleSkipped(t *testing.T) {
 		mustUpsert(t, e.svc, sample(fmt.Sprintf("r%d", i), "1.0.0", 2), "")
 	}
 	// A bundle corrupted on disk by hand must not take search down.
-	require.NoError(t, e.db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, e.db.Update(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketCatalog).Put(bundleKey("r1", "1.0.0"), []byte("{bad"))
 	}))
 	var calls [][2]int

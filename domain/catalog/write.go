@@ -8,13 +8,12 @@ import (
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // writeTx tracks what one bbolt transaction changed.
 type writeTx struct {
-	tx      *bolt.Tx
-	root    *bolt.Bucket
+	tx      store.Tx
+	root    store.Bucket
 	touched map[string]bool
 	// created holds cookbooks that had no version before this transaction:
 	// the index has no documents of theirs to find and delete.
@@ -62,7 +61,7 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 	defer s.writeMu.Unlock()
 	var upd index.Update
 	var newRev uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err

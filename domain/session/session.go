@@ -13,7 +13,6 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Limits and defaults.
@@ -181,7 +180,7 @@ func (s *Service) Configure(ctx context.Context, scope, baseURL, token string, t
 		SealedToken: s.keys.Seal([]byte(token), aad(scope)),
 		UpdatedAt:   s.now().UTC(),
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx store.Tx) error {
 		return store.PutJSON(tx.Bucket(store.BucketSessions), []byte(scope), rec)
 	}); err != nil {
 		return Status{}, apperr.Internal("store session", err)
@@ -193,7 +192,7 @@ func (s *Service) Configure(ctx context.Context, scope, baseURL, token string, t
 // this scope until the next Configure.
 func (s *Service) Clear(ctx context.Context, scope string) error {
 	rec := record{Cleared: true, UpdatedAt: s.now().UTC()}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx store.Tx) error {
 		return store.PutJSON(tx.Bucket(store.BucketSessions), []byte(scope), rec)
 	}); err != nil {
 		return apperr.Internal("clear session", err)
@@ -231,7 +230,7 @@ func notConfigured() *apperr.Error {
 func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 	var rec record
 	var found bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		var err error
 		found, err = store.GetJSON(tx.Bucket(store.BucketSessions), []byte(scope), &rec)
 		return err
@@ -263,7 +262,7 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 // included).
 func (s *Service) Scopes() ([]string, error) {
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketSessions)
 		if b == nil {
 			return nil
@@ -280,7 +279,7 @@ func (s *Service) Scopes() ([]string, error) {
 // secret key (the ones a lost key file makes unreadable).
 func SealedCount(db *store.DB) (int, error) {
 	n := 0
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketSessions)
 		if b == nil {
 			return nil
@@ -301,7 +300,7 @@ func SealedCount(db *store.DB) (int, error) {
 // many it deleted. Readable sessions and cleared tombstones stay.
 func ForgetUnreadable(db *store.DB, keys *keyring.Keyring) (int, error) {
 	n := 0
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketSessions)
 		if b == nil {
 			return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 )
 
@@ -128,15 +127,15 @@ func TestChainIsContiguousAndVerifies(t *testing.T) {
 
 func rawGet(t *testing.T, db *store.DB, seq uint64) []byte {
 	var out []byte
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, db.View(func(tx store.Tx) error {
 		out = append([]byte(nil), tx.Bucket(store.BucketAudit).Bucket(bucketReceipts).Get(store.U64(seq))...)
 		return nil
 	}))
 	return out
 }
 
-func mutate(t *testing.T, db *store.DB, fn func(rb *bolt.Bucket, b *bolt.Bucket)) {
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+func mutate(t *testing.T, db *store.DB, fn func(rb store.Bucket, b store.Bucket)) {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketAudit)
 		fn(b.Bucket(bucketReceipts), b)
 		return nil
@@ -153,7 +152,7 @@ func TestVerifyDetectsEachKindOfTampering(t *testing.T) {
 		{"edit a field", func(t *testing.T, db *store.DB) {
 			raw := rawGet(t, db, 4)
 			edited := []byte(string(raw[:0]) + replaceOnce(string(raw), `"outcome":"ok"`, `"outcome":"MCP_INTERNAL"`))
-			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Put(store.U64(4), edited)) })
+			mutate(t, db, func(rb, _ store.Bucket) { require.NoError(t, rb.Put(store.U64(4), edited)) })
 		}, ProblemAltered, 4},
 		{"edit and recompute its own hash", func(t *testing.T, db *store.DB) {
 			r, _, err := decodeStrict(rawGet(t, db, 5))
@@ -161,30 +160,30 @@ func TestVerifyDetectsEachKindOfTampering(t *testing.T) {
 			r.Tool = "something_else"
 			raw, err := seal(&r)
 			require.NoError(t, err)
-			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Put(store.U64(5), raw)) })
+			mutate(t, db, func(rb, _ store.Bucket) { require.NoError(t, rb.Put(store.U64(5), raw)) })
 		}, ProblemAltered, 5},
 		{"delete one in the middle", func(t *testing.T, db *store.DB) {
-			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(3))) })
+			mutate(t, db, func(rb, _ store.Bucket) { require.NoError(t, rb.Delete(store.U64(3))) })
 		}, ProblemRemoved, 3},
 		{"delete the first", func(t *testing.T, db *store.DB) {
-			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(1))) })
+			mutate(t, db, func(rb, _ store.Bucket) { require.NoError(t, rb.Delete(store.U64(1))) })
 		}, ProblemRemoved, 1},
 		{"swap two receipts", func(t *testing.T, db *store.DB) {
 			a, b := rawGet(t, db, 6), rawGet(t, db, 7)
-			mutate(t, db, func(rb, _ *bolt.Bucket) {
+			mutate(t, db, func(rb, _ store.Bucket) {
 				require.NoError(t, rb.Put(store.U64(6), b))
 				require.NoError(t, rb.Put(store.U64(7), a))
 			})
 		}, ProblemReordered, 6},
 		{"truncate the tail", func(t *testing.T, db *store.DB) {
-			mutate(t, db, func(rb, _ *bolt.Bucket) {
+			mutate(t, db, func(rb, _ store.Bucket) {
 				require.NoError(t, rb.Delete(store.U64(10)))
 				require.NoError(t, rb.Delete(store.U64(9)))
 			})
 		}, ProblemTruncated, 9},
 		{"reformat bytes", func(t *testing.T, db *store.DB) {
 			raw := rawGet(t, db, 2)
-			mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Put(store.U64(2), append([]byte(" "), raw...))) })
+			mutate(t, db, func(rb, _ store.Bucket) { require.NoError(t, rb.Put(store.U64(2), append([]byte(" "), raw...))) })
 		}, ProblemAltered, 2},
 	}
 	for _, tc := range cases {
@@ -256,7 +255,7 @@ func TestRetentionKeepsLogVerifiable(t *testing.T) {
 	assert.Equal(t, uint64(13), rep.FirstSeq)
 
 	// Deleting the first receipt after the base is still caught.
-	mutate(t, db, func(rb, _ *bolt.Bucket) { require.NoError(t, rb.Delete(store.U64(13))) })
+	mutate(t, db, func(rb, _ store.Bucket) { require.NoError(t, rb.Delete(store.U64(13))) })
 	rep = verifyDB(t, db)
 	require.False(t, rep.OK)
 	assert.Equal(t, ProblemTruncated, rep.Problem.Kind)

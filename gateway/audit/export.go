@@ -13,7 +13,6 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	tlogproof "github.com/transparency-dev/formats/proof"
 	"github.com/transparency-dev/merkle/compact"
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -39,7 +38,7 @@ type exportLine struct {
 func Export(db *store.DB, w io.Writer) (int, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	n := 0
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		src, err := dbSource(tx)
 		if err != nil {
 			return err
@@ -236,7 +235,7 @@ var ErrNotCovered = errors.New("receipt not yet covered by a signed checkpoint")
 // checkpoint.
 func Prove(db *store.DB, seq uint64) (Proof, error) {
 	var p Proof
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
@@ -309,7 +308,7 @@ func VerifyProof(p Proof, v note.Verifier, wantLeaf string) (Checkpoint, error) 
 // NewestCheckpoint returns the newest stored checkpoint note.
 func NewestCheckpoint(db *store.DB) ([]byte, error) {
 	var out []byte
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/transparency-dev/merkle/compact"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Layout inside the top-level "audit" bucket (sub-buckets from migration
@@ -184,9 +184,21 @@ type Options struct {
 	// StartupStretch is how many of the newest receipts Open verifies
 	// (default 4096).
 	StartupStretch int
+	// Shared means other processes append to the same log (replicas on
+	// one etcd store). Each commit then starts from the head, tree
+	// frontier, base and last checkpoint as stored, and numbers and chains
+	// its receipts there, so the replicas write one linear chain (two
+	// commits from the same head conflict and the later one runs again
+	// on the new head). A receipt's number is known only once committed:
+	// Append waits for the commit.
+	Shared bool
 }
 
 type item struct {
+	// rec and ref: a shared log's receipt, numbered at commit, and where
+	// its reference is handed back.
+	rec     Receipt
+	ref     *Ref
 	seq     uint64
 	raw     []byte
 	leaf    []byte
@@ -233,6 +245,7 @@ type Log struct {
 	lastCPAt  time.Time
 	commits   int
 	anchors   *anchorQueue
+	stale     bool             // shared: the frontier must be read again
 	afterSign func(Checkpoint) // tests
 	// beforeCommit lets tests make commits fail.
 	beforeCommit func() error
@@ -272,7 +285,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	}
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{})}
 	var startProblem *Problem
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
@@ -319,10 +332,10 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 
 // buckets are the audit sub-buckets of one transaction.
 type buckets struct {
-	root, receipts, tree, checkpoints, bases *bolt.Bucket
+	root, receipts, tree, checkpoints, bases store.Bucket
 }
 
-func auditBuckets(tx *bolt.Tx) (buckets, error) {
+func auditBuckets(tx store.Tx) (buckets, error) {
 	b := buckets{root: tx.Bucket(store.BucketAudit)}
 	if b.root == nil {
 		return b, errors.New("audit bucket missing (database not migrated)")
@@ -338,7 +351,7 @@ func auditBuckets(tx *bolt.Tx) (buckets, error) {
 			return b, nil
 		}
 		for _, p := range []struct {
-			dst  **bolt.Bucket
+			dst  *store.Bucket
 			name []byte
 		}{{&b.receipts, bucketReceipts}, {&b.tree, bucketTree}, {&b.checkpoints, bucketCheckpoints}, {&b.bases, bucketBases}} {
 			nb, err := b.root.CreateBucketIfNotExists(p.name)
@@ -385,6 +398,65 @@ func (l *Log) load(b buckets) error {
 		rng = rebuildRange(b, l.head.Seq)
 	}
 	l.rng = rng
+	return nil
+}
+
+// beginShared starts a shared log's commit: it reports whether the
+// previous attempt of these items landed although its answer was lost
+// (etcd timed out): then their exact bytes are stored at their number,
+// and writing them again would log them twice. Otherwise it reads the
+// stored position (syncShared).
+func (l *Log) beginShared(b buckets, items []item) (bool, error) {
+	if len(items) > 0 && items[0].hash != "" {
+		if got := b.receipts.Get(store.U64(items[0].seq)); got != nil && bytes.Equal(got, items[0].raw) {
+			return true, nil
+		}
+	}
+	return false, l.syncShared(b)
+}
+
+// number numbers and chains a shared log's receipt after head.
+func (it *item) number(head Head) error {
+	it.rec.Seq, it.rec.PrevHash = head.Seq+1, head.Hash
+	raw, err := seal(&it.rec)
+	if err != nil {
+		return err
+	}
+	it.seq, it.raw, it.hash, it.leaf = it.rec.Seq, raw, it.rec.Hash, LeafHash(raw)
+	return nil
+}
+
+// syncShared reads the log's position as stored, which another replica
+// may have moved: the head, the newest base and checkpoint, and (when the
+// head moved) the tree frontier. It runs inside the commit's transaction,
+// so the commit conflicts if any of it changes before it lands.
+func (l *Log) syncShared(b buckets) error {
+	var head Head
+	if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
+		return err
+	}
+	if head.Hash == "" {
+		head.Hash = Genesis
+	}
+	if l.stale || l.rng == nil || head.Seq != l.head.Seq || head.Hash != l.head.Hash {
+		rng, err := loadRange(b.tree, head.Seq)
+		if err != nil {
+			return fmt.Errorf("audit tree at the stored head %d: %w", head.Seq, err)
+		}
+		l.rng, l.head, l.stale = rng, head, false
+	}
+	l.base = Base{}
+	c := b.bases.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
+			l.base = base
+			break
+		}
+	}
+	l.lastCP = 0
+	if k, _ := b.checkpoints.Cursor().Last(); k != nil {
+		l.lastCP = u64(k)
+	}
 	return nil
 }
 
@@ -444,7 +516,7 @@ func (l *Log) adopt(b buckets) error {
 	if err := putRange(b.tree, l.rng); err != nil {
 		return err
 	}
-	b.tree.FillPercent = 1
+	b.tree.SetFillPercent(1)
 	c := b.receipts.Cursor()
 	for k, v := c.Seek(store.U64(legacy.Seq + 1)); k != nil && u64(k) <= l.head.Seq; k, v = c.Next() {
 		if u64(k) != l.rng.End()+1 {
@@ -527,7 +599,7 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 		r.Type = TypeToolCall
 	}
 	it := item{ts: r.Timestamp, ack: r.Type == TypeAcknowledgement}
-	if wait || it.ack {
+	if wait || it.ack || l.opts.Shared {
 		it.done = make(chan error, 1)
 	}
 	l.mu.Lock()
@@ -538,6 +610,22 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 	if l.backlog.Load() >= int64(l.opts.MaxBacklog) {
 		l.mu.Unlock()
 		return Ref{}, ErrBacklog
+	}
+	if l.opts.Shared {
+		// Numbered by the commit, from the stored head (write).
+		it.rec, it.ref = r, &Ref{Origin: l.origin}
+		it.raw = []byte{} // a receipt, not a control item
+		l.backlog.Add(1)
+		l.queue <- it
+		l.mu.Unlock()
+		if !wait && !it.ack && !l.healthy.Load() {
+			// Commits are failing (the store is out of reach): a read
+			// call does not wait for them; its receipt stays queued and
+			// is written, numbered, once they succeed again.
+			return Ref{}, nil
+		}
+		err := <-it.done
+		return *it.ref, err
 	}
 	r.Seq, r.PrevHash = l.nextSeq, l.tip
 	raw, err := seal(&r)
@@ -738,10 +826,12 @@ func (l *Log) commit(batch []item) {
 	}
 	var err error
 	if len(items) > 0 || (signs > 0 && l.rng.End() > l.lastCP) {
-		err = l.write(items, signs > 0)
+		var done int
+		done, err = l.writeChunks(items, signs > 0)
 		if err != nil {
 			l.setErr(err)
-			l.pending = items
+			l.backlog.Add(-int64(done))
+			l.pending = items[done:]
 		} else {
 			l.healthy.Store(true)
 			l.backlog.Add(-int64(len(items)))
@@ -758,9 +848,36 @@ func (l *Log) commit(batch []item) {
 	}
 	for _, it := range batch {
 		if it.done != nil {
+			if it.ref != nil && it.ref.Seq != 0 {
+				it.done <- nil // committed in a chunk before the one that failed
+				continue
+			}
 			it.done <- err
 		}
 	}
+}
+
+// sharedChunk is how many receipts one commit of a shared log holds: a
+// receipt, its tree hashes (two on average) and the head, checkpoint and
+// counters stay under etcd's 128 operations per transaction.
+const sharedChunk = 32
+
+// writeChunks writes items in one transaction, or for a shared log in
+// transactions of sharedChunk; it returns how many were committed.
+func (l *Log) writeChunks(items []item, forceSign bool) (int, error) {
+	if !l.opts.Shared || len(items) <= sharedChunk {
+		if err := l.write(items, forceSign); err != nil {
+			return 0, err
+		}
+		return len(items), nil
+	}
+	for from := 0; from < len(items); from += sharedChunk {
+		to := min(from+sharedChunk, len(items))
+		if err := l.write(items[from:to], forceSign && to == len(items)); err != nil {
+			return from, err
+		}
+	}
+	return len(items), nil
 }
 
 // write commits items in order, with their tree hashes, the new head and,
@@ -770,8 +887,8 @@ func (l *Log) write(items []item, forceSign bool) error {
 	head := l.head
 	signing := l.problem.Load() == nil
 	var cp *Checkpoint
-	acked := false
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	acked, landed := false, false
+	err := l.db.Update(func(tx store.Tx) error {
 		if l.beforeCommit != nil {
 			if err := l.beforeCommit(); err != nil {
 				return err
@@ -781,8 +898,14 @@ func (l *Log) write(items []item, forceSign bool) error {
 		if err != nil {
 			return err
 		}
-		b.receipts.FillPercent = 1
-		b.tree.FillPercent = 1
+		if l.opts.Shared {
+			if landed, err = l.beginShared(b, items); landed || err != nil {
+				return err
+			}
+			rng, head = cloneRange(l.rng), l.head
+		}
+		b.receipts.SetFillPercent(1)
+		b.tree.SetFillPercent(1)
 		var perr error
 		visit := func(id compact.NodeID, h []byte) {
 			if perr == nil {
@@ -791,6 +914,11 @@ func (l *Log) write(items []item, forceSign bool) error {
 		}
 		for i := range items {
 			it := &items[i]
+			if l.opts.Shared {
+				if err := it.number(head); err != nil {
+					return err
+				}
+			}
 			if it.seq != head.Seq+1 {
 				return fmt.Errorf("receipt %d queued after %d", it.seq, head.Seq)
 			}
@@ -816,24 +944,10 @@ func (l *Log) write(items []item, forceSign bool) error {
 				return err
 			}
 		}
-		due := rng.End() > l.lastCP && (forceSign || acked || l.lastCP == 0 || rng.End()-l.lastCP >= l.opts.Cadence.Every)
-		if signing && due {
-			c, err := signCheckpoint(l.key, l.origin, rng.End(), rootOf(rng))
-			if err != nil {
+		if signing {
+			if cp, err = l.signIfDue(b, rng, forceSign || acked); err != nil {
 				return err
 			}
-			if err := b.checkpoints.Put(store.U64(c.Size), c.Note); err != nil {
-				return err
-			}
-			// Keep one checkpoint per Every receipts (the last of each
-			// block) and the newest: every checkpoint still goes to the
-			// anchor.
-			if prev := l.lastCP; prev > l.base.Size && prev/l.opts.Cadence.Every == c.Size/l.opts.Cadence.Every {
-				if err := b.checkpoints.Delete(store.U64(prev)); err != nil {
-					return err
-				}
-			}
-			cp = &c
 		}
 		if acked {
 			return b.root.Delete(keyIntegrity)
@@ -843,7 +957,16 @@ func (l *Log) write(items []item, forceSign bool) error {
 	if err != nil {
 		return fmt.Errorf("append audit receipt: %w", err)
 	}
-	l.rng, l.head = rng, head
+	if landed {
+		l.stale = true // read the frontier again at the next commit
+	} else {
+		l.rng, l.head = rng, head
+	}
+	for _, it := range items {
+		if it.ref != nil {
+			*it.ref = Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
+		}
+	}
 	if cp != nil {
 		l.lastCP, l.lastCPAt = cp.Size, l.opts.Now()
 		if l.afterSign != nil {
@@ -854,6 +977,30 @@ func (l *Log) write(items []item, forceSign bool) error {
 		}
 	}
 	return nil
+}
+
+// signIfDue signs and stores a checkpoint of rng when one is due (forced,
+// the first, or Cadence.Every receipts since the last); nil when not.
+func (l *Log) signIfDue(b buckets, rng *compact.Range, force bool) (*Checkpoint, error) {
+	due := rng.End() > l.lastCP && (force || l.lastCP == 0 || rng.End()-l.lastCP >= l.opts.Cadence.Every)
+	if !due {
+		return nil, nil
+	}
+	c, err := signCheckpoint(l.key, l.origin, rng.End(), rootOf(rng))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkpoints.Put(store.U64(c.Size), c.Note); err != nil {
+		return nil, err
+	}
+	// Keep one checkpoint per Every receipts (the last of each block) and
+	// the newest: every checkpoint still goes to the anchor.
+	if prev := l.lastCP; prev > l.base.Size && prev/l.opts.Cadence.Every == c.Size/l.opts.Cadence.Every {
+		if err := b.checkpoints.Delete(store.U64(prev)); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
 }
 
 // writeAckBase signs the base of an acknowledgement at the current size:
@@ -874,7 +1021,7 @@ func (l *Log) writeAckBase(b buckets, rng *compact.Range, head Head) error {
 	// log continues from: checkpoints that covered more, tree hashes and
 	// receipts past the head (added or left behind outside the server).
 	for _, cut := range []struct {
-		bk   *bolt.Bucket
+		bk   store.Bucket
 		from uint64
 	}{{b.checkpoints, rng.End() + 1}, {b.tree, leafKey(rng.End())}, {b.receipts, head.Seq + 1}} {
 		if err := deleteFrom(cut.bk, cut.from); err != nil {
@@ -901,13 +1048,25 @@ func (l *Log) prune() (int, error) {
 	for {
 		n, err := l.pruneChunk(ret)
 		total += n
-		if err != nil || n < pruneChunk {
+		if err != nil || n < l.pruneLimit() {
 			return total, err
 		}
 	}
 }
 
 const pruneChunk = 5000
+
+// sharedPruneChunk bounds one pruning transaction of a shared log: each
+// receipt removed takes its own deletion and about two tree hashes', under
+// etcd's 128 operations.
+const sharedPruneChunk = 25
+
+func (l *Log) pruneLimit() int {
+	if l.opts.Shared {
+		return sharedPruneChunk
+	}
+	return pruneChunk
+}
 
 func (l *Log) pruneChunk(ret Retention) (int, error) {
 	var cutoff time.Time
@@ -916,17 +1075,22 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 	}
 	deleted := 0
 	var newBase Base
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
+		}
+		if l.opts.Shared {
+			if err := l.syncShared(b); err != nil {
+				return err
+			}
 		}
 		start := l.base.Size // receipts 1..start are gone already
 		count := l.head.Seq - start
 		var last uint64
 		var lastHash string
 		c := b.receipts.Cursor()
-		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < pruneChunk; k, v = c.Next() {
+		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < l.pruneLimit(); k, v = c.Next() {
 			seq := u64(k)
 			overCount := ret.MaxCount > 0 && count-uint64(deleted) > ret.MaxCount
 			tooOld := !cutoff.IsZero() && olderThan(timestampOf(v), cutoff)
@@ -979,7 +1143,7 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 }
 
 // deleteFrom deletes keys >= from.
-func deleteFrom(bk *bolt.Bucket, from uint64) error {
+func deleteFrom(bk store.Bucket, from uint64) error {
 	var doomed [][]byte
 	c := bk.Cursor()
 	for k, _ := c.Seek(store.U64(from)); k != nil; k, _ = c.Next() {
@@ -994,7 +1158,7 @@ func deleteFrom(bk *bolt.Bucket, from uint64) error {
 }
 
 // deleteBelow deletes keys < limit except those in keep.
-func deleteBelow(bk *bolt.Bucket, limit uint64, keep map[uint64]bool) error {
+func deleteBelow(bk store.Bucket, limit uint64, keep map[uint64]bool) error {
 	var doomed [][]byte
 	c := bk.Cursor()
 	for k, _ := c.First(); k != nil && u64(k) < limit; k, _ = c.Next() {

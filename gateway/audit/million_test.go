@@ -9,7 +9,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/transparency-dev/merkle/compact"
-	bolt "go.etcd.io/bbolt"
 )
 
 // buildLog writes n receipts straight into bbolt, as the writer would (chain,
@@ -36,12 +35,13 @@ func buildLog(tb testing.TB, n int) *store.DB {
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const chunk = 50000
 	for start := 1; start <= n; start += chunk {
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			b, err := auditBuckets(tx)
 			if err != nil {
 				return err
 			}
-			b.receipts.FillPercent, b.tree.FillPercent = 1, 1
+			b.receipts.SetFillPercent(1)
+			b.tree.SetFillPercent(1)
 			var head Head
 			for i := start; i < start+chunk && i <= n; i++ {
 				r := receipt(i, "default", ts.Add(time.Duration(i)*time.Millisecond))
@@ -109,7 +109,7 @@ func TestVerifyMillionDetectsOneEdit(t *testing.T) {
 		n = 100_000
 	}
 	db := buildLog(t, n)
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx store.Tx) error {
 		rb := tx.Bucket(store.BucketAudit).Bucket(bucketReceipts)
 		r, _, err := decodeStrict(append([]byte(nil), rb.Get(store.U64(uint64(n/3)))...))
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Filter selects receipts for List.
@@ -27,7 +26,7 @@ func List(db *store.DB, f Filter) ([]Receipt, error) {
 		f.Limit = 50
 	}
 	out := []Receipt{}
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketAudit)
 		if b == nil {
 			return errors.New("audit bucket missing")

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/transparency-dev/merkle/compact"
-	bolt "go.etcd.io/bbolt"
 )
 
 // The holder of the data folder, without the key: every tamper below is made
@@ -70,7 +69,7 @@ func (f *tamperFixture) verify(t *testing.T, saved ...[]byte) Report {
 
 func (f *tamperFixture) update(t *testing.T, fn func(b buckets)) {
 	t.Helper()
-	require.NoError(t, f.db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, f.db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
 		require.NoError(t, err)
 		fn(b)
@@ -97,7 +96,7 @@ func (f *tamperFixture) receipts(t *testing.T) []Receipt {
 func (f *tamperFixture) rewrite(t *testing.T, rs []Receipt, dropCheckpoints bool) {
 	t.Helper()
 	f.update(t, func(b buckets) {
-		clear := func(bk *bolt.Bucket) {
+		clear := func(bk store.Bucket) {
 			var keys [][]byte
 			c := bk.Cursor()
 			for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -433,7 +432,7 @@ func TestLegacyLogIsAdoptedAtStart(t *testing.T) {
 	// A log as the previous version wrote it: receipts, head, and an
 	// unsigned retention record after receipts 1..3 were pruned.
 	prev := "sha256:" + strings.Repeat("ab", 32)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, db.Update(func(tx store.Tx) error {
 		a := tx.Bucket(store.BucketAudit)
 		rb := a.Bucket(bucketReceipts)
 		var head Head

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
-	bolt "go.etcd.io/bbolt"
 )
 
 // The Merkle tree over receipts follows RFC 6962: leaf i is receipt seq i+1,
@@ -47,9 +48,16 @@ func keyBytes(k uint64) []byte {
 func frontierIDs(size uint64) []compact.NodeID { return compact.RangeNodes(0, size, nil) }
 
 // loadRange rebuilds the compact range [0, size) from stored hashes.
-func loadRange(tb *bolt.Bucket, size uint64) (*compact.Range, error) {
+func loadRange(tb store.Bucket, size uint64) (*compact.Range, error) {
 	ids := frontierIDs(size)
 	hashes := make([][]byte, len(ids))
+	if p, ok := tb.(kv.Prefetcher); ok {
+		keys := make([][]byte, len(ids))
+		for i, id := range ids {
+			keys[i] = keyBytes(nodeKey(id))
+		}
+		p.Prefetch(keys)
+	}
 	for i, id := range ids {
 		h := tb.Get(keyBytes(nodeKey(id)))
 		if len(h) != hashSize {
@@ -105,7 +113,7 @@ func placeholderRange(size uint64) *compact.Range {
 
 // putRange stores the nodes of a compact range (the frontier of an adopted
 // log).
-func putRange(tb *bolt.Bucket, r *compact.Range) error {
+func putRange(tb store.Bucket, r *compact.Range) error {
 	for i, id := range frontierIDs(r.End()) {
 		if err := tb.Put(keyBytes(nodeKey(id)), r.Hashes()[i]); err != nil {
 			return err
@@ -117,7 +125,7 @@ func putRange(tb *bolt.Bucket, r *compact.Range) error {
 // nodeReader fetches stored perfect-subtree hashes.
 type nodeReader func(id compact.NodeID) ([]byte, error)
 
-func bucketNodes(tb *bolt.Bucket) nodeReader {
+func bucketNodes(tb store.Bucket) nodeReader {
 	return func(id compact.NodeID) ([]byte, error) {
 		h := tb.Get(keyBytes(nodeKey(id)))
 		if len(h) != hashSize {
@@ -158,13 +166,13 @@ func VerifyInclusion(index, size uint64, leafHash []byte, path [][]byte, root []
 // treeChecker compares the nodes a walk recomputes with the stored ones,
 // reading the tree bucket in key order alongside.
 type treeChecker struct {
-	c       *bolt.Cursor
+	c       store.Cursor
 	k, v    []byte
 	problem string
 	leaf    bool // the problem is a leaf (a receipt) rather than a subtree
 }
 
-func newTreeChecker(tb *bolt.Bucket, fromLeaf uint64) *treeChecker {
+func newTreeChecker(tb store.Bucket, fromLeaf uint64) *treeChecker {
 	t := &treeChecker{c: tb.Cursor()}
 	t.k, t.v = t.c.Seek(keyBytes(leafKey(fromLeaf)))
 	return t

@@ -13,7 +13,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/transparency-dev/merkle/compact"
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -135,7 +134,7 @@ type VerifyOptions struct {
 // consistency with the saved checkpoints.
 func Verify(db *store.DB, opts VerifyOptions) (Report, error) {
 	var rep Report
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx store.Tx) error {
 		src, err := dbSource(tx)
 		if err != nil {
 			return err
@@ -169,7 +168,7 @@ type keyed struct {
 	raw []byte
 }
 
-func dbSource(tx *bolt.Tx) (*source, error) {
+func dbSource(tx store.Tx) (*source, error) {
 	b, err := auditBuckets(tx)
 	if err != nil {
 		return nil, err
@@ -225,7 +224,7 @@ func dbSource(tx *bolt.Tx) (*source, error) {
 	return src, nil
 }
 
-func readKeyed(bk *bolt.Bucket) []keyed {
+func readKeyed(bk store.Bucket) []keyed {
 	var out []keyed
 	if bk == nil {
 		return nil

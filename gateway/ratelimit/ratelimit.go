@@ -8,6 +8,7 @@
 package ratelimit
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -118,4 +119,17 @@ func (lm *Limiter) Len() int {
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
 	return len(lm.buckets)
+}
+
+// Share is one replica's part of l when n replicas behind a load balancer
+// enforce it together: the rate divided by n and the burst rounded up (at
+// least 1). With calls spread evenly the fleet then admits at most the
+// rate plus Burst+n-1 calls over any window (the rounding allows one extra
+// call per replica); a replica that gets more than its share refuses
+// early, never late. docs/scale-out.md states the bound.
+func (l Limit) Share(n int) Limit {
+	if n <= 1 || l.Unlimited() {
+		return l
+	}
+	return Limit{PerMinute: l.PerMinute / float64(n), Burst: int(math.Ceil(l.capacity() / float64(n)))}
 }

@@ -134,3 +134,27 @@ func BenchmarkAllow(b *testing.B) {
 		lm.Allow("caller:x|tool", l)
 	}
 }
+
+// Three replicas holding a 60/min, burst 10 limit each take a third; the
+// fleet's burst is at most Burst+n-1 (rounding up), and its rate exactly
+// the limit.
+func TestShareSplitsALimitAmongReplicas(t *testing.T) {
+	l := Limit{PerMinute: 60, Burst: 10}
+	require.Equal(t, l, l.Share(1))
+	require.Equal(t, l, l.Share(0))
+	s := l.Share(3)
+	require.InDelta(t, 20, s.PerMinute, 1e-9)
+	require.Equal(t, 4, s.Burst)
+	require.Equal(t, Limit{}, Limit{}.Share(3), "unlimited stays unlimited")
+	require.Equal(t, 1, Limit{PerMinute: 6, Burst: 1}.Share(5).Burst)
+
+	now := time.Unix(0, 0)
+	replicas := []*Limiter{New(func() time.Time { return now }), New(func() time.Time { return now }), New(func() time.Time { return now })}
+	admitted := 0
+	for i := range 300 { // round robin, all at one instant: only bursts
+		if ok, _ := replicas[i%3].Allow("k", s); ok {
+			admitted++
+		}
+	}
+	require.Equal(t, 12, admitted, "burst 10 shared by 3 admits at most 10+3-1")
+}

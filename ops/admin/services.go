@@ -18,7 +18,6 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Services runs the operations on open services. A field left nil makes
@@ -305,7 +304,7 @@ func (s *Services) Restore(ctx context.Context, src string, r io.Reader) (Restor
 // key file would be; secretKey the configured key ("" when none).
 func SessionWarnings(ctx context.Context, db *store.DB, secretKey, keyFile string) []string {
 	var scopes []string
-	_ = db.View(func(tx *bolt.Tx) error {
+	_ = db.View(func(tx store.Tx) error {
 		if b := tx.Bucket(store.BucketSessions); b != nil {
 			return b.ForEach(func(k, _ []byte) error {
 				scopes = append(scopes, string(k))

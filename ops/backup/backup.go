@@ -14,30 +14,55 @@ import (
 	"path/filepath"
 
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Snapshot writes a consistent copy of db to w from one read transaction,
 // so writers keep committing while it runs. It returns the bytes written.
 func Snapshot(db *store.DB, w io.Writer) (int64, error) {
+	if db.Kind() == store.KindEtcd {
+		return SnapshotTo(db, nil, w)
+	}
 	var n int64
-	err := db.View(func(tx *bolt.Tx) error {
-		var err error
+	err := db.View(func(t store.Tx) error {
+		tx, err := boltTx(t)
+		if err != nil {
+			return err
+		}
 		n, err = tx.WriteTo(w)
 		return err
 	})
 	return n, err
 }
 
+// ErrNotFile means the store is not a bbolt file (etcd): it is backed up
+// by a logical export instead.
+var ErrNotFile = errors.New("the store is not a bbolt file")
+
+func boltTx(t store.Tx) (*bolt.Tx, error) {
+	tx, ok := kv.UnwrapBolt(t)
+	if !ok {
+		return nil, ErrNotFile
+	}
+	return tx, nil
+}
+
 // SnapshotTo is Snapshot with the snapshot size known before the first
 // byte (for Content-Length): begin is called inside the transaction.
 func SnapshotTo(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
+	if db.Kind() == store.KindEtcd {
+		return exportEtcd(db, begin, w)
+	}
 	var n int64
-	err := db.View(func(tx *bolt.Tx) error {
-		if begin != nil {
-			begin(tx.Size(), schemaOf(tx))
+	err := db.View(func(t store.Tx) error {
+		tx, err := boltTx(t)
+		if err != nil {
+			return err
 		}
-		var err error
+		if begin != nil {
+			begin(tx.Size(), schemaOf(t))
+		}
 		n, err = tx.WriteTo(w)
 		return err
 	})
@@ -112,7 +137,7 @@ func syncDir(dir string) {
 	}
 }
 
-func schemaOf(tx *bolt.Tx) int {
+func schemaOf(tx store.Tx) int {
 	m := tx.Bucket(store.BucketMeta)
 	if m == nil {
 		return 0
@@ -126,4 +151,45 @@ func schemaOf(tx *bolt.Tx) int {
 		v = v<<8 | uint64(b)
 	}
 	return int(v)
+}
+
+// exportEtcd writes an etcd store as a bbolt file: every key read in one
+// snapshot (one etcd revision) and copied into a temporary file, which is
+// then streamed. The backup has the format of a bbolt store's, so it is
+// checked, restored (into etcd or into a file) and verified the same way.
+func exportEtcd(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
+	dir, err := os.MkdirTemp("", "accords-etcd-export-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "export.db")
+	out, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return 0, err
+	}
+	schema := 0
+	err = db.View(func(src store.Tx) error {
+		schema = schemaOf(src)
+		return out.Update(func(dst *bolt.Tx) error { return store.CopyTx(kv.BoltTx(dst), src) })
+	})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("export the etcd store: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if begin != nil {
+		begin(fi.Size(), schema)
+	}
+	return io.Copy(w, f)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 // benchDB is a database of about 20 MB (20 000 records of 1 KiB).
@@ -20,7 +19,7 @@ func benchDB(b *testing.B) *store.DB {
 	b.Cleanup(func() { db.Close() })
 	val := make([]byte, 1024)
 	for batch := range 20 {
-		require.NoError(b, db.Update(func(tx *bolt.Tx) error {
+		require.NoError(b, db.Update(func(tx store.Tx) error {
 			bk := tx.Bucket(store.BucketCatalog)
 			for i := range 1000 {
 				if err := bk.Put([]byte(fmt.Sprintf("k%02d-%04d", batch, i)), val); err != nil {

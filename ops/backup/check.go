@@ -12,6 +12,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -88,9 +89,10 @@ func inspect(path string, info *Info, migs []migrations.Migration) (err error) {
 		return fmt.Errorf("%w: bbolt cannot open it: %w", ErrInvalid, err)
 	}
 	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error {
+	return db.View(func(btx *bolt.Tx) error {
+		tx := kv.BoltTx(btx)
 		var problems []string
-		for e := range tx.Check() {
+		for e := range btx.Check() {
 			if len(problems) < maxCheckErrors {
 				problems = append(problems, e.Error())
 			}
@@ -98,7 +100,7 @@ func inspect(path string, info *Info, migs []migrations.Migration) (err error) {
 		if len(problems) > 0 {
 			return fmt.Errorf("%w: consistency check failed: %v", ErrInvalid, problems)
 		}
-		_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		_ = tx.ForEach(func(name []byte, _ store.Bucket) error {
 			info.Buckets = append(info.Buckets, string(name))
 			return nil
 		})
@@ -193,8 +195,8 @@ func bucketsAt(v int, all []migrations.Migration) ([]string, error) {
 	}
 	defer db.Close()
 	var names []string
-	err = db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+	err = db.View(func(tx store.Tx) error {
+		return tx.ForEach(func(name []byte, _ store.Bucket) error {
 			names = append(names, string(name))
 			return nil
 		})

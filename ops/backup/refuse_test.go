@@ -16,6 +16,7 @@ import (
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,7 +62,7 @@ func goodBackup(t *testing.T) (string, []byte) {
 func newerSchemaFile(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "newer.db")
-	future := append(migrations.All(), migrations.Migration{Version: migrations.Latest() + 1, Name: "future", Apply: func(tx *bolt.Tx) error {
+	future := append(migrations.All(), migrations.Migration{Version: migrations.Latest() + 1, Name: "future", Apply: func(tx store.Tx) error {
 		_, err := tx.CreateBucketIfNotExists([]byte("future"))
 		return err
 	}})
@@ -85,14 +86,15 @@ func TestRestoreRefusesBadFilesAndChangesNothing(t *testing.T) {
 	foreign := filepath.Join(dir, "foreign.db")
 	fdb, err := bolt.Open(foreign, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, fdb.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err }))
+	require.NoError(t, fdb.Update(func(btx *bolt.Tx) error { tx := kv.BoltTx(btx); _, err := tx.CreateBucket([]byte("other")); return err }))
 	require.NoError(t, fdb.Close())
 
 	// A backup whose audit chain was edited after the fact.
 	tampered := write("tampered.db", raw)
 	tdb, err := bolt.Open(tampered, 0o600, nil)
 	require.NoError(t, err)
-	require.NoError(t, tdb.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, tdb.Update(func(btx *bolt.Tx) error {
+		tx := kv.BoltTx(btx)
 		rs := tx.Bucket(store.BucketAudit).Bucket([]byte("receipts"))
 		require.NotNil(t, rs)
 		k, v := rs.Cursor().First()
@@ -171,7 +173,7 @@ func TestRestoreRefusesWhileDaemonHoldsTheDatabase(t *testing.T) {
 func TestRestoreMigratesAnOlderBackup(t *testing.T) {
 	good, _ := goodBackup(t)
 	cfg := testenv.Config(t)
-	future := append(migrations.All(), migrations.Migration{Version: migrations.Latest() + 1, Name: "future", Apply: func(tx *bolt.Tx) error {
+	future := append(migrations.All(), migrations.Migration{Version: migrations.Latest() + 1, Name: "future", Apply: func(tx store.Tx) error {
 		_, err := tx.CreateBucketIfNotExists([]byte("future"))
 		return err
 	}})
@@ -190,7 +192,7 @@ func TestRestoreMigratesAnOlderBackup(t *testing.T) {
 	db, err := store.Open(cfg.DBPath, store.Options{ReadOnly: true, Migrations: future})
 	require.NoError(t, err)
 	defer db.Close()
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, db.View(func(tx store.Tx) error {
 		assert.NotNil(t, tx.Bucket([]byte("future")), "the migration ran")
 		return nil
 	}))

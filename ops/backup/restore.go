@@ -1,12 +1,14 @@
 package backup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/migrations"
@@ -324,4 +326,78 @@ func removeAll(dir string) error {
 		return err
 	}
 	return os.RemoveAll(aside)
+}
+
+// Path is the staged, checked file.
+func (st *Staged) Path() string { return st.path }
+
+// RestoreEtcd loads the backup read from src into the etcd store db: it
+// stages and checks the backup as Restore does (in a private folder
+// beside o.DBPath), refuses while replicas are registered on the store
+// (they would serve a half-loaded store), then replaces the store's
+// contents and removes this replica's index (o.IndexDir). Other
+// replicas rebuild theirs at their next start (the catalog revision is
+// moved past what any of them indexed, with no change log to catch up).
+func RestoreEtcd(db *store.DB, src string, r io.Reader, o RestoreOptions) (Result, error) {
+	o = o.withDefaults()
+	st, res, err := Stage(src, r, o)
+	if err != nil {
+		return res, err
+	}
+	defer st.Discard()
+	status, err := db.EtcdStatus(context.Background())
+	if err != nil {
+		return res, err
+	}
+	if status.Replicas > 0 {
+		return res, fmt.Errorf("%d replica(s) are registered on %s: stop every replica before restoring into etcd (a replica killed less than %s ago still counts)", status.Replicas, db.Path(), store.FleetTTL)
+	}
+	staged, err := store.Open(st.Path(), store.Options{ReadOnly: true, Migrations: o.Migrations})
+	if err != nil {
+		return res, err
+	}
+	defer staged.Close()
+	// Replicas' indexes were built from the store as it was. The catalog
+	// revision is moved past both histories and the change log left out:
+	// an index then sees itself behind with no log to catch up over, and
+	// is rebuilt (catalog layout: "rev", "l/<rev>", docs/architecture.md).
+	var before uint64
+	if err := db.View(func(tx store.Tx) error {
+		if c := tx.Bucket(store.BucketCatalog); c != nil {
+			before = u64Of(c.Get([]byte("rev")))
+		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	skip := func(path [][]byte, k []byte) bool {
+		return len(path) == 1 && string(path[0]) == string(store.BucketCatalog) && strings.HasPrefix(string(k), "l/")
+	}
+	finish := func(tx store.Tx) error {
+		c, err := tx.CreateBucketIfNotExists(store.BucketCatalog)
+		if err != nil {
+			return err
+		}
+		return c.Put([]byte("rev"), store.U64(max(before, u64Of(c.Get([]byte("rev"))))+1))
+	}
+	if _, err := db.LoadFrom(staged, skip, finish); err != nil {
+		return res, err
+	}
+	if o.IndexDir != "" {
+		if err := removeAll(o.IndexDir); err != nil {
+			return res, fmt.Errorf("the store is restored, but this replica's index %s could not be removed: %w", o.IndexDir, err)
+		}
+	}
+	return res, nil
+}
+
+func u64Of(raw []byte) uint64 {
+	if len(raw) != 8 {
+		return 0
+	}
+	var n uint64
+	for _, c := range raw {
+		n = n<<8 | uint64(c)
+	}
+	return n
 }

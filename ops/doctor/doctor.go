@@ -81,6 +81,8 @@ func Files(cfg config.Config, socketPath string) []Result {
 	var rs []Result
 	dbFi, dbErr := os.Stat(cfg.DBPath)
 	switch {
+	case cfg.Store != nil:
+		rs = append(rs, ok("db path", "state in %s; this replica's index and socket beside %s", cfg.Store, cfg.DBPath))
 	case dbErr == nil && !dbFi.Mode().IsRegular():
 		rs = append(rs, fail("db path", "point ACCORDS_MCP_DB at a file", "%s is not a regular file", cfg.DBPath))
 	case dbErr == nil:
@@ -243,10 +245,29 @@ func Database(ctx context.Context, in Inputs) []Result {
 	default:
 		rs = append(rs, ok("schema version", "%d (latest)", v))
 	}
+	if r, ok := storeCheck(ctx, in); ok {
+		rs = append(rs, r)
+	}
 	rs = append(rs, indexCheck(ctx, in))
 	rs = append(rs, auditCheck(in))
 	rs = append(rs, vaultCheck(ctx, in))
 	return rs
+}
+
+// storeCheck reports the etcd cluster behind an etcd store (false on bbolt).
+func storeCheck(ctx context.Context, in Inputs) (Result, bool) {
+	if in.DB.Kind() != store.KindEtcd {
+		return Result{}, false
+	}
+	st, err := in.DB.EtcdStatus(ctx)
+	if err != nil {
+		return fail("store", "check that etcd runs and ACCORDS_MCP_STORE, ACCORDS_MCP_ETCD_* point at it", "%s: %v", in.DB.Path(), err), true
+	}
+	if !st.Leader {
+		return fail("store", "the cluster has no leader: check that a majority of its members run", "%s: no leader", in.DB.Path()), true
+	}
+	return ok("store", "%s: etcd %s, revision %d, %d keys of this deployment, %d replica(s) live, cluster db %s",
+		in.DB.Path(), st.ServerVer, st.Revision, st.Keys, st.Replicas, humanBytes(st.DBSize)), true
 }
 
 func indexCheck(ctx context.Context, in Inputs) Result {

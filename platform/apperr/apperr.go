@@ -23,8 +23,11 @@ const (
 // Error codes the server emits. Vault-derived codes are produced by the vault
 // package's normaliser; the rest by the packages named in the comments.
 const (
-	CodeValidation           = "MCP_VALIDATION_ERROR"
-	CodeInternal             = "MCP_INTERNAL"
+	CodeValidation = "MCP_VALIDATION_ERROR"
+	CodeInternal   = "MCP_INTERNAL"
+	// CodeStoreUnavailable: the shared store (etcd) is out of reach;
+	// nothing was written, and the call may be retried.
+	CodeStoreUnavailable     = "MCP_STORE_UNAVAILABLE"
 	CodeNetwork              = "MCP_NETWORK_ERROR"
 	CodeSessionNotConfigured = "MCP_SESSION_NOT_CONFIGURED"
 	CodeTenantHeaderRequired = "MCP_TENANT_HEADER_REQUIRED"
@@ -75,6 +78,7 @@ const (
 // anything not listed is "validation".
 var categoryByCode = map[string]string{
 	CodeInternal:                 CatInternal,
+	CodeStoreUnavailable:         CatInternal,
 	CodeNetwork:                  CatNetwork,
 	CodeSessionNotConfigured:     CatAuth,
 	CodeAuthUnauthenticated:      CatAuth,
@@ -152,8 +156,34 @@ func Validation(field, format string, args ...any) *Error {
 	return e
 }
 
-// Internal reports a failure that is not the caller's fault.
+// unavailable is implemented by the store's error for a shared store
+// out of reach (it cannot be imported here).
+type unavailable interface {
+	error
+	StoreUnavailable() bool
+}
+
+func isUnavailable(err error) bool {
+	u, ok := errors.AsType[unavailable](err)
+	return ok && u.StoreUnavailable()
+}
+
+// StoreUnavailable reports that the shared store could not be reached:
+// retryable, and nothing was written.
+func StoreUnavailable(operation string, cause error) *Error {
+	e := New(CodeStoreUnavailable, "the state store is unavailable during %s; nothing was changed, try again", operation)
+	e.Retryable = true
+	e.Details["operation"] = operation
+	e.Cause = cause
+	return e
+}
+
+// Internal reports a failure that is not the caller's fault (a store out
+// of reach is MCP_STORE_UNAVAILABLE instead).
 func Internal(operation string, cause error) *Error {
+	if isUnavailable(cause) {
+		return StoreUnavailable(operation, cause)
+	}
 	e := New(CodeInternal, "internal error during %s", operation)
 	e.Details["operation"] = operation
 	if cause != nil {

@@ -64,6 +64,12 @@ var Vars = []Var{
 	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows, and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
+	{"ACCORDS_MCP_STORE", "(none: the bbolt file ACCORDS_MCP_DB)", "etcd://host:2379[,host2:2379…] keeps all state in etcd so several HTTP replicas share it (etcds:// for TLS); each replica's index and socket stay beside its own ACCORDS_MCP_DB (docs/scale-out.md)"},
+	{"ACCORDS_MCP_ETCD_PREFIX", "/accords-mcp/", "key prefix of this deployment in etcd, so several deployments can share one cluster"},
+	{"ACCORDS_MCP_ETCD_CERT", "(none)", "TLS client certificate (PEM) presented to etcd; with ACCORDS_MCP_ETCD_KEY"},
+	{"ACCORDS_MCP_ETCD_KEY", "(none)", "private key (PEM) of ACCORDS_MCP_ETCD_CERT"},
+	{"ACCORDS_MCP_ETCD_CA", "(system roots)", "CA certificate (PEM) that signed the etcd servers' certificates"},
+	{"ACCORDS_MCP_ETCD_TIMEOUT", "5s", "time limit of one etcd request; an unreachable etcd fails writes with the retryable MCP_STORE_UNAVAILABLE after it"},
 	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
 }
 
@@ -126,6 +132,8 @@ type Config struct {
 	// DaemonIdleTimeout is how long an auto-started daemon waits without
 	// clients before it exits.
 	DaemonIdleTimeout time.Duration
+	// Store is the etcd store (nil: the bbolt file at DBPath).
+	Store *EtcdStore
 	// Tracing is the OpenTelemetry export (off unless an OTLP endpoint
 	// is set).
 	Tracing Tracing
@@ -253,6 +261,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.AuditCheckpoint = get("ACCORDS_MCP_AUDIT_CHECKPOINT")
 	c.AuditAnchor = get("ACCORDS_MCP_AUDIT_ANCHOR")
 	if err := c.readLimits(get); err != nil {
+		return c, err
+	}
+	if err := c.readStore(get); err != nil {
 		return c, err
 	}
 	for name := range strings.SplitSeq(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {

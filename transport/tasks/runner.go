@@ -22,6 +22,53 @@ const MaxRetryDelay = 30 * time.Second
 // Start follows every task still waiting: at start-up, so tasks survive a
 // restart.
 func (x *Extension) Start() error {
+	if err := x.resume(); err != nil {
+		return err
+	}
+	if x.o.Follow != nil {
+		x.mu.Lock()
+		if x.followCancel == nil && !x.closed {
+			ctx, cancel := context.WithCancel(context.Background())
+			x.followCancel = cancel
+			x.o.Follow(ctx, x.republish)
+		}
+		x.mu.Unlock()
+	}
+	if x.o.Claim != nil {
+		x.mu.Lock()
+		start := x.rescanStop == nil && !x.closed
+		if start {
+			x.rescanStop = make(chan struct{})
+		}
+		stop := x.rescanStop
+		x.mu.Unlock()
+		if start {
+			every := x.o.Rescan
+			if every <= 0 {
+				every = FleetRescan
+			}
+			x.wg.Go(func() {
+				tick := time.NewTicker(every)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						if err := x.resume(); err != nil {
+							x.logger.Warn("looking for tasks no replica follows failed", "error", err.Error())
+						}
+					}
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// resume follows every working task not followed yet (and, with several
+// replicas, not claimed by another).
+func (x *Extension) resume() error {
 	ts, err := x.o.Store.Working()
 	if err != nil {
 		return err
@@ -37,6 +84,14 @@ func (x *Extension) Start() error {
 func (x *Extension) Close() {
 	x.mu.Lock()
 	x.closed = true
+	if x.followCancel != nil {
+		x.followCancel()
+		x.followCancel = nil
+	}
+	if x.rescanStop != nil {
+		close(x.rescanStop)
+		x.rescanStop = nil
+	}
 	for _, cancel := range x.runs {
 		cancel()
 	}
@@ -57,6 +112,9 @@ func (x *Extension) start(t task.Task) {
 	if x.closed || x.runs[t.Ref] != nil {
 		return
 	}
+	if x.o.Claim != nil && !x.o.Claim(t.Ref) {
+		return // another replica follows it
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	x.runs[t.Ref] = cancel
 	x.wg.Go(func() {
@@ -72,6 +130,9 @@ func (x *Extension) stop(ref string) {
 	if cancel, ok := x.runs[ref]; ok {
 		cancel()
 		delete(x.runs, ref)
+		if x.o.Release != nil {
+			x.o.Release(ref)
+		}
 	}
 }
 
@@ -248,16 +309,45 @@ func (x *Extension) subscribe(refs []string) (<-chan task.Task, func()) {
 			delete(x.subs[r], ch)
 			if len(x.subs[r]) == 0 {
 				delete(x.subs, r)
+				delete(x.sent, r)
 			}
+		}
+	}
+}
+
+// republish reads the tasks this replica's listeners follow and publishes
+// the ones another replica changed.
+func (x *Extension) republish() {
+	x.mu.Lock()
+	refs := make([]string, 0, len(x.subs))
+	for r := range x.subs {
+		refs = append(refs, r)
+	}
+	x.mu.Unlock()
+	for _, r := range refs {
+		if t, ok, err := x.o.Store.Load(r); err == nil && ok {
+			x.publish(t)
 		}
 	}
 }
 
 // publish hands t to its listeners; a listener that is not keeping up
 // misses intermediate states, never the final one, which it can also poll.
+// A state already published (same UpdatedAt) is not sent again.
 func (x *Extension) publish(t task.Task) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if len(x.subs[t.Ref]) == 0 {
+		delete(x.sent, t.Ref)
+		return
+	}
+	if last, ok := x.sent[t.Ref]; ok && last.Equal(t.UpdatedAt) {
+		return
+	}
+	if x.sent == nil {
+		x.sent = map[string]time.Time{}
+	}
+	x.sent[t.Ref] = t.UpdatedAt
 	for ch := range x.subs[t.Ref] {
 		select {
 		case ch <- t:

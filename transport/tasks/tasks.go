@@ -101,7 +101,21 @@ type Options struct {
 	// clients are told (default 2 s).
 	PollInterval time.Duration
 	Logger       *slog.Logger
+	// Claim and Release, when set, let one replica of several sharing a
+	// store follow a task (store.Fleet): a task is followed only where
+	// Claim succeeds, and Rescan (default FleetRescan) looks for working
+	// tasks nobody follows any more (their replica died).
+	Claim   func(ref string) bool
+	Release func(ref string)
+	Rescan  time.Duration
+	// Follow, when set, calls its argument whenever another replica may
+	// have changed a task (a watch of the shared store's tasks bucket,
+	// until ctx ends): listeners here then hear of tasks followed there.
+	Follow func(ctx context.Context, changed func())
 }
+
+// FleetRescan is how often a replica looks for orphaned working tasks.
+const FleetRescan = 5 * time.Second
 
 // DefaultPollInterval is the default of Options.PollInterval.
 const DefaultPollInterval = 2 * time.Second
@@ -117,7 +131,13 @@ type Extension struct {
 	runs   map[string]context.CancelFunc // task ref -> stop its runner
 	wg     sync.WaitGroup
 	closed bool
-	subs   map[string]map[chan task.Task]struct{} // task ref -> listeners
+	// rescanStop ends the look for orphaned tasks (with Claim).
+	rescanStop chan struct{}
+	// sent is the UpdatedAt of the last state published per listened
+	// task, so changes seen through Follow are published once.
+	sent         map[string]time.Time
+	followCancel context.CancelFunc
+	subs         map[string]map[chan task.Task]struct{} // task ref -> listeners
 }
 
 // New validates o.

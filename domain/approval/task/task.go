@@ -18,7 +18,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Statuses, as the extension names them.
@@ -164,7 +163,7 @@ func (s *Store) Create(t Task) (string, Task, error) {
 		id := NewID()
 		t.Ref = Ref(id)
 		taken := false
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.db.Update(func(tx store.Tx) error {
 			b, err := bucket(tx)
 			if err != nil {
 				return err
@@ -184,7 +183,7 @@ func (s *Store) Create(t Task) (string, Task, error) {
 	}
 }
 
-func bucket(tx *bolt.Tx) (*bolt.Bucket, error) {
+func bucket(tx store.Tx) (store.Bucket, error) {
 	b := tx.Bucket(store.BucketTasks)
 	if b == nil {
 		return nil, errors.New("tasks bucket missing")
@@ -211,7 +210,7 @@ func (s *Store) Get(id string, o Owner) (Task, error) {
 func (s *Store) Load(ref string) (Task, bool, error) {
 	var t Task
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b, err := bucket(tx)
 		if err != nil {
 			return err
@@ -234,7 +233,7 @@ var ErrTerminal = errors.New("task already finished")
 // error writes nothing and Update returns that error.
 func (s *Store) Update(ref string, fn func(t *Task) error) (Task, error) {
 	var out Task
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		b, err := bucket(tx)
 		if err != nil {
 			return err
@@ -271,7 +270,7 @@ func (s *Store) Update(ref string, fn func(t *Task) error) (Task, error) {
 func (s *Store) Working() ([]Task, error) {
 	var out []Task
 	now := s.now()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b, err := bucket(tx)
 		if err != nil {
 			return err
@@ -309,7 +308,7 @@ func (s *Store) stale(t Task, now time.Time) bool {
 func (s *Store) Prune() (int, error) {
 	now := s.now()
 	var dead [][]byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b, err := bucket(tx)
 		if err != nil {
 			return err
@@ -325,17 +324,28 @@ func (s *Store) Prune() (int, error) {
 	if err != nil || len(dead) == 0 {
 		return 0, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		b, err := bucket(tx)
-		if err != nil {
-			return err
-		}
-		for _, k := range dead {
-			if err := b.Delete(k); err != nil {
+	// In transactions of the store's write budget (etcd's op limit).
+	chunk := s.db.WriteBudget()
+	if chunk <= 0 {
+		chunk = len(dead)
+	}
+	for from := 0; from < len(dead); from += chunk {
+		part := dead[from:min(from+chunk, len(dead))]
+		err = s.db.Update(func(tx store.Tx) error {
+			b, err := bucket(tx)
+			if err != nil {
 				return err
 			}
+			for _, k := range part {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return from, err
 		}
-		return nil
-	})
-	return len(dead), err
+	}
+	return len(dead), nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 func open(t *testing.T, path string) *store.DB {
@@ -45,7 +44,7 @@ func TestCreateIsDurableAndBoundToItsOwner(t *testing.T) {
 	got, err := s.Get(id, alice)
 	require.NoError(t, err)
 	assert.Equal(t, "job_1", got.Handle.JobID)
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, db.View(func(tx store.Tx) error {
 		return tx.Bucket(store.BucketTasks).ForEach(func(k, v []byte) error {
 			assert.NotContains(t, string(k)+string(v), id, "the id itself is never stored")
 			return nil

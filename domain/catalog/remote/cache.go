@@ -8,7 +8,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // cacheMeta describes the last good index of a source. The raw bytes live
@@ -33,7 +32,7 @@ type cachedIndex struct {
 // another index URL.
 func (s *Service) loadCache(src Source) (*cachedIndex, error) {
 	var c *cachedIndex
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		root := tx.Bucket(store.BucketSources)
 		mb, bb := root.Bucket(bucketIndexMeta), root.Bucket(bucketIndexBody)
 		if mb == nil || bb == nil {
@@ -64,7 +63,7 @@ func (s *Service) saveCache(src Source, body []byte, etag, lastModified string, 
 	sum := sha256.Sum256(body)
 	m := cacheMeta{IndexURL: src.IndexURL, ETag: etag, LastModified: lastModified, SHA256: hex.EncodeToString(sum[:]),
 		Bytes: len(body), FetchedAt: at, CheckedAt: at}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx store.Tx) error {
 		if !sourceStillIs(tx, src) {
 			// Deleted or repointed meanwhile: the copy would be orphaned.
 			return nil
@@ -86,7 +85,7 @@ func (s *Service) saveCache(src Source, body []byte, etag, lastModified string, 
 
 // touchCache records that the source confirmed the cached copy (304).
 func (s *Service) touchCache(src Source, etag string, at time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx store.Tx) error {
 		mb := tx.Bucket(store.BucketSources).Bucket(bucketIndexMeta)
 		if mb == nil {
 			return nil
@@ -104,7 +103,7 @@ func (s *Service) touchCache(src Source, etag string, at time.Time) error {
 	})
 }
 
-func sourceStillIs(tx *bolt.Tx, src Source) bool {
+func sourceStillIs(tx store.Tx, src Source) bool {
 	defs := tx.Bucket(store.BucketSources).Bucket(bucketDefs)
 	if defs == nil {
 		return false
@@ -114,7 +113,7 @@ func sourceStillIs(tx *bolt.Tx, src Source) bool {
 	return err == nil && found && cur.IndexURL == src.IndexURL
 }
 
-func deleteCache(tx *bolt.Tx, sourceID string) error {
+func deleteCache(tx store.Tx, sourceID string) error {
 	root := tx.Bucket(store.BucketSources)
 	for _, name := range [][]byte{bucketIndexMeta, bucketIndexBody} {
 		if b := root.Bucket(name); b != nil {
@@ -148,7 +147,7 @@ func (s *Service) SourceViews() ([]SourceView, error) {
 		return nil, err
 	}
 	out := make([]SourceView, 0, len(srcs))
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx store.Tx) error {
 		mb := tx.Bucket(store.BucketSources).Bucket(bucketIndexMeta)
 		for _, src := range srcs {
 			v := SourceView{Source: src}

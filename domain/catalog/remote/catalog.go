@@ -6,7 +6,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/platform/apperr"
-	bolt "go.etcd.io/bbolt"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // FromCatalog adapts the local catalog to what an install needs: Stage
@@ -29,14 +29,14 @@ func (a catalogAdapter) Stage(raw []byte) (*Staged, error) {
 	return &Staged{CookbookID: b.CookbookID, Version: b.Version, ContentHash: hash, Bundle: b}, nil
 }
 
-func (a catalogAdapter) Commit(ctx context.Context, st *Staged, policy string, hook func(tx *bolt.Tx, storedHash string) error) (*Committed, error) {
+func (a catalogAdapter) Commit(ctx context.Context, st *Staged, policy string, hook func(tx store.Tx, storedHash string) error) (*Committed, error) {
 	b, ok := st.Bundle.(*catalog.Bundle)
 	if !ok {
 		return nil, apperr.Internal("remote install", errors.New("staged bundle is not a catalog bundle"))
 	}
 	res, err := a.c.Upsert(ctx, b, catalog.UpsertOptions{
 		Policy: policy,
-		InTx: func(tx *bolt.Tx, res *catalog.UpsertResult) error {
+		InTx: func(tx store.Tx, res *catalog.UpsertResult) error {
 			return hook(tx, res.Cookbook.ContentHash)
 		},
 	})

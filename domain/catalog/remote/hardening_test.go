@@ -9,7 +9,6 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestBearerTokenNeverOverPlainHTTP: a BEARER_ENV source must use https,
@@ -35,7 +34,7 @@ func TestBearerTokenNeverOverPlainHTTP(t *testing.T) {
 	u, _ := url.Parse(r.URL)
 	old := Source{SourceID: "old", IndexURL: "http://remote.invalid:" + u.Port() + "/index.json", Enabled: true, AuthMode: AuthBearerEnv,
 		AuthEnvVar: "TEAM_TOKEN", CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	require.NoError(t, e.db.Update(func(tx *bolt.Tx) error {
+	require.NoError(t, e.db.Update(func(tx store.Tx) error {
 		b, err := nested(tx, bucketDefs)
 		if err != nil {
 			return err

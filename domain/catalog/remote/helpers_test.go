@@ -19,7 +19,6 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 // faultCatalog wraps the real catalog and can fail the commit after the
@@ -30,8 +29,8 @@ type faultCatalog struct {
 	failAfterHook bool
 }
 
-func (f *faultCatalog) Commit(ctx context.Context, st *Staged, policy string, hook func(tx *bolt.Tx, storedHash string) error) (*Committed, error) {
-	return f.Catalog.Commit(ctx, st, policy, func(tx *bolt.Tx, storedHash string) error {
+func (f *faultCatalog) Commit(ctx context.Context, st *Staged, policy string, hook func(tx store.Tx, storedHash string) error) (*Committed, error) {
+	return f.Catalog.Commit(ctx, st, policy, func(tx store.Tx, storedHash string) error {
 		if err := hook(tx, storedHash); err != nil {
 			return err
 		}

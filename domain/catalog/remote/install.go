@@ -9,7 +9,6 @@ import (
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Catalog is what an install needs from the local catalog: validate a
@@ -22,7 +21,7 @@ type Catalog interface {
 	// transaction with the content hash that the catalog holds for
 	// (cookbook_id, version) after the write; if hook fails, nothing is
 	// stored. The search index is updated after the commit.
-	Commit(ctx context.Context, st *Staged, policy string, hook func(tx *bolt.Tx, storedHash string) error) (*Committed, error)
+	Commit(ctx context.Context, st *Staged, policy string, hook func(tx store.Tx, storedHash string) error) (*Committed, error)
 }
 
 // Staged is a validated bundle ready to commit.
@@ -65,7 +64,7 @@ func lockKey(cookbookID, version string) []byte { return []byte(cookbookID + "@"
 // Lock returns the lock record of an installed version, if any.
 func (s *Service) Lock(cookbookID, version string) (*LockRecord, error) {
 	var rec *LockRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		b := tx.Bucket(store.BucketSources).Bucket(bucketInstallLog)
 		if b == nil {
 			return nil
@@ -204,7 +203,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 		SHA256: integ.SHA256, ContentHash: st.ContentHash, Verified: integ.Verified, IntegritySource: integ.Source,
 		InstalledAt: s.now().UTC()}
 	wrote := false
-	com, err := s.catalog.Commit(ctx, st, policy, func(tx *bolt.Tx, storedHash string) error {
+	com, err := s.catalog.Commit(ctx, st, policy, func(tx store.Tx, storedHash string) error {
 		if storedHash != st.ContentHash {
 			// SKIP_IF_EXISTS kept different content: the lock must not
 			// claim this download is what is installed.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Auth modes of a source.
@@ -186,7 +185,7 @@ func (s *Service) UpsertSource(in SourceInput) (src Source, created bool, err er
 		return Source{}, false, err
 	}
 	now := s.now().UTC()
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx store.Tx) error {
 		defs, err := nested(tx, bucketDefs)
 		if err != nil {
 			return err
@@ -223,7 +222,7 @@ func (s *Service) DeleteSource(id string) (bool, error) {
 		return false, apperr.Validation("source_id", "source_id is required")
 	}
 	deleted := false
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		defs, err := nested(tx, bucketDefs)
 		if err != nil {
 			return err
@@ -246,7 +245,7 @@ func (s *Service) DeleteSource(id string) (bool, error) {
 // Sources lists every source sorted by source_id.
 func (s *Service) Sources() ([]Source, error) {
 	out := []Source{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		defs := tx.Bucket(store.BucketSources).Bucket(bucketDefs)
 		if defs == nil {
 			return nil
@@ -275,7 +274,7 @@ func (s *Service) Source(id string) (Source, error) {
 	}
 	var src Source
 	var found bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx store.Tx) error {
 		defs := tx.Bucket(store.BucketSources).Bucket(bucketDefs)
 		if defs == nil {
 			return nil
@@ -295,7 +294,7 @@ func (s *Service) Source(id string) (Source, error) {
 
 // nested returns (creating) a bucket inside the sources bucket; only valid in
 // a write transaction.
-func nested(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
+func nested(tx store.Tx, name []byte) (store.Bucket, error) {
 	return tx.Bucket(store.BucketSources).CreateBucketIfNotExists(name)
 }
 
