@@ -7,11 +7,28 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 GOLANGCI_LINT ?= $(GOBIN_DIR)/golangci-lint
 
-.PHONY: test build vet fmt-check lint bench
+# make install PREFIX=... installs the binary and its shell completions;
+# DESTDIR is prepended for packaging.
+PREFIX ?= /usr/local
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+SHAREDIR := $(DESTDIR)$(PREFIX)/share
+
+# The version, commit and build date `accords-mcp version` prints.
+VERSION_PKG := github.com/accordsai/accords-mcp/platform/version
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X $(VERSION_PKG).BuildDate=$(BUILD_DATE) $(if $(COMMIT),-X $(VERSION_PKG).Commit=$(COMMIT))
+
+.PHONY: test test-docs build install uninstall vet fmt-check lint bench
 
 test: fmt-check vet lint
 	$(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags=integration -run '^TestSmoke_' ./test/smoke/
+
+# Runs every shell block of README.md and docs/*.md (test/docs): about two
+# minutes, so CI runs it from .ci/extra rather than as part of make test.
+test-docs:
+	$(GO) test -count=1 -tags=docs ./test/docs/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -28,7 +45,18 @@ lint:
 	$(GOLANGCI_LINT) run ./...
 
 build:
-	$(GO) build -o bin/accords-mcp ./cmd/accords-mcp
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/accords-mcp ./cmd/accords-mcp
+
+install: build
+	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
+	install -m 0755 bin/accords-mcp $(BINDIR)/accords-mcp
+	bin/accords-mcp completion bash > $(SHAREDIR)/bash-completion/completions/accords-mcp
+	bin/accords-mcp completion zsh > $(SHAREDIR)/zsh/site-functions/_accords-mcp
+	bin/accords-mcp completion fish > $(SHAREDIR)/fish/vendor_completions.d/accords-mcp.fish
+
+uninstall:
+	rm -f $(BINDIR)/accords-mcp $(SHAREDIR)/bash-completion/completions/accords-mcp \
+		$(SHAREDIR)/zsh/site-functions/_accords-mcp $(SHAREDIR)/fish/vendor_completions.d/accords-mcp.fish
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -581,9 +581,14 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	t := &transport.StdioTransport{In: in, Out: out, MaxMessageBytes: a.Config.StdioMaxMessageBytes}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
+	// Connect and Wait rather than the SDK's Server.Run: Run logs a stop
+	// asked for by a signal (Ctrl-C, SIGTERM) as an error.
+	ss, err := a.MCPServer().Connect(runCtx, a.StreamTransport(t), nil)
+	if err != nil {
+		return err
+	}
 	done := make(chan error, 1)
-	go func() { done <- a.MCPServer().Run(runCtx, a.StreamTransport(t)) }()
-	var err error
+	go func() { done <- ss.Wait() }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -594,7 +599,13 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		}
 		cancel()
 		stop()
-		err = <-done
+		_ = ss.Close()
+		if werr := <-done; werr != nil {
+			// Closed on purpose: what the session says about it is detail.
+			a.Logger.Debug("stdio session closed", "error", werr.Error())
+		}
+		a.Logger.Info("stopping", "reason", "signal")
+		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil

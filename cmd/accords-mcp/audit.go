@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,50 +16,102 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 )
 
 func init() {
-	register("audit", "the signed audit log: verify, tail, key, checkpoint, prove SEQ, export, acknowledge (accords-mcp audit help)", runAudit)
-}
-
-const auditUsage = `usage: accords-mcp audit COMMAND
-  verify [--json] [--checkpoint FILE]... [--key PUB] [--export FILE]
-                  check the chain, the tree, every checkpoint's signature, and consistency with
-                  saved checkpoints (an anchor file works); --export verifies an export with no database
-  tail [-n N] [--json]   the newest receipts
-  key             print the audit public key (signed-note verifier form)
-  checkpoint      print the newest signed checkpoint
-  prove SEQ [--tlog]     receipt SEQ with its inclusion proof in the newest checkpoint
-  export [--out FILE]    NDJSON: receipts, checkpoints, base notes
-  acknowledge --note TEXT [--operator NAME]
-                  accept a log that failed verification (writes a receipt saying so)`
-
-func runAudit(ctx context.Context, env *environment, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(env.stderr, auditUsage)
-		if len(args) == 0 {
-			return 2
+	register(func(env *environment) *cobra.Command {
+		c := &cobra.Command{
+			Use:   "audit",
+			Short: "the signed audit log: verify, tail, key, checkpoint, prove SEQ, export, acknowledge",
 		}
-		return 0
-	}
-	sub := map[string]func(context.Context, *environment, []string) int{
-		"verify": auditVerify, "tail": auditTail, "key": auditKey, "checkpoint": auditCheckpoint,
-		"prove": auditProve, "export": auditExport, "acknowledge": auditAcknowledge,
-	}
-	run, ok := sub[args[0]]
-	if !ok {
-		fmt.Fprintf(env.stderr, "accords-mcp audit: unknown subcommand %q\n%s\n", args[0], auditUsage)
-		return 2
-	}
-	return run(ctx, env, args[1:])
+		var vo auditVerifyOptions
+		verify := &cobra.Command{
+			Use:   "verify",
+			Short: "check the chain, the tree, every checkpoint's signature, and consistency with saved checkpoints",
+			Long: `Check the receipt chain, the Merkle tree, every checkpoint's signature, and consistency with
+saved checkpoints (an anchor file works). With --export it verifies an export file and needs no
+database. Exits 1 when the log does not verify.`,
+			RunE: func(cmd *cobra.Command, _ []string) error { return exit(auditVerify(cmd.Context(), env, vo)) },
+		}
+		verify.Flags().BoolVar(&vo.asJSON, "json", false, "print the report as JSON")
+		verify.Flags().StringVar(&vo.key, "key", "", "audit public key (the output of accords-mcp audit key, or a file holding it); default: the configured key")
+		verify.Flags().StringVar(&vo.export, "export", "", "verify this export file (accords-mcp audit export) instead of the database")
+		verify.Flags().StringArrayVar(&vo.saved, "checkpoint", nil, "a saved checkpoint or anchor file the log must be consistent with (repeatable)")
+
+		var n int
+		var tailJSON bool
+		tail := &cobra.Command{
+			Use:   "tail",
+			Short: "print the newest receipts, oldest first",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if n <= 0 {
+					return usageErrorf(cmd, "--limit must be positive, got %d", n)
+				}
+				return exit(auditBackend(cmd.Context(), env, func(b admin.Backend) int { return tailReceipts(cmd.Context(), env, b, n, tailJSON) }))
+			},
+		}
+		tail.Flags().IntVarP(&n, "limit", "n", 20, "number of receipts")
+		tail.Flags().BoolVar(&tailJSON, "json", false, "print one JSON receipt per line")
+
+		key := &cobra.Command{
+			Use:   "key",
+			Short: "print the audit public key (signed-note verifier form); creates the key on first use",
+			RunE:  func(cmd *cobra.Command, _ []string) error { return exit(auditKey(env)) },
+		}
+		checkpoint := &cobra.Command{
+			Use:   "checkpoint",
+			Short: "print the newest signed checkpoint",
+			RunE:  func(cmd *cobra.Command, _ []string) error { return exit(auditCheckpoint(cmd.Context(), env)) },
+		}
+		var tlog bool
+		prove := &cobra.Command{
+			Use:   "prove SEQ",
+			Short: "print receipt SEQ with its inclusion proof in the newest checkpoint",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				seq, err := strconv.ParseUint(args[0], 10, 64)
+				if err != nil || seq == 0 {
+					return usageErrorf(cmd, "SEQ must be a receipt sequence number (1, 2, …), got %q", args[0])
+				}
+				return exit(auditProve(cmd.Context(), env, seq, tlog))
+			},
+		}
+		prove.Flags().BoolVar(&tlog, "tlog", false, "print the C2SP tlog-proof text instead of JSON")
+		var out string
+		export := &cobra.Command{
+			Use:   "export",
+			Short: "write the log as NDJSON: receipts, checkpoints, base notes",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return exit(auditBackend(cmd.Context(), env, func(b admin.Backend) int { return exportLog(cmd.Context(), env, b, out) }))
+			},
+		}
+		export.Flags().StringVar(&out, "out", "", "write to this new file, 0600 (default: standard output)")
+		var note, operator string
+		ack := &cobra.Command{
+			Use:   "acknowledge --note TEXT",
+			Short: "accept a log that failed verification (writes a signed receipt saying so)",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if strings.TrimSpace(note) == "" {
+					return usageErrorf(cmd, "--note is required: say why the log is accepted as it is")
+				}
+				return exit(auditAcknowledge(cmd.Context(), env, operator, note))
+			},
+		}
+		ack.Flags().StringVar(&note, "note", "", "why the log is accepted as it is (required; recorded in the receipt)")
+		ack.Flags().StringVar(&operator, "operator", "", "who acknowledges (default: the OS user)")
+		c.AddCommand(verify, tail, key, checkpoint, prove, export, ack)
+		return c
+	})
 }
 
-// stringList is a repeatable flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+type auditVerifyOptions struct {
+	asJSON bool
+	key    string
+	export string
+	saved  []string
+}
 
 // publicKeyText is --key (a verifier key, or a file holding one), else
 // the configured audit key's, in verifier form.
@@ -98,17 +149,8 @@ func readSaved(files []string) ([][]byte, error) {
 	return out, nil
 }
 
-func auditVerify(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	keyFlag := fs.String("key", "", "audit public key (the output of accords-mcp audit key, or a file holding it); default: the configured key")
-	export := fs.String("export", "", "verify this export file (accords-mcp audit export) instead of the database")
-	var saved stringList
-	fs.Var(&saved, "checkpoint", "a saved checkpoint or anchor file the log must be consistent with (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) int {
+	asJSON, keyFlag, export, saved := &o.asJSON, &o.key, &o.export, o.saved
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
@@ -228,21 +270,6 @@ func writeReport(w io.Writer, rep audit.Report, pub note.Verifier) {
 	}
 }
 
-func auditTail(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("audit tail", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	n := fs.Int("n", 20, "number of receipts")
-	asJSON := fs.Bool("json", false, "print one JSON receipt per line")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *n <= 0 {
-		fmt.Fprintln(env.stderr, "accords-mcp audit tail: -n must be positive")
-		return 2
-	}
-	return auditBackend(ctx, env, func(b admin.Backend) int { return tailReceipts(ctx, env, b, *n, *asJSON) })
-}
-
 // tailReceipts prints the newest n receipts, oldest first like tail(1).
 func tailReceipts(ctx context.Context, env *environment, log admin.Audit, n int, asJSON bool) int {
 	rs, err := log.AuditTail(ctx, n)
@@ -286,11 +313,7 @@ func auditBackend(ctx context.Context, env *environment, fn func(b admin.Backend
 	})
 }
 
-func auditKey(ctx context.Context, env *environment, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp audit key")
-		return 2
-	}
+func auditKey(env *environment) int {
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
@@ -306,11 +329,7 @@ func auditKey(ctx context.Context, env *environment, args []string) int {
 	return 0
 }
 
-func auditCheckpoint(ctx context.Context, env *environment, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp audit checkpoint")
-		return 2
-	}
+func auditCheckpoint(ctx context.Context, env *environment) int {
 	return auditBackend(ctx, env, func(b admin.Backend) int {
 		cp, err := b.AuditCheckpoint(ctx)
 		if err != nil {
@@ -322,31 +341,8 @@ func auditCheckpoint(ctx context.Context, env *environment, args []string) int {
 	})
 }
 
-func auditProve(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("audit prove", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	tlog := fs.Bool("tlog", false, "print the C2SP tlog-proof text instead of JSON")
-	// SEQ may come before or after the flags.
-	var positional []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(positional) != 1 {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp audit prove SEQ [--tlog]")
-		return 2
-	}
-	seq, err := strconv.ParseUint(positional[0], 10, 64)
-	if err != nil || seq == 0 {
-		fmt.Fprintf(env.stderr, "accords-mcp audit prove: SEQ must be a receipt sequence number (1, 2, …), got %q\n", positional[0])
-		return 2
-	}
+func auditProve(ctx context.Context, env *environment, seq uint64, tlogOut bool) int {
+	tlog := &tlogOut
 	return auditBackend(ctx, env, func(b admin.Backend) int {
 		p, err := b.AuditProve(ctx, seq)
 		if err != nil {
@@ -362,16 +358,6 @@ func auditProve(ctx context.Context, env *environment, args []string) int {
 		_ = enc.Encode(p)
 		return 0
 	})
-}
-
-func auditExport(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("audit export", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	out := fs.String("out", "", "write to this file (default: standard output)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	return auditBackend(ctx, env, func(b admin.Backend) int { return exportLog(ctx, env, b, *out) })
 }
 
 // exportLog writes the NDJSON export to out (a new 0600 file) or stdout.
@@ -402,18 +388,8 @@ func exportLog(ctx context.Context, env *environment, log admin.Audit, out strin
 	return 0
 }
 
-func auditAcknowledge(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("audit acknowledge", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	text := fs.String("note", "", "why the log is accepted as it is (required; recorded in the receipt)")
-	operator := fs.String("operator", "", "who acknowledges (default: the OS user)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if strings.TrimSpace(*text) == "" {
-		fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge: --note is required: say why the log is accepted as it is")
-		return 2
-	}
+func auditAcknowledge(ctx context.Context, env *environment, op, text string) int {
+	operator := &op
 	if *operator == "" {
 		*operator = "operator"
 		if u, err := user.Current(); err == nil {
@@ -421,7 +397,7 @@ func auditAcknowledge(ctx context.Context, env *environment, args []string) int 
 		}
 	}
 	return withBackend(ctx, env, func(b admin.Backend, _ where) int {
-		msg, err := b.AuditAcknowledge(ctx, *operator, *text)
+		msg, err := b.AuditAcknowledge(ctx, *operator, text)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge:", err)
 			return 1

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,39 +17,6 @@ import (
 // reindex): they run against the daemon when one owns the database, else
 // open it like the server does (backend.go); they print a human table by
 // default and the tool envelope with --json.
-
-// multiFlag is a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// parseInterleaved lets flags follow positional arguments
-// ("search send email --json").
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-func newFlagSet(env *environment, name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "usage: accords-mcp %s\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
 
 // openCatalogApp opens the app quietly: warnings (such as an index
 // rebuild) go to stderr as text, routine start-up logs are dropped.
@@ -102,6 +68,17 @@ func output(env *environment, asJSON bool, data any, err error, human func(w io.
 		return 1
 	}
 	human(env.stdout)
+	return 0
+}
+
+// printJSON writes v indented on stdout.
+func printJSON(env *environment, v any) int {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 1
+	}
 	return 0
 }
 

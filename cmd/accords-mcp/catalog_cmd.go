@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/ops/admin"
@@ -15,58 +19,158 @@ import (
 )
 
 func init() {
-	register("catalog", "manage cookbooks: catalog list | import FILE... | export ID[@VERSION] | delete ID[@VERSION]", runCatalog)
-}
-
-const catalogUsage = `usage: accords-mcp catalog <subcommand> [flags]
-
-subcommands:
-  list [--latest] [--query TEXT] [--tag TAG] [--json]   list stored cookbook versions
-  import FILE... [--policy FAIL|OVERWRITE|SKIP_IF_EXISTS] [--json]
-                                                         validate and store bundle files
-  export ID[@VERSION] [--out FILE]                       print a bundle exactly as stored
-  delete ID[@VERSION] [--json]                           delete one version (latest when omitted)
-`
-
-func runCatalog(ctx context.Context, env *environment, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(env.stderr, catalogUsage)
-		if len(args) == 0 {
-			return 2
+	register(func(env *environment) *cobra.Command {
+		c := &cobra.Command{
+			Use:   "catalog",
+			Short: "manage cookbooks: list, get, import FILE..., export, delete",
+			Long: `Manage the cookbooks in the database. Each command runs against the daemon when one owns the
+database, else opens it as the server does. Tables are for people; --json prints the envelope the
+MCP tools return (ok, data or error).`,
 		}
-		return 0
-	}
-	ctx = withContext(ctx)
-	switch args[0] {
-	case "list":
-		return catalogList(ctx, env, args[1:])
-	case "import":
-		return catalogImport(ctx, env, args[1:])
-	case "export":
-		return catalogExport(ctx, env, args[1:])
-	case "delete":
-		return catalogDelete(ctx, env, args[1:])
-	}
-	fmt.Fprintf(env.stderr, "accords-mcp: unknown catalog subcommand %q\n\n%s", args[0], catalogUsage)
-	return 2
+		c.AddCommand(catalogListCmd(env), catalogGetCmd(env), catalogImportCmd(env), catalogExportCmd(env), catalogDeleteCmd(env))
+		return c
+	})
 }
 
-func catalogList(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "catalog list", "catalog list [flags]")
-	latest := fs.Bool("latest", false, "only the latest version of each cookbook")
-	query := fs.String("query", "", "case-insensitive substring of id, title, description or tags")
-	tag := fs.String("tag", "", "only cookbooks carrying this tag")
-	asJSON := fs.Bool("json", false, "print the result envelope as JSON")
-	pos, err := parseInterleaved(fs, args)
+func catalogListCmd(env *environment) *cobra.Command {
+	var f catalog.ListFilter
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "list stored cookbook versions",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := withContext(cmd.Context())
+			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return listCookbooks(ctx, env, b, f, asJSON) }))
+		},
+	}
+	c.Flags().BoolVar(&f.LatestOnly, "latest", false, "only the latest version of each cookbook")
+	c.Flags().StringVar(&f.Query, "query", "", "case-insensitive substring of id, title, description or tags")
+	c.Flags().StringVar(&f.Tag, "tag", "", "only cookbooks carrying this tag")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope as JSON")
+	return c
+}
+
+func catalogGetCmd(env *environment) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "get ID[@VERSION]",
+		Short: "show one cookbook version (the latest unless @VERSION) and its entries",
+		Example: `  accords-mcp catalog get google.workspace
+  accords-mcp catalog get google.workspace@1.4.0 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := withContext(cmd.Context())
+			id, version := splitRef(args[0])
+			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return getCookbook(ctx, env, b, id, version, asJSON) }))
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope ({bundle}) as JSON, as vaultclaw_cookbook_get returns it")
+	return c
+}
+
+func catalogImportCmd(env *environment) *cobra.Command {
+	var policyFlag string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "validate and store bundle files (- reads one bundle from stdin)",
+		Example: `  accords-mcp catalog import weather.json other.json
+  curl -fsS https://example.com/bundle.json | accords-mcp catalog import - --json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			policy, err := catalog.NormalizePolicy(policyFlag)
+			if err != nil {
+				return usageErrorf(cmd, "--conflict-policy: %s", apperr.As(err).Message)
+			}
+			if slices.Contains(files, "-") && len(files) > 1 {
+				n := 0
+				for _, f := range files {
+					if f == "-" {
+						n++
+					}
+				}
+				if n > 1 {
+					return usageErrorf(cmd, "stdin (-) can be read only once")
+				}
+			}
+			ctx := withContext(cmd.Context())
+			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return importBundles(ctx, env, b, files, policy, asJSON) }))
+		},
+	}
+	c.Flags().StringVar(&policyFlag, "conflict-policy", "FAIL", "when a version exists with different content: FAIL, OVERWRITE or SKIP_IF_EXISTS")
+	c.Flags().StringVar(&policyFlag, "policy", "FAIL", "the same as --conflict-policy")
+	_ = c.Flags().MarkHidden("policy")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope (items per file, conflict_policy) as JSON")
+	return c
+}
+
+func catalogExportCmd(env *environment) *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "export ID[@VERSION]",
+		Short: "print a bundle exactly as stored (indented)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := withContext(cmd.Context())
+			id, version := splitRef(args[0])
+			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return exportBundle(ctx, env, b, id, version, out) }))
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write to FILE instead of stdout")
+	return c
+}
+
+func catalogDeleteCmd(env *environment) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "delete ID[@VERSION]",
+		Short: "delete one version (the latest when @VERSION is omitted)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := withContext(cmd.Context())
+			id, version := splitRef(args[0])
+			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return deleteCookbook(ctx, env, b, id, version, asJSON) }))
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope as JSON")
+	return c
+}
+
+// getCookbook prints one stored version: the tool's envelope with asJSON,
+// else its header and a table of its entries.
+func getCookbook(ctx context.Context, env *environment, cat admin.Catalog, id, version string, asJSON bool) int {
+	st, err := cat.ExportBundle(ctx, id, version)
+	if asJSON || err != nil {
+		return output(env, asJSON, map[string]any{"bundle": st.Raw}, err, nil)
+	}
+	b, err := catalog.DecodeBundle(st.Raw)
 	if err != nil {
-		return 2
+		printErr(env.stderr, apperr.Internal("decode stored bundle", err))
+		return 1
 	}
-	if len(pos) > 0 {
-		fmt.Fprintln(env.stderr, "accords-mcp: catalog list takes no arguments")
-		return 2
+	w := env.stdout
+	fmt.Fprintf(w, "%s@%s  %s\n", b.CookbookID, b.Version, b.Title)
+	if b.Description != "" {
+		fmt.Fprintf(w, "%s\n", b.Description)
 	}
-	f := catalog.ListFilter{Query: *query, Tag: *tag, LatestOnly: *latest}
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return listCookbooks(ctx, env, b, f, *asJSON) })
+	if len(b.Tags) > 0 {
+		fmt.Fprintf(w, "tags: %s\n", strings.Join(b.Tags, ", "))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENTRY\tTYPE\tCONNECTOR\tVERB\tTITLE")
+	for _, e := range b.Entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.EntryID, e.EntryType, dash(e.ConnectorID), dash(e.Verb), e.Title)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // listCookbooks prints the stored cookbook versions.
@@ -104,37 +208,24 @@ type importError struct {
 	Details map[string]any `json:"details"`
 }
 
-func catalogImport(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "catalog import", "catalog import FILE... [flags]")
-	policyFlag := fs.String("policy", "FAIL", "conflict policy when a version exists with different content: FAIL, OVERWRITE or SKIP_IF_EXISTS")
-	asJSON := fs.Bool("json", false, "print the per-file results as JSON")
-	files, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(files) == 0 {
-		fmt.Fprintln(env.stderr, "accords-mcp: catalog import needs at least one FILE")
-		return 2
-	}
-	policy, err := catalog.NormalizePolicy(*policyFlag)
-	if err != nil {
-		printErr(env.stderr, err)
-		return 2
-	}
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return importBundles(ctx, env, b, files, policy, *asJSON) })
-}
-
-// importBundles validates and stores each file, reporting per file.
+// importBundles validates and stores each file, reporting per file: with
+// asJSON as the tool envelope (data {items, conflict_policy}; when a file
+// failed, the first failure's error with every file's outcome in its
+// details), else as a table with each failure's reason.
 func importBundles(ctx context.Context, env *environment, cat admin.Catalog, files []string, policy string, asJSON bool) int {
 	bar := &progressBar{w: env.stderr, label: "importing", width: 30}
 	var results []importResult
+	var first *apperr.Error
 	failed := 0
 	for i, f := range files {
 		r := importResult{File: f}
-		res, err := importFile(ctx, cat, f, policy)
+		res, err := importFile(ctx, env, cat, f, policy)
 		if err != nil {
 			ae := apperr.As(err)
 			r.Error = &importError{Code: ae.Code, Message: ae.Message, Details: ae.Details}
+			if first == nil {
+				first = ae
+			}
 			failed++
 		} else {
 			r.Result = res
@@ -146,27 +237,31 @@ func importBundles(ctx context.Context, env *environment, cat admin.Catalog, fil
 	}
 	bar.finish()
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"ok": failed == 0, "items": results, "conflict_policy": policy}); err != nil {
-			fmt.Fprintf(env.stderr, "write JSON: %v\n", err)
-			return 1
+		data := map[string]any{"items": results, "conflict_policy": policy}
+		var err error
+		if first != nil {
+			e := apperr.New(first.Code, "%d of %d files failed to import; the first (%s): %s", failed, len(files), firstFailed(results), first.Message)
+			e.Category = first.Category
+			e.Details["items"] = results
+			e.Details["conflict_policy"] = policy
+			e.Details["failed"] = failed
+			err = e
 		}
-	} else {
-		tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
-		for _, r := range results {
-			if r.Error != nil {
-				fmt.Fprintf(tw, "%s\t-\t-\terror\n", r.File)
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
+		return output(env, true, data, err, nil)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tCOOKBOOK\tVERSION\tOUTCOME")
+	for _, r := range results {
+		if r.Error != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\terror: %s: %s\n", r.File, r.Error.Code, r.Error.Message)
+			continue
 		}
-		tw.Flush()
-		for _, r := range results {
-			if r.Error != nil {
-				printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
-			}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.File, r.Result.Cookbook.CookbookID, r.Result.Cookbook.Version, r.Result.Outcome)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Error != nil {
+			printErr(env.stderr, (&apperr.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}).With("file", r.File))
 		}
 	}
 	if failed > 0 {
@@ -175,15 +270,31 @@ func importBundles(ctx context.Context, env *environment, cat admin.Catalog, fil
 	return 0
 }
 
-// importFile reads one bundle file here (the daemon may not see this
-// command's working directory) and hands its bytes over.
-func importFile(ctx context.Context, cat admin.Catalog, path, policy string) (*catalog.UpsertResult, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
+func firstFailed(rs []importResult) string {
+	for _, r := range rs {
+		if r.Error != nil {
+			return r.File
+		}
 	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, admin.MaxImportBytes+1))
+	return ""
+}
+
+// importFile reads one bundle file here (the daemon may not see this
+// command's working directory), or stdin for "-", and hands its bytes
+// over.
+func importFile(ctx context.Context, env *environment, cat admin.Catalog, path, policy string) (*catalog.UpsertResult, error) {
+	var r io.Reader
+	if path == "-" {
+		r = env.stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, admin.MaxImportBytes+1))
 	if err != nil {
 		return nil, apperr.Validation("file", "cannot read %s: %v", path, err)
 	}
@@ -191,21 +302,6 @@ func importFile(ctx context.Context, cat admin.Catalog, path, policy string) (*c
 		return nil, apperr.Validation("file", "%s is larger than %d bytes", path, admin.MaxImportBytes)
 	}
 	return cat.ImportBundle(ctx, raw, policy)
-}
-
-func catalogExport(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "catalog export", "catalog export ID[@VERSION] [--out FILE]")
-	out := fs.String("out", "", "write to FILE instead of stdout")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(env.stderr, "accords-mcp: catalog export needs exactly one ID[@VERSION]")
-		return 2
-	}
-	id, version := splitRef(pos[0])
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return exportBundle(ctx, env, b, id, version, *out) })
 }
 
 // exportBundle prints (or writes) a bundle exactly as stored, indented.
@@ -231,21 +327,6 @@ func exportBundle(ctx context.Context, env *environment, cat admin.Catalog, id, 
 	}
 	fmt.Fprintf(env.stderr, "exported %s@%s to %s\n", st.CookbookID, st.Version, out)
 	return 0
-}
-
-func catalogDelete(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "catalog delete", "catalog delete ID[@VERSION] [--json]")
-	asJSON := fs.Bool("json", false, "print the result envelope as JSON")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(env.stderr, "accords-mcp: catalog delete needs exactly one ID[@VERSION]")
-		return 2
-	}
-	id, version := splitRef(pos[0])
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return deleteCookbook(ctx, env, b, id, version, *asJSON) })
 }
 
 // deleteCookbook deletes one version (the latest when version is "").

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog"
@@ -23,7 +24,31 @@ import (
 )
 
 func init() {
-	register("daemon", "own the database and serve attached stdio clients and operator commands over the socket beside it, until stopped (systemd, launchd)", runDaemon)
+	register(func(env *environment) *cobra.Command {
+		var o daemonOptions
+		c := &cobra.Command{
+			Use:   "daemon",
+			Short: "own the database and serve attached stdio clients and operator commands over the socket beside it (systemd, launchd)",
+			Long: `Own the database and serve, over the control socket beside it, the stdio launches that attach
+and the operator commands (status, backup, doctor, ...). Runs until SIGTERM/SIGINT or
+accords-mcp stop. For HTTP use serve --http ADDR.`,
+			RunE: func(cmd *cobra.Command, _ []string) error { return exit(runDaemon(cmd.Context(), env, o)) },
+		}
+		f := c.Flags()
+		f.BoolVar(&o.auto, "auto", false, "started by a stdio launch: exit after ACCORDS_MCP_DAEMON_IDLE_TIMEOUT with no client attached (internal)")
+		f.IntVar(&o.readyFD, "ready-fd", 0, "file descriptor to report readiness on, one JSON line (internal)")
+		f.StringVar(&o.logPath, "log", "", "the file this daemon's stderr goes to, shown by status (internal)")
+		for _, n := range []string{"auto", "ready-fd", "log"} {
+			_ = f.MarkHidden(n)
+		}
+		return c
+	})
+}
+
+type daemonOptions struct {
+	auto    bool
+	readyFD int
+	logPath string
 }
 
 // ownerLockWait bounds the wait for the owner lock (another launch may be
@@ -34,22 +59,8 @@ const ownerLockWait = 2 * time.Minute
 // replaced, or an offline command, may still hold it for a moment.
 const ownerDBLock = 15 * time.Second
 
-func runDaemon(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	auto := fs.Bool("auto", false, "started by a stdio launch: exit after ACCORDS_MCP_DAEMON_IDLE_TIMEOUT with no client attached (internal)")
-	readyFD := fs.Int("ready-fd", 0, "file descriptor to report readiness on, one JSON line (internal)")
-	logPath := fs.String("log", "", "the file this daemon's stderr goes to, shown by status (internal)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp daemon\n\nOwns the database and serves, over the socket beside it, the stdio launches that attach and the\noperator commands. Runs until SIGTERM/SIGINT or `accords-mcp stop`. For HTTP use serve --http.")
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
-	}
+func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
+	auto, readyFD, logPath := &opts.auto, &opts.readyFD, &opts.logPath
 	report := func(error) {}
 	if *readyFD > 0 {
 		f := os.NewFile(uintptr(*readyFD), "ready")

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -13,49 +11,77 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 )
 
 func init() {
-	register("dev-vault", "run a local Vaultclaw simulator; dev-vault approve|deny|pending talk to it", runDevVault)
+	register(func(env *environment) *cobra.Command {
+		var o devVaultOptions
+		c := &cobra.Command{
+			Use:   "dev-vault",
+			Short: "run a local Vaultclaw simulator; dev-vault approve|deny|pending talk to it",
+			Long: `Run a local Vaultclaw simulator to try accords-mcp without a real vault: it prints the base URL
+and agent token to point accords-mcp at, and each approval it waits for. approve, deny and pending
+talk to a running one (the same --addr or --socket).`,
+			Example: `  accords-mcp dev-vault --addr 127.0.0.1:8787
+  accords-mcp dev-vault pending --json
+  accords-mcp dev-vault approve apj_1_0a1b2c`,
+			RunE: func(cmd *cobra.Command, _ []string) error { return exit(runDevVault(cmd.Context(), env, o)) },
+		}
+		pf := c.PersistentFlags()
+		pf.StringVar(&o.addr, "addr", devVaultDefaultAddr, "TCP address of the simulator (to listen on, or of the running one)")
+		pf.StringVar(&o.socket, "socket", "", "Unix socket of the simulator instead of TCP")
+		pf.StringVar(&o.adminToken, "admin-token", "", "token (header "+vaultsim.AdminTokenHeader+") the /_sim/ admin endpoints require")
+		f := c.Flags()
+		f.StringVar(&o.token, "token", "", "agent token to accept (default: a random vc_tok_dev_... token)")
+		f.DurationVar(&o.ttl, "approval-ttl", 15*time.Minute, "how long a pending approval waits before it expires")
+		f.BoolVar(&o.noApprovals, "no-approvals", false, "start without approval rules (by default Gmail send and drafts.send need approval)")
+		f.BoolVar(&o.pendingID, "include-pending-id", false, "put pending_id into job.pending_approval (by default clients resolve it via the pending list)")
+		f.BoolVar(&o.noSeed, "no-seed", false, "start without the sample passport document and demo secret")
+		f.BoolVar(&o.quiet, "quiet", false, "do not log each Vault API call")
+		for _, action := range []string{"approve", "deny"} {
+			c.AddCommand(&cobra.Command{
+				Use:   action + " PENDING_ID",
+				Short: action + " a pending approval of the running simulator",
+				Args:  cobra.ExactArgs(1),
+				RunE: func(cmd *cobra.Command, args []string) error {
+					if strings.TrimSpace(args[0]) == "" {
+						return usageErrorf(cmd, "PENDING_ID is empty")
+					}
+					return exit(runDevVaultAdmin(cmd.Context(), env, action, args[0], o, false))
+				},
+			})
+		}
+		var asJSON bool
+		pending := &cobra.Command{
+			Use:   "pending",
+			Short: "list the approvals the running simulator waits for",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return exit(runDevVaultAdmin(cmd.Context(), env, "pending", "", o, asJSON))
+			},
+		}
+		pending.Flags().BoolVar(&asJSON, "json", false, "print the waiting approvals as JSON ({items: [...]})")
+		c.AddCommand(pending)
+		return c
+	})
+}
+
+type devVaultOptions struct {
+	addr, socket, adminToken, token       string
+	ttl                                   time.Duration
+	noApprovals, pendingID, noSeed, quiet bool
 }
 
 const devVaultDefaultAddr = "127.0.0.1:8787"
 
-func runDevVault(ctx context.Context, env *environment, args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "approve", "deny", "pending":
-			return runDevVaultAdmin(ctx, env, args[0], args[1:])
-		}
-	}
-	fs := flag.NewFlagSet("dev-vault", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	addr := fs.String("addr", devVaultDefaultAddr, "TCP address to listen on")
-	socket := fs.String("socket", "", "listen on this Unix socket instead of TCP")
-	token := fs.String("token", "", "agent token to accept (default: a random vc_tok_dev_... token)")
-	adminToken := fs.String("admin-token", "", "require this token (header "+vaultsim.AdminTokenHeader+") on the /_sim/ admin endpoints")
-	ttl := fs.Duration("approval-ttl", 15*time.Minute, "how long a pending approval waits before it expires")
-	noApprovals := fs.Bool("no-approvals", false, "start without approval rules (by default Gmail send and drafts.send need approval)")
-	pendingID := fs.Bool("include-pending-id", false, "put pending_id into job.pending_approval (by default clients resolve it via the pending list)")
-	noSeed := fs.Bool("no-seed", false, "start without the sample passport document and demo secret")
-	quiet := fs.Bool("quiet", false, "do not log each Vault API call")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp dev-vault [flags]\n       accords-mcp dev-vault approve|deny PENDING_ID [--addr ADDR | --socket PATH] [--admin-token T]\n       accords-mcp dev-vault pending [--addr ADDR | --socket PATH] [--admin-token T]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.stderr, "dev-vault: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
+func runDevVault(ctx context.Context, env *environment, o devVaultOptions) int {
+	addr, socket, token, adminToken, ttl := &o.addr, &o.socket, &o.token, &o.adminToken, &o.ttl
+	noApprovals, pendingID, noSeed, quiet := &o.noApprovals, &o.pendingID, &o.noSeed, &o.quiet
 	var outMu sync.Mutex
 	printf := func(format string, a ...any) {
 		outMu.Lock()
@@ -145,27 +171,8 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return r.ResponseWriter.(http.Hijacker).Hijack()
 }
 
-func runDevVaultAdmin(ctx context.Context, env *environment, action string, args []string) int {
-	fs := flag.NewFlagSet("dev-vault "+action, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	addr := fs.String("addr", devVaultDefaultAddr, "address of the running dev-vault")
-	socket := fs.String("socket", "", "Unix socket of the running dev-vault")
-	adminToken := fs.String("admin-token", "", "admin token, when dev-vault was started with one")
-	// Accept the pending id before or after the flags.
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if id == "" && fs.NArg() > 0 {
-		id = fs.Arg(0)
-	}
-	if action != "pending" && strings.TrimSpace(id) == "" {
-		fmt.Fprintf(env.stderr, "usage: accords-mcp dev-vault %s PENDING_ID [--addr ADDR | --socket PATH]\n", action)
-		return 2
-	}
+func runDevVaultAdmin(ctx context.Context, env *environment, action, id string, o devVaultOptions, asJSON bool) int {
+	addr, socket, adminToken := &o.addr, &o.socket, &o.adminToken
 	client := &http.Client{Timeout: 30 * time.Second}
 	base := "http://" + *addr
 	if *socket != "" {
@@ -207,18 +214,31 @@ func runDevVaultAdmin(ctx context.Context, env *environment, action string, args
 		var list struct {
 			Items []vaultsim.PendingApproval `json:"items"`
 		}
-		_ = json.Unmarshal(raw, &list)
-		n := 0
+		if err := json.Unmarshal(raw, &list); err != nil {
+			fmt.Fprintf(env.stderr, "dev-vault pending: the simulator's answer is not JSON: %v\n", err)
+			return 1
+		}
+		waiting := []vaultsim.PendingApproval{}
 		for _, p := range list.Items {
-			if p.State != vaultsim.StateWaiting {
-				continue
+			if p.State == vaultsim.StateWaiting {
+				waiting = append(waiting, p)
 			}
-			n++
-			fmt.Fprintf(env.stdout, "%s  %-8s %-28s job %s  expires %s\n", p.PendingID, p.Kind, p.Verb, p.JobID, p.ExpiresAt.Local().Format(time.Kitchen))
 		}
-		if n == 0 {
+		if asJSON {
+			return printJSON(env, map[string]any{"items": waiting})
+		}
+		if len(waiting) == 0 {
 			fmt.Fprintln(env.stdout, "no approvals waiting")
+			return 0
 		}
+		tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "PENDING_ID\tKIND\tVERB\tJOB\tEXPIRES")
+		for _, p := range waiting {
+			// A full timestamp with its zone: a bare clock time is ambiguous
+			// across midnight and between machines.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.PendingID, p.Kind, p.Verb, p.JobID, p.ExpiresAt.Local().Format(time.RFC3339))
+		}
+		_ = tw.Flush()
 		return 0
 	}
 	var p vaultsim.PendingApproval

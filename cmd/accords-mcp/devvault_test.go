@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -75,6 +76,25 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	aout, aerr := &lockedBuf{}, &lockedBuf{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr}))
 	assert.Contains(t, aout.String(), pid)
+	// A header, and the expiry with its date and zone.
+	lines := strings.Split(strings.TrimSpace(aout.String()), "\n")
+	require.Len(t, lines, 2, aout.String())
+	assert.Regexp(t, `^PENDING_ID\s+KIND\s+VERB\s+JOB\s+EXPIRES$`, lines[0])
+	assert.Regexp(t, `\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$`, lines[1])
+	aout = &lockedBuf{}
+	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr, "--json"}))
+	var pend struct {
+		Items []struct {
+			PendingID string    `json:"pending_id"`
+			JobID     string    `json:"job_id"`
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(aout.String()), &pend), aout.String())
+	require.Len(t, pend.Items, 1)
+	assert.Equal(t, pid, pend.Items[0].PendingID)
+	assert.Equal(t, jobID, pend.Items[0].JobID)
+	assert.WithinDuration(t, time.Now().Add(15*time.Minute), pend.Items[0].ExpiresAt, time.Minute)
 	aout = &lockedBuf{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve", pid, "--addr", addr}), aerr.String())
 	assert.Equal(t, "approve: "+pid+" is now SUCCEEDED\n", aout.String())

@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
@@ -23,18 +24,25 @@ import (
 )
 
 func init() {
-	register("doctor", "check the installation (paths, permissions, daemon, schema, index, audit chain, Vaultclaw); exit 1 on any FAIL", runDoctor)
+	register(func(env *environment) *cobra.Command {
+		var scope string
+		var asJSON, forget bool
+		c := &cobra.Command{
+			Use:   "doctor",
+			Short: "check the installation (paths, permissions, daemon, schema, index, audit chain, Vaultclaw); exit 1 on any FAIL",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return exit(runDoctor(cmd.Context(), env, scope, asJSON, forget))
+			},
+		}
+		c.Flags().StringVar(&scope, "scope", caller.DefaultScope, "tenant scope whose Vaultclaw session is probed")
+		c.Flags().BoolVar(&asJSON, "json", false, "print the results as a JSON array")
+		c.Flags().BoolVar(&forget, "forget-sealed-sessions", false, "delete the stored sessions sealed with a secret key that is lost (the server must be stopped), then check")
+		return c
+	})
 }
 
-func runDoctor(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	scope := fs.String("scope", caller.DefaultScope, "tenant scope whose Vaultclaw session is probed")
-	asJSON := fs.Bool("json", false, "print the results as a JSON array")
-	forget := fs.Bool("forget-sealed-sessions", false, "delete the stored sessions sealed with a secret key that is lost (the server must be stopped), then check")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+func runDoctor(ctx context.Context, env *environment, scopeFlag string, asJSONFlag, forgetFlag bool) int {
+	scope, asJSON, forget := &scopeFlag, &asJSONFlag, &forgetFlag
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog/legacy"
@@ -14,7 +15,35 @@ import (
 )
 
 func init() {
-	register("import-legacy", "import the previous accords-mcp's catalog folder (cookbooks and sources) into the database; the folder is only read", runImportLegacy)
+	register(func(env *environment) *cobra.Command {
+		var o legacyOptions
+		c := &cobra.Command{
+			Use:   "import-legacy [DIR]",
+			Short: "import the previous accords-mcp's catalog folder (cookbooks and sources) into the database; the folder is only read",
+			Long: `Import the previous accords-mcp's catalog folder (cookbooks and remote sources) into the
+database; the folder is only read. DIR defaults to ACCORDS_MCP_CATALOG_DIR, else
+<user config dir>/accords-mcp/catalog. Exits 1 when an item is refused.`,
+			Args: cobra.MaximumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if _, err := legacy.NormalizePolicy(o.policy); err != nil {
+					return usageErrorf(cmd, "--conflict-policy: %v", err)
+				}
+				if len(args) == 1 {
+					o.dir = args[0]
+				}
+				return exit(runImportLegacy(cmd.Context(), env, o))
+			},
+		}
+		c.Flags().StringVar(&o.policy, "conflict-policy", legacy.PolicySkip, "when a cookbook version or source already exists: SKIP_IF_EXISTS, OVERWRITE or FAIL")
+		c.Flags().BoolVar(&o.dryRun, "dry-run", false, "only read the folder and report what would be imported")
+		c.Flags().BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+		return c
+	})
+}
+
+type legacyOptions struct {
+	policy, dir    string
+	dryRun, asJSON bool
 }
 
 // legacyImporter adapts the catalog and remote-source services of a.
@@ -25,29 +54,9 @@ func legacyImporter(a *app.App) legacy.Importer {
 	return legacy.Services{Catalog: a.Catalog, Remote: a.Remote}
 }
 
-func runImportLegacy(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("import-legacy", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	policy := fs.String("conflict-policy", legacy.PolicySkip, "what to do when a cookbook version or source already exists: SKIP_IF_EXISTS, OVERWRITE or FAIL")
-	dryRun := fs.Bool("dry-run", false, "only read the folder and report what would be imported")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp import-legacy [--conflict-policy P] [--dry-run] [--json] [DIR]")
-		fmt.Fprintln(env.stderr, "DIR defaults to ACCORDS_MCP_CATALOG_DIR, else <user config dir>/accords-mcp/catalog")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 1 {
-		fs.Usage()
-		return 2
-	}
-	if _, err := legacy.NormalizePolicy(*policy); err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp import-legacy:", err)
-		return 2
-	}
-	dir := fs.Arg(0)
+func runImportLegacy(ctx context.Context, env *environment, o legacyOptions) int {
+	policy, dryRun, asJSON := &o.policy, &o.dryRun, &o.asJSON
+	dir := o.dir
 	if dir == "" {
 		d, err := legacy.DefaultDir(env.getenv)
 		if err != nil {

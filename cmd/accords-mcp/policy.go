@@ -2,12 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/policy"
@@ -16,34 +16,58 @@ import (
 )
 
 func init() {
-	register("policy", "policy file helpers: policy hash-token (token on stdin), policy check FILE, policy test FILE --tool T --args JSON", runPolicy)
+	register(func(env *environment) *cobra.Command {
+		c := &cobra.Command{
+			Use:   "policy",
+			Short: "policy file helpers: hash-token (token on stdin), check FILE, test FILE --tool T --args JSON",
+		}
+		c.AddCommand(&cobra.Command{
+			Use:     "hash-token",
+			Short:   "print the digest of a caller token (read from stdin) for the policy file",
+			Example: "  accords-mcp policy hash-token < token-file",
+			RunE:    func(*cobra.Command, []string) error { return exit(policyHashToken(env)) },
+		}, &cobra.Command{
+			Use:   "check FILE",
+			Short: "validate a policy file as the server would load it",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(_ *cobra.Command, args []string) error { return exit(policyCheck(env, args[0])) },
+		})
+		var o policyTestOptions
+		test := &cobra.Command{
+			Use:   "test FILE --tool TOOL",
+			Short: "show the decision the policy makes for one call (exit 0 allow, 1 deny)",
+			Example: `  accords-mcp policy test policy.toml --tool vaultclaw_cookbook_delete --caller ci \
+    --args '{"cookbook_id":"weather.tools"}'`,
+			Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if o.tool == "" {
+					return usageErrorf(cmd, "--tool is required")
+				}
+				o.file = args[0]
+				return exit(policyTest(env, o))
+			},
+		}
+		f := test.Flags()
+		f.StringVar(&o.tool, "tool", "", "tool name (required)")
+		f.StringVar(&o.args, "args", "{}", "the call's arguments, a JSON object")
+		f.StringVar(&o.rendered, "rendered", "", "the request the call would send (plan and template paths), a JSON object")
+		f.StringVar(&o.caller, "caller", policy.LocalID, "caller id from the policy (local = stdio)")
+		f.StringVar(&o.tenant, "tenant", "", "tenant (default: the caller's)")
+		f.StringVar(&o.now, "now", "", "the time the rules see (RFC 3339; default now)")
+		_ = test.RegisterFlagCompletionFunc("tool", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, t := range tools.Definitions() {
+				names = append(names, t.Name)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		})
+		c.AddCommand(test)
+		return c
+	})
 }
 
-const policyUsage = `usage: accords-mcp policy hash-token < token-file
-       accords-mcp policy check FILE
-       accords-mcp policy test FILE --tool TOOL [--args JSON] [--rendered JSON] [--caller ID] [--tenant T] [--now RFC3339]`
-
-func runPolicy(_ context.Context, env *environment, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, policyUsage)
-		return 2
-	}
-	switch args[0] {
-	case "hash-token":
-		if len(args) != 1 {
-			break
-		}
-		return policyHashToken(env)
-	case "check":
-		if len(args) != 2 {
-			break
-		}
-		return policyCheck(env, args[1])
-	case "test":
-		return policyTest(env, args[1:])
-	}
-	fmt.Fprintln(env.stderr, policyUsage)
-	return 2
+type policyTestOptions struct {
+	file, tool, args, rendered, caller, tenant, now string
 }
 
 func policyHashToken(env *environment) int {
@@ -94,23 +118,8 @@ type policyDecision struct {
 
 // policyTest shows the decision the policy makes for one call: exit 0
 // allow, 1 deny.
-func policyTest(env *environment, args []string) int {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(env.stderr, policyUsage)
-		return 2
-	}
-	file := args[0]
-	fs := flag.NewFlagSet("policy test", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	tool := fs.String("tool", "", "tool name")
-	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON object")
-	renderedJSON := fs.String("rendered", "", "the request the call would send (plan and template paths), a JSON object")
-	callerID := fs.String("caller", policy.LocalID, "caller id from the policy (local = stdio)")
-	tenant := fs.String("tenant", "", "tenant (default: the caller's)")
-	nowFlag := fs.String("now", "", "the time the rules see (RFC 3339; default now)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
+func policyTest(env *environment, o policyTestOptions) int {
+	file, tool, argsJSON, renderedJSON, callerID, tenant, nowFlag := o.file, &o.tool, &o.args, &o.rendered, &o.caller, &o.tenant, &o.now
 	p, err := policy.Load(file, gateway.KnownNames())
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp policy test:", err)

@@ -5,29 +5,30 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accordsai/accords-mcp/ops/admin"
 )
 
 func init() {
-	register("reindex", "rebuild the cookbook search index from the database (progress on stderr)", runReindex)
-}
-
-func runReindex(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "reindex", "reindex")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if len(pos) > 0 {
-		fmt.Fprintln(env.stderr, "accords-mcp: reindex takes no arguments")
-		return 2
-	}
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return reindex(withContext(ctx), env, b, *quiet) })
+	register(func(env *environment) *cobra.Command {
+		var quiet, asJSON bool
+		c := &cobra.Command{
+			Use:   "reindex",
+			Short: "rebuild the cookbook search index from the database (progress on stderr)",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				ctx := withContext(cmd.Context())
+				return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return reindex(ctx, env, b, quiet || asJSON, asJSON) }))
+			},
+		}
+		c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+		c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope ({entries, rev}) as JSON; no progress bar")
+		return c
+	})
 }
 
 // reindex rebuilds the index with a progress bar on stderr.
-func reindex(ctx context.Context, env *environment, cat admin.Catalog, quiet bool) int {
+func reindex(ctx context.Context, env *environment, cat admin.Catalog, quiet, asJSON bool) int {
 	bar := &progressBar{w: env.stderr, label: "reindexing", width: 30}
 	start := time.Now()
 	res, err := cat.Reindex(ctx, func(d, total int) {
@@ -36,6 +37,9 @@ func reindex(ctx context.Context, env *environment, cat admin.Catalog, quiet boo
 		}
 	})
 	bar.finish()
+	if asJSON {
+		return output(env, true, res, err, nil)
+	}
 	if err != nil {
 		printErr(env.stderr, err)
 		return 1

@@ -5,38 +5,98 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/ops/admin"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
 func init() {
-	register("render", "render a template: render ID[@VERSION] TEMPLATE --input k=v --input k:=JSON ... [--output-kind --json]", runRender)
+	register(func(env *environment) *cobra.Command {
+		var inputs []string
+		var kind string
+		var asJSON bool
+		c := &cobra.Command{
+			Use:   "render ID[@VERSION] TEMPLATE",
+			Short: "render a template with --input key=value / key:=JSON into the request or plan it describes",
+			Long: `Render a template of a stored cookbook into the Vault request (or plan) it describes. Nothing is
+sent anywhere. Inputs are --input key=value (a string) or --input key:=JSON (array, object,
+number, bool); a key the template does not take is refused.`,
+			Example: `  accords-mcp render google.workspace gmail_tpl_plan_send_email_v1 \
+    --input 'to:=["ana@example.com"]' --input subject=Hello --input text_plain='Hi Ana'`,
+			Args: cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				in, err := parseInputs(inputs)
+				if err != nil {
+					return usageErrorf(cmd, "%v", err)
+				}
+				id, version := splitRef(args[0])
+				r := catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: args[1], Inputs: in, OutputKind: kind}
+				ctx := withContext(cmd.Context())
+				return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int {
+					if code := checkInputKeys(ctx, env, b, r); code != 0 {
+						return code
+					}
+					return renderTemplate(ctx, env, b, r, asJSON)
+				}))
+			},
+		}
+		c.Flags().StringArrayVar(&inputs, "input", nil, "template input: key=value (string) or key:=JSON (array, object, number, bool); repeatable")
+		c.Flags().StringVar(&kind, "output-kind", "AUTO", "AUTO, VERB_REQUEST or PLAN")
+		c.Flags().BoolVar(&asJSON, "json", false, "print the whole result envelope (rendered, used_defaults, source_ref) as JSON")
+		return c
+	})
 }
 
-func runRender(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "render", "render ID[@VERSION] TEMPLATE [--input key=string | --input key:=JSON]... [flags]")
-	var inputs multiFlag
-	fs.Var(&inputs, "input", "template input: key=value (string) or key:=JSON (array, object, number, bool); repeatable")
-	kind := fs.String("output-kind", "AUTO", "AUTO, VERB_REQUEST or PLAN")
-	asJSON := fs.Bool("json", false, "print the whole result envelope (rendered, used_defaults, source_ref) as JSON")
-	pos, err := parseInterleaved(fs, args)
+// checkInputKeys refuses --input keys the template neither binds nor
+// declares in its input_schema: a misspelt key would otherwise be dropped
+// and the default (or nothing) rendered in its place. Templates that
+// cannot be found are left to the render, which reports them.
+func checkInputKeys(ctx context.Context, env *environment, cat admin.Catalog, r catalog.RenderRequest) int {
+	if len(r.Inputs) == 0 {
+		return 0
+	}
+	st, err := cat.ExportBundle(ctx, r.CookbookID, r.Version)
 	if err != nil {
-		return 2
+		return 0
 	}
-	if len(pos) != 2 {
-		fmt.Fprintln(env.stderr, "accords-mcp: render needs ID[@VERSION] and TEMPLATE")
-		return 2
-	}
-	in, err := parseInputs(inputs)
+	b, err := catalog.DecodeBundle(st.Raw)
 	if err != nil {
-		fmt.Fprintln(env.stderr, "accords-mcp:", err)
+		return 0
+	}
+	for _, e := range b.Entries {
+		if e.EntryID != r.TemplateID {
+			continue
+		}
+		known := map[string]bool{}
+		for _, bd := range e.Bindings {
+			known[bd.InputKey] = true
+		}
+		if props, ok := e.InputSchema["properties"].(map[string]any); ok {
+			for k := range props {
+				known[k] = true
+			}
+		}
+		var unknown []string
+		for k := range r.Inputs {
+			if !known[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) == 0 {
+			return 0
+		}
+		slices.Sort(unknown)
+		printErr(env.stderr, apperr.Validation("input_key", "%s@%s %s takes no input %s; it takes %s",
+			b.CookbookID, b.Version, e.EntryID, strings.Join(unknown, ", "), strings.Join(slices.Sorted(maps.Keys(known)), ", ")).With("input_key", unknown[0]))
 		return 2
 	}
-	id, version := splitRef(pos[0])
-	r := catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: pos[1], Inputs: in, OutputKind: *kind}
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return renderTemplate(withContext(ctx), env, b, r, *asJSON) })
+	return 0
 }
 
 // renderTemplate prints the rendered request (the whole result with

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/ops/admin"
@@ -14,36 +17,64 @@ import (
 )
 
 func init() {
-	register("restore", "verify a backup and swap it in for the database (a running daemon does the swap itself, holding its clients for a moment)", runRestore)
+	register(func(env *environment) *cobra.Command {
+		var checkOnly, asJSON bool
+		c := &cobra.Command{
+			Use:   "restore FILE|-",
+			Short: "verify a backup and swap it in for the database (a running daemon does the swap itself, holding its clients for a moment)",
+			Long: `Verify a backup (bbolt consistency, buckets, schema, audit chain) and swap it in for the
+database; the previous database is kept beside it. A running daemon does the swap itself and holds
+its clients for the moment of the swap. --check only verifies and changes nothing.`,
+			Example: `  accords-mcp restore --check accords.backup.db --json
+  accords-mcp restore accords.backup.db`,
+			Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				src := args[0]
+				if checkOnly && src == "-" {
+					return usageErrorf(cmd, "--check needs a file, not stdin")
+				}
+				return exit(runRestore(cmd.Context(), env, src, checkOnly, asJSON))
+			},
+		}
+		c.Flags().BoolVar(&checkOnly, "check", false, "only verify the backup; change nothing")
+		c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+		return c
+	})
 }
 
-func runRestore(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	checkOnly := fs.Bool("check", false, "only verify the backup; change nothing")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp restore [--check] FILE|-")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	src := fs.Arg(0)
+func runRestore(ctx context.Context, env *environment, src string, checkOnly, asJSON bool) int {
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp restore:", err)
 		return 1
 	}
-	if *checkOnly {
-		if src == "-" {
-			fmt.Fprintln(env.stderr, "accords-mcp restore: --check needs a file, not stdin")
-			return 2
+	if src != "-" {
+		// Said plainly: a path that does not exist is not a question of
+		// what the file holds.
+		if _, err := os.Stat(src); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(env.stderr, "accords-mcp restore: %s: no such file; nothing was changed\n", src)
+			} else {
+				fmt.Fprintf(env.stderr, "accords-mcp restore: %v; nothing was changed\n", err)
+			}
+			return 1
 		}
+	}
+	if checkOnly {
 		info, err := backup.Check(src)
+		if asJSON {
+			out := map[string]any{"path": src, "valid": err == nil, "info": info}
+			if err != nil {
+				out["error"] = err.Error()
+			}
+			if code := printJSON(env, out); code != 0 {
+				return code
+			}
+			if err != nil {
+				return 1
+			}
+			return 0
+		}
 		if err != nil {
 			fmt.Fprintf(env.stderr, "accords-mcp restore: %s is not restorable: %v\n", src, err)
 			return 1
@@ -54,7 +85,7 @@ func runRestore(ctx context.Context, env *environment, args []string) int {
 	if cfg.Store != nil {
 		return restoreEtcd(env, cfg, src)
 	}
-	return withBackend(ctx, env, func(b admin.Backend, _ where) int { return restoreBackup(ctx, env, b, src) })
+	return withBackend(ctx, env, func(b admin.Backend, _ where) int { return restoreBackup(ctx, env, b, src, asJSON) })
 }
 
 // restoreEtcd loads a backup into the etcd store, with every replica
@@ -82,8 +113,18 @@ func restoreEtcd(env *environment, cfg config.Config, src string) int {
 
 // restoreBackup swaps the backup in: offline under the file lock, or by
 // the running daemon (which holds its clients for the moment of the swap).
-func restoreBackup(ctx context.Context, env *environment, m admin.Maintenance, src string) int {
+func restoreBackup(ctx context.Context, env *environment, m admin.Maintenance, src string, asJSON bool) int {
 	res, err := m.Restore(ctx, src, env.stdin)
+	if asJSON {
+		out := map[string]any{"restored": err == nil, "source": src, "result": res}
+		if err != nil {
+			out["error"] = err.Error()
+		}
+		if code := printJSON(env, out); code != 0 || err != nil {
+			return 1
+		}
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(env.stderr, "accords-mcp restore: nothing was changed: %v\n", err)
 		return 1

@@ -8,41 +8,54 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/ops/admin"
 )
 
 func init() {
-	register("search", "search cookbook recipes and templates: search QUERY [--connector --verb --tag --type --all-versions --json]", runSearch)
-}
-
-func runSearch(ctx context.Context, env *environment, args []string) int {
-	fs := newFlagSet(env, "search", "search [QUERY...] [flags]")
-	connector := fs.String("connector", "", "only entries of this connector id")
-	verb := fs.String("verb", "", "only entries with this verb")
-	var tags multiFlag
-	fs.Var(&tags, "tag", "only entries carrying this tag (repeatable, or comma-separated)")
-	entryType := fs.String("type", "", "only entries of this type (recipe.verb.v1, recipe.plan.v1, template.verb.v1, template.plan.v1)")
-	cookbook := fs.String("cookbook", "", "only entries of this cookbook id")
-	all := fs.Bool("all-versions", false, "search every stored version, not only the latest of each cookbook")
-	limit := fs.Int("limit", 20, "maximum number of hits (at most 1000)")
-	asJSON := fs.Bool("json", false, "print the result envelope as JSON")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
-	}
-	if *entryType != "" && !slices.Contains(catalog.EntryTypes, *entryType) {
-		fmt.Fprintf(env.stderr, "accords-mcp: --type must be one of %s\n", strings.Join(catalog.EntryTypes, ", "))
-		return 2
-	}
-	var tagList []string
-	for _, t := range tags {
-		tagList = append(tagList, strings.Split(t, ",")...)
-	}
-	q := index.Query{Text: strings.Join(pos, " "), ConnectorID: *connector, Verb: *verb, Tags: catalog.CanonicalTags(tagList),
-		EntryType: *entryType, CookbookID: *cookbook, AllVersions: *all, Limit: *limit}
-	return withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return searchRecipes(withContext(ctx), env, b, q, *asJSON) })
+	register(func(env *environment) *cobra.Command {
+		var q index.Query
+		var tags []string
+		var asJSON bool
+		c := &cobra.Command{
+			Use:   "search [QUERY...]",
+			Short: "search cookbook recipes and templates by text and filters",
+			Long: `Search the recipes and templates of the stored cookbooks: the words of QUERY ranked by relevance
+(BM25 over titles, descriptions, tags, ids), narrowed by the filters. With filters and no QUERY
+every matching entry is listed, unranked.`,
+			Example: `  accords-mcp search send an email with a document
+  accords-mcp search --connector generic.http --json
+  accords-mcp search invoice --tag finance --type template.plan.v1`,
+			Args: cobra.ArbitraryArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if q.EntryType != "" && !slices.Contains(catalog.EntryTypes, q.EntryType) {
+					return usageErrorf(cmd, "--type must be one of %s", strings.Join(catalog.EntryTypes, ", "))
+				}
+				var tagList []string
+				for _, t := range tags {
+					tagList = append(tagList, strings.Split(t, ",")...)
+				}
+				q.Text = strings.Join(args, " ")
+				q.Tags = catalog.CanonicalTags(tagList)
+				ctx := withContext(cmd.Context())
+				return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return searchRecipes(ctx, env, b, q, asJSON) }))
+			},
+		}
+		f := c.Flags()
+		f.StringVar(&q.ConnectorID, "connector", "", "only entries of this connector id")
+		f.StringVar(&q.Verb, "verb", "", "only entries with this verb")
+		f.StringArrayVar(&tags, "tag", nil, "only entries carrying this tag (repeatable, or comma-separated)")
+		f.StringVar(&q.EntryType, "type", "", "only entries of this type ("+strings.Join(catalog.EntryTypes, ", ")+")")
+		f.StringVar(&q.CookbookID, "cookbook", "", "only entries of this cookbook id")
+		f.BoolVar(&q.AllVersions, "all-versions", false, "search every stored version, not only the latest of each cookbook")
+		f.IntVar(&q.Limit, "limit", 20, "maximum number of hits (at most 1000)")
+		f.BoolVar(&asJSON, "json", false, "print the result envelope as JSON")
+		_ = c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(catalog.EntryTypes, cobra.ShellCompDirectiveNoFileComp))
+		return c
+	})
 }
 
 // searchRecipes prints the ranked hits of q.
@@ -54,9 +67,18 @@ func searchRecipes(ctx context.Context, env *environment, cat admin.Catalog, q i
 			return
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCORE\tCOOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
+		// With no words there is no relevance: every hit scores 0, and a
+		// column of zeros reads as "nothing matched well".
+		ranked := strings.TrimSpace(q.Text) != ""
+		if ranked {
+			fmt.Fprint(tw, "SCORE\t")
+		}
+		fmt.Fprintln(tw, "COOKBOOK\tVERSION\tENTRY\tTYPE\tTITLE")
 		for _, h := range res.Items {
-			fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", h.Score, h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
+			if ranked {
+				fmt.Fprintf(tw, "%.3f\t", h.Score)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.CookbookID, h.Version, h.EntryID, h.EntryType, h.Title)
 		}
 		tw.Flush()
 		if uint64(len(res.Items)) < res.Total {

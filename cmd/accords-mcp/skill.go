@@ -1,25 +1,35 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accordsai/accords-mcp/domain/routing"
 )
 
 func init() {
-	register("skill", "skill export DIR: write the agent skill (SKILL.md + references) generated from the route registry", runSkill)
+	register(func(env *environment) *cobra.Command {
+		c := &cobra.Command{
+			Use:   "skill",
+			Short: "the agent skill generated from the route registry: skill export DIR",
+		}
+		c.AddCommand(&cobra.Command{
+			Use:     "export DIR",
+			Short:   "write the agent skill (SKILL.md + references) into DIR",
+			Example: "  accords-mcp skill export ~/.claude/skills/accords-vaultclaw",
+			Args:    cobra.ExactArgs(1),
+			RunE:    func(_ *cobra.Command, args []string) error { return exit(exportSkill(env, args[0])) },
+		})
+		return c
+	})
 }
 
-func runSkill(_ context.Context, env *environment, args []string) int {
-	if len(args) != 2 || args[0] != "export" {
-		fmt.Fprintln(env.stderr, "usage: accords-mcp skill export DIR")
-		return 2
-	}
+func exportSkill(env *environment, dir string) int {
 	reg, err := routing.Default()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
@@ -30,12 +40,12 @@ func runSkill(_ context.Context, env *environment, args []string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp: render skill:", err)
 		return 1
 	}
-	if err := writeSkill(args[1], files); err != nil {
+	if err := writeSkill(dir, files); err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 1
 	}
 	for _, n := range slices.Sorted(maps.Keys(files)) {
-		fmt.Fprintln(env.stdout, filepath.Join(args[1], n))
+		fmt.Fprintln(env.stdout, filepath.Join(dir, n))
 	}
 	return 0
 }

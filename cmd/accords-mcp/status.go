@@ -4,32 +4,48 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accordsai/accords-mcp/ops/control"
 )
 
 func init() {
-	register("status", "show the daemon that owns the database: pid, uptime, mode, transports, attached clients (exit 3 when none runs)", runStatus)
-	register("stop", "stop the daemon that owns the database (it finishes calls in flight first)", runStop)
+	register(func(env *environment) *cobra.Command {
+		var asJSON bool
+		c := &cobra.Command{
+			Use:   "status",
+			Short: "show the daemon that owns the database: pid, uptime, mode, transports, attached clients (exit 3 when none runs)",
+			Long: `Show the daemon that owns the database: pid, version, uptime, mode, transports and the attached
+clients. Exits 0 when one runs, 3 (LSB "program is not running") when none does, 1 on an error.`,
+			RunE: func(cmd *cobra.Command, _ []string) error { return exit(runStatus(cmd.Context(), env, asJSON)) },
+		}
+		c.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+		return c
+	})
+	register(func(env *environment) *cobra.Command {
+		var wait time.Duration
+		c := &cobra.Command{
+			Use:   "stop",
+			Short: "stop the daemon that owns the database (it finishes calls in flight first)",
+			RunE:  func(cmd *cobra.Command, _ []string) error { return exit(runStop(cmd.Context(), env, wait)) },
+		}
+		c.Flags().DurationVar(&wait, "timeout", 30*time.Second, "how long to wait for the daemon to exit")
+		return c
+	})
 }
 
 // exitNotRunning is status's exit code when no daemon runs (LSB's
 // "program is not running").
 const exitNotRunning = 3
 
-func runStatus(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	asJSON := fs.Bool("json", false, "print the status as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+func runStatus(ctx context.Context, env *environment, jsonOut bool) int {
+	asJSON := &jsonOut
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp status:", err)
@@ -114,13 +130,8 @@ func writeStatus(w io.Writer, st control.Status) {
 	_ = tw.Flush()
 }
 
-func runStop(ctx context.Context, env *environment, args []string) int {
-	fs := flag.NewFlagSet("stop", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	wait := fs.Duration("timeout", 30*time.Second, "how long to wait for the daemon to exit")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+func runStop(ctx context.Context, env *environment, timeout time.Duration) int {
+	wait := &timeout
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp stop:", err)

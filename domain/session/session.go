@@ -246,7 +246,8 @@ func (s *Service) Resolve(ctx context.Context, scope string) (Session, error) {
 		return Session{BaseURL: env.BaseURL, Token: env.Token, TimeoutMS: env.TimeoutMS, UnixSocket: env.UnixSocket, Source: "env"}, nil
 	}
 	if rec.Cleared {
-		return Session{}, notConfigured()
+		// Said in the details: VC_AGENT_TOKEN is set, yet not used.
+		return Session{}, notConfigured().With("cleared", true)
 	}
 	tok, err := s.keys.Open(rec.SealedToken, aad(scope))
 	if err != nil {

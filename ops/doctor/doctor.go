@@ -22,6 +22,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
+	redactpkg "github.com/accordsai/accords-mcp/platform/redact"
 	"github.com/accordsai/accords-mcp/store"
 )
 
@@ -341,6 +342,9 @@ func vaultCheck(ctx context.Context, in Inputs) Result {
 	if err != nil {
 		ae := apperr.As(err)
 		if ae.Code == apperr.CodeSessionNotConfigured && ae.Details["reason"] == nil {
+			if ae.Details["cleared"] == true {
+				return skip(name, "the session of scope %q was cleared (vaultclaw_session_clear or accords-mcp session clear); it stays cleared, VC_AGENT_TOKEN included, until the next configure", scope)
+			}
 			return skip(name, "no session configured for scope %q and VC_AGENT_TOKEN is not set", scope)
 		}
 		return fail(name, "set the original ACCORDS_MCP_SECRET_KEY / key file, or configure the session again (vaultclaw_session_configure)", "session of scope %q: %s", scope, ae.Message)
@@ -367,10 +371,7 @@ func vaultCheck(ctx context.Context, in Inputs) Result {
 // redact removes the token from a message, should a transport error ever
 // echo a header.
 func redact(msg, token string) string {
-	if token != "" {
-		msg = strings.ReplaceAll(msg, token, session.Mask(token))
-	}
-	return msg
+	return redactpkg.Token(msg, token, session.Mask(token))
 }
 
 func humanBytes(n int64) string {

@@ -4,6 +4,8 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,7 +27,7 @@ type Var struct {
 var Vars = []Var{
 	{"ACCORDS_MCP_DB", "<user config dir>/accords-mcp/accords.db", "bbolt database file; the bleve index lives beside it in accords.db.index/"},
 	{"ACCORDS_MCP_SECRET_KEY", "(key file accords.key beside the db, created 0600)", "32-byte key, hex or base64, sealing session tokens at rest (AES-256-GCM)"},
-	{"ACCORDS_MCP_HTTP_ADDR", "(none: stdio)", "serve the HTTP bridge on this address, e.g. 127.0.0.1:8080"},
+	{"ACCORDS_MCP_HTTP_ADDR", "(none: stdio)", "serve the HTTP bridge on this address (host:port, checked at start), e.g. 127.0.0.1:8765"},
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
@@ -54,8 +56,8 @@ var Vars = []Var{
 	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr; debug also shows the go-sdk's per-request logs)"},
 	{"ACCORDS_MCP_CATALOG_DIR", "<user config dir>/accords-mcp/catalog", "the previous accords-mcp's catalog folder: read by import-legacy, and a first start with a new database logs how to import it"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
-	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session"},
-	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session"},
+	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session: http, https, unix:///path.sock or http+unix"},
+	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session, in milliseconds (100 to 600000)"},
 	{"VC_UNIX_SOCKET", "(none)", "Unix socket for all Vaultclaw traffic unless the base URL is unix:// or http+unix://"},
 	{"VAULT_UNIX_SOCKET", "(none)", "fallback for VC_UNIX_SOCKET"},
 	{"GOMEMLIMIT", "96MiB", "Go runtime soft memory limit; the command sets 96 MiB when it is unset"},
@@ -151,6 +153,8 @@ type Config struct {
 // Default timeouts and limits.
 const (
 	DefaultVaultTimeoutMS  = 20000
+	MinVaultTimeoutMS      = 100
+	MaxVaultTimeoutMS      = 600000
 	DefaultBaseURL         = "http://127.0.0.1:8080"
 	DefaultHTTPPath        = "/v1/mcp"
 	DefaultMaxBodyBytes    = 1 << 20
@@ -219,8 +223,22 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.resolvePaths(); err != nil {
 		return c, err
 	}
-	c.RequireTenantHeader, _ = strconv.ParseBool(get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"))
 	c.PolicyFile = get("ACCORDS_MCP_POLICY_FILE")
+	if v := get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER must be true or false, got %q", v)
+		}
+		c.RequireTenantHeader = b
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		return c, err
+	}
+	if c.HTTPAddr != "" {
+		if err := CheckListenAddr(c.HTTPAddr); err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_HTTP_ADDR: %w", err)
+		}
+	}
 	if v := get("ACCORDS_MCP_READ_ONLY"); v != "" {
 		ro, err := strconv.ParseBool(v)
 		if err != nil {
@@ -267,7 +285,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.readTransportLimits(get); err != nil {
 		return c, err
 	}
-	c.resolveVault(get)
+	if err := c.resolveVault(get); err != nil {
+		return c, err
+	}
 	if err := checkBaseURL(c.VaultBaseURL); err != nil {
 		return c, err
 	}
@@ -433,12 +453,62 @@ func NormalizeOrigin(raw string) (string, error) {
 	return scheme + "://" + host, nil
 }
 
-// checkBaseURL refuses a VC_BASE_URL carrying credentials: they would be
-// sent to Vault and shown in session_status (the token belongs in
-// VC_AGENT_TOKEN).
+// checkBaseURL refuses a VC_BASE_URL that no request could use (the
+// session service takes the same schemes) and one carrying credentials:
+// they would be sent to Vault and shown in session_status (the token
+// belongs in VC_AGENT_TOKEN).
 func checkBaseURL(raw string) error {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
+	lower := strings.ToLower(raw)
+	for _, prefix := range []string{"unix://", "http+unix://"} {
+		if strings.HasPrefix(lower, prefix) {
+			if strings.Trim(raw[len(prefix):], "/") == "" {
+				return fmt.Errorf("VC_BASE_URL must name the socket path, e.g. unix:///run/vaultclaw.sock, got %q", raw)
+			}
+			return nil
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("VC_BASE_URL must be an http, https, unix or http+unix URL such as http://127.0.0.1:8080, got %q", raw)
+	}
+	if u.User != nil {
 		return fmt.Errorf("VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN")
+	}
+	return nil
+}
+
+// LogLevels are the values ACCORDS_MCP_LOG_LEVEL takes.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// ParseLogLevel reads ACCORDS_MCP_LOG_LEVEL ("" is info).
+func ParseLogLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return slog.LevelInfo, fmt.Errorf("ACCORDS_MCP_LOG_LEVEL must be one of %s, got %q", strings.Join(LogLevels, ", "), v)
+}
+
+// CheckListenAddr checks an HTTP listen address: host:port with a numeric
+// port (the host may be empty for every interface), so that a typo is
+// reported as such and not as a question of authentication.
+func CheckListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not a listen address: write host:port, e.g. 127.0.0.1:8790", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q is not a listen address: the port must be a number from 0 to 65535", addr)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q is not a listen address: write host:port, e.g. 127.0.0.1:8790", addr)
 	}
 	return nil
 }
@@ -476,12 +546,16 @@ func parseTTL(v string) (time.Duration, error) {
 }
 
 // resolveVault applies the socket fallback, the timeout and the default
-// base URL of the environment's Vault session; bad values keep defaults.
-func (c *Config) resolveVault(get func(string) string) {
+// base URL of the environment's Vault session.
+func (c *Config) resolveVault(get func(string) string) error {
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")
 	}
-	if n, err := strconv.Atoi(get("VC_TIMEOUT_MS")); err == nil && n > 0 {
+	if v := get("VC_TIMEOUT_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < MinVaultTimeoutMS || n > MaxVaultTimeoutMS {
+			return fmt.Errorf("VC_TIMEOUT_MS must be a whole number of milliseconds from %d to %d, got %q", MinVaultTimeoutMS, MaxVaultTimeoutMS, v)
+		}
 		c.VaultTimeoutMS = n
 	}
 	if c.VaultBaseURL == "" {
@@ -491,6 +565,7 @@ func (c *Config) resolveVault(get func(string) string) {
 			c.VaultBaseURL = DefaultBaseURL
 		}
 	}
+	return nil
 }
 
 // KeyFile is the path of the session key file beside the database.

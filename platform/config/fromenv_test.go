@@ -75,8 +75,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 func TestFromEnvDefaults(t *testing.T) {
 	dir, err := os.UserConfigDir()
 	require.NoError(t, err)
-	c, err := FromEnv(envOf(map[string]string{"VC_UNIX_SOCKET": "/a.sock", "VAULT_UNIX_SOCKET": "/b.sock", "VC_TIMEOUT_MS": "-5",
-		"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER": "maybe"}))
+	c, err := FromEnv(envOf(map[string]string{"VC_UNIX_SOCKET": "/a.sock", "VAULT_UNIX_SOCKET": "/b.sock"}))
 	require.NoError(t, err)
 	assert.Equal(t, Config{
 		DBPath: filepath.Join(dir, "accords-mcp", "accords.db"), HTTPPath: DefaultHTTPPath, MaxBodyBytes: DefaultMaxBodyBytes,
@@ -91,7 +90,7 @@ func TestFromEnvDefaults(t *testing.T) {
 		TaskPollInterval: DefaultTaskPoll,
 	}, c)
 
-	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock", "VC_TIMEOUT_MS": "soon"}))
+	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock"}))
 	require.NoError(t, err)
 	assert.Equal(t, "http://vault:1", c.VaultBaseURL, "an explicit base URL wins over the socket default")
 	assert.Equal(t, DefaultVaultTimeoutMS, c.VaultTimeoutMS)
@@ -132,6 +131,15 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274/app"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "http://localhost:6274/app" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},
 		{map[string]string{"ACCORDS_MCP_PPROF": "0.0.0.0:6060"}, `ACCORDS_MCP_PPROF: "0.0.0.0:6060": the profiling listener is loopback only (127.0.0.1, [::1] or localhost)`},
 		{map[string]string{"ACCORDS_MCP_PPROF": "6060"}, `ACCORDS_MCP_PPROF: "6060" is not host:port: address 6060: missing port in address`},
+		{map[string]string{"VC_TIMEOUT_MS": "-5"}, `VC_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, got "-5"`},
+		{map[string]string{"VC_TIMEOUT_MS": "soon"}, `VC_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, got "soon"`},
+		{map[string]string{"VC_BASE_URL": "notaurl"}, `VC_BASE_URL must be an http, https, unix or http+unix URL such as http://127.0.0.1:8080, got "notaurl"`},
+		{map[string]string{"VC_BASE_URL": "ftp://vault"}, `VC_BASE_URL must be an http, https, unix or http+unix URL such as http://127.0.0.1:8080, got "ftp://vault"`},
+		{map[string]string{"VC_BASE_URL": "unix://"}, `VC_BASE_URL must name the socket path, e.g. unix:///run/vaultclaw.sock, got "unix://"`},
+		{map[string]string{"ACCORDS_MCP_LOG_LEVEL": "loud"}, `ACCORDS_MCP_LOG_LEVEL must be one of debug, info, warn, error, got "loud"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER": "maybe"}, `ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER must be true or false, got "maybe"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_ADDR": "notanaddr"}, `ACCORDS_MCP_HTTP_ADDR: "notanaddr" is not a listen address: write host:port, e.g. 127.0.0.1:8790`},
+		{map[string]string{"ACCORDS_MCP_HTTP_ADDR": "127.0.0.1:http"}, `ACCORDS_MCP_HTTP_ADDR: "127.0.0.1:http" is not a listen address: the port must be a number from 0 to 65535`},
 		{map[string]string{"VC_BASE_URL": "http://agent:secret@vault:8080"}, `VC_BASE_URL must not contain credentials (user:password@); put the agent token in VC_AGENT_TOKEN`},
 	} {
 		env := map[string]string{"ACCORDS_MCP_DB": "/x.db", "ACCORDS_MCP_HTTP_PATH": "p", "ACCORDS_MCP_POLICY_FILE": "/p.toml"}

@@ -8,10 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/redact"
 	"github.com/accordsai/accords-mcp/platform/version"
 )
 
@@ -185,8 +185,5 @@ func transportCause(err error) string {
 // redact removes a token from text a remote server or the network stack
 // produced (a server may echo the Authorization header back).
 func (s *Service) redact(text, token string) string {
-	if token == "" {
-		return text
-	}
-	return strings.ReplaceAll(text, token, "***")
+	return redact.Token(text, token, "***")
 }
