@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"os"
 	"strings"
 	"time"
@@ -126,6 +128,14 @@ func OpenEtcd(cfg EtcdConfig, opts Options) (*DB, error) {
 		// The client's own zap logging would bypass ours and print on
 		// every reconnect; failures reach callers as errors instead.
 		Logger: zap.NewNop(),
+		// gRPC's default reconnect backoff grows to two minutes: after an
+		// etcd restart a replica would stay cut off (its watch silent, its
+		// writes refused) long after the cluster is back. Retry every few
+		// seconds at most instead.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %s: %w", cfg, err)
