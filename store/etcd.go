@@ -6,8 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"os"
 	"strings"
 	"time"
@@ -16,6 +14,8 @@ import (
 	"github.com/accordsai/accords-mcp/store/etcdkv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // ErrUnavailable means the store could not be reached (etcd down, no
