@@ -59,31 +59,16 @@ func checkRef(id, version string) (string, string, error) {
 
 // Get returns id@version, or the latest version when version is empty.
 func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) {
-	id, version, err := checkRef(id, version)
-	if err != nil {
-		return nil, err
-	}
 	var out *Stored
-	err = s.db.View(func(tx store.Tx) error {
-		root, err := catalogBucket(tx)
-		if err != nil {
-			return err
-		}
-		v, raw, err := resolve(root, id, version)
-		if err != nil {
-			return err
-		}
+	err := s.readRaw(id, version, func(v string, raw []byte) error {
 		b, derr := decodeBundle(raw)
 		if derr != nil {
-			return schemaErr("stored bundle is not valid json").With("cookbook_id", id).With("version", v).With("cause", derr.Error())
+			return storedNotJSON(id, v, derr)
 		}
 		out = &Stored{Bundle: b, Raw: append(json.RawMessage(nil), raw...), Hash: HashBytes(raw)}
 		return nil
 	})
-	if err != nil {
-		return nil, wrapStoreErr("get cookbook", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // template reads id@version (latest when version is empty) with only its
@@ -91,11 +76,29 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 // when the bundle has no such entry. Render uses it instead of Get, which
 // decodes, copies and hashes the whole bundle.
 func (s *Service) template(id, version, entryID string) (*Bundle, error) {
+	var out *Bundle
+	err := s.readRaw(id, version, func(v string, raw []byte) error {
+		cid, ver, e, derr := decodeBundleEntry(raw, entryID)
+		if derr != nil {
+			return storedNotJSON(id, v, derr)
+		}
+		out = &Bundle{CookbookID: cid, Version: ver}
+		if e != nil {
+			out.Entries = []Entry{*e}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readRaw checks the reference, resolves id@version (latest when version
+// is empty) and hands the stored bytes to fn inside one read transaction;
+// raw is only valid inside fn.
+func (s *Service) readRaw(id, version string, fn func(v string, raw []byte) error) error {
 	id, version, err := checkRef(id, version)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out *Bundle
 	err = s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
@@ -105,20 +108,16 @@ func (s *Service) template(id, version, entryID string) (*Bundle, error) {
 		if err != nil {
 			return err
 		}
-		cid, ver, e, derr := decodeBundleEntry(raw, entryID)
-		if derr != nil {
-			return schemaErr("stored bundle is not valid json").With("cookbook_id", id).With("version", v).With("cause", derr.Error())
-		}
-		out = &Bundle{CookbookID: cid, Version: ver}
-		if e != nil {
-			out.Entries = []Entry{*e}
-		}
-		return nil
+		return fn(v, raw)
 	})
 	if err != nil {
-		return nil, wrapStoreErr("get cookbook", err)
+		return wrapStoreErr("get cookbook", err)
 	}
-	return out, nil
+	return nil
+}
+
+func storedNotJSON(id, version string, cause error) error {
+	return schemaErr("stored bundle is not valid json").With("cookbook_id", id).With("version", version).With("cause", cause.Error())
 }
 
 func wrapStoreErr(op string, err error) error {
