@@ -277,8 +277,38 @@ func openBleve(path string) (bi bleve.Index, err error) {
 			err = fmt.Errorf("open index: %v", r)
 		}
 	}()
-	return bleve.OpenUsing(path, map[string]any{"unsafe_batch": true})
+	return bleve.OpenUsing(path, scorchConfig())
 }
+
+// scorchConfig is the index's scorch configuration. Live updates are
+// batches of one cookbook, so scorch's defaults (persist every batch as
+// its own segment file at once; treat every segment under 2000 documents
+// as that size when planning merges) had every replica re-merge its whole
+// index every few upserts: with several replicas on one host (each
+// indexing every write it sees) the merges took most of the CPU. A short
+// persister nap lets the batches of the last PersistNap merge in memory
+// into one file, and a small merge floor keeps small segments merging with
+// each other instead of with the large ones (merge cost logarithmic in the
+// index size, not linear). Nothing durable depends on either: the index is
+// derived and catches up from its recorded revision (see Close).
+func scorchConfig() map[string]any {
+	return map[string]any{
+		"unsafe_batch": true,
+		"scorchPersisterOptions": map[string]any{
+			"PersisterNapTimeMSec":      int(PersistNap / time.Millisecond),
+			"PersisterNapUnderNumFiles": 1000,
+		},
+		"scorchMergePlanOptions": map[string]any{"FloorSegmentSize": mergeFloor},
+	}
+}
+
+// PersistNap is how long scorch's persister waits for more in-memory
+// batches before writing them; Close waits at most this much longer.
+const PersistNap = 100 * time.Millisecond
+
+// mergeFloor is the segment size (documents) below which scorch's merge
+// planner treats segments as equal.
+const mergeFloor = 20
 
 func readRev(bi bleve.Index) (uint64, error) {
 	raw, err := bi.GetInternal(keyRev)
@@ -465,7 +495,7 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 	// Batches are introduced without waiting for each to reach disk (the
 	// persister overlaps with analysis); Close below waits for all of them,
 	// and the folder is only swapped in after that.
-	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, map[string]any{"unsafe_batch": true})
+	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, scorchConfig())
 	if err != nil {
 		return fmt.Errorf("create index: %w", err)
 	}
