@@ -100,6 +100,10 @@ func (g *gatedBackend) AuditCheckpoint(ctx context.Context) ([]byte, error) {
 	return gated(ctx, g.g, func() ([]byte, error) { return g.b.AuditCheckpoint(ctx) })
 }
 
+func (g *gatedBackend) AuditFind(ctx context.Context, callID string) (audit.Receipt, error) {
+	return gated(ctx, g.g, func() (audit.Receipt, error) { return g.b.AuditFind(ctx, callID) })
+}
+
 func (g *gatedBackend) AuditProve(ctx context.Context, seq uint64) (audit.Proof, error) {
 	return gated(ctx, g.g, func() (audit.Proof, error) { return g.b.AuditProve(ctx, seq) })
 }

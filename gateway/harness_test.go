@@ -65,6 +65,7 @@ type setup struct {
 	onFailure  string
 	dynamic    bool
 	tracer     trace.Tracer
+	shared     bool // the audit log as replicas on etcd open it
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -79,7 +80,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	sessions := session.New(h.db, keys, session.Defaults{})
 	h.key, err = audit.NewKey(make([]byte, audit.KeySize), "test")
 	require.NoError(t, err)
-	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now})
+	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now, Shared: s.shared})
 	require.NoError(t, err)
 	// Every toolset but the catalog ones (they need the bleve index and
 	// add nothing here): session, vault, approvals and audit, bound to real

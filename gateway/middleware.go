@@ -111,8 +111,10 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
 	// Write tools wait for the commit so their result is never returned
-	// before their receipt is durable; read tools do not wait. Both learn
-	// their receipt's reference at once.
+	// before their receipt is durable; read tools do not wait. On one
+	// process's log both learn their receipt's reference at once; on a
+	// shared log (replicas on etcd) a receipt is numbered only when
+	// committed, so a read call's result carries its call id alone.
 	var ref audit.Ref
 	var aerr error
 	if writes {

@@ -208,3 +208,37 @@ func TestListShowsRuleDeniedToolsStill(t *testing.T) {
 	names := mcptest.ToolNames(t, h.stdio())
 	assert.True(t, slices.Contains(names, "vaultclaw_plan_execute"))
 }
+
+// On a shared log (replicas on etcd) a receipt is numbered when it is
+// committed: a read call answers without waiting for that, so its result
+// carries only its call id, by which its receipt is found once committed;
+// a write call answers after its receipt's commit and carries the
+// reference as on a single process's log.
+func TestSharedLogReadCallsCarryTheCallIDWriteCallsTheReceipt(t *testing.T) {
+	h := newHarness(t, setup{shared: true})
+	cs := h.stdio()
+	read := call(t, cs, "vaultclaw_session_status", nil)
+	_, numbered := read.Result.Meta[MetaReceipt]
+	assert.False(t, numbered, "a read call's receipt has no number before its commit")
+	readID, _ := read.Result.Meta["accords/call_id"].(string)
+	write := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken, "base_url": "http://127.0.0.1:9"})
+	raw, err := json.Marshal(write.Result.Meta[MetaReceipt])
+	require.NoError(t, err)
+	var ref audit.Ref
+	require.NoError(t, json.Unmarshal(raw, &ref))
+	require.NotZero(t, ref.Seq, "a write call carries its committed receipt")
+	writeID, _ := write.Result.Meta["accords/call_id"].(string)
+
+	rs := h.receipts(audit.Filter{CallID: readID})
+	require.Len(t, rs, 1, "the read call's receipt is found by its call id")
+	assert.Equal(t, "vaultclaw_session_status", rs[0].Tool)
+	rs = h.receipts(audit.Filter{CallID: writeID})
+	require.Len(t, rs, 1)
+	assert.Equal(t, ref.Seq, rs[0].Seq)
+	require.NoError(t, h.log.Checkpoint())
+	p, err := audit.Prove(h.db, ref.Seq)
+	require.NoError(t, err)
+	_, err = audit.VerifyProof(p, h.key.Verifier(), ref.LeafHash)
+	require.NoError(t, err)
+	assert.Len(t, h.receipts(audit.Filter{}), 2, "one receipt per call")
+}

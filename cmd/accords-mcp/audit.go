@@ -42,18 +42,22 @@ database. Exits 1 when the log does not verify.`,
 
 		var n int
 		var tailJSON bool
+		var tailCall string
 		tail := &cobra.Command{
 			Use:   "tail",
-			Short: "print the newest receipts, oldest first",
+			Short: "print the newest receipts, oldest first (or one call's with --call-id)",
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if n <= 0 {
 					return usageErrorf(cmd, "--limit must be positive, got %d", n)
 				}
-				return exit(auditBackend(cmd.Context(), env, func(b admin.Backend) int { return tailReceipts(cmd.Context(), env, b, n, tailJSON) }))
+				return exit(auditBackend(cmd.Context(), env, func(b admin.Backend) int {
+					return tailReceipts(cmd.Context(), env, b, n, tailCall, tailJSON)
+				}))
 			},
 		}
 		tail.Flags().IntVarP(&n, "limit", "n", 20, "number of receipts")
 		tail.Flags().BoolVar(&tailJSON, "json", false, "print one JSON receipt per line")
+		tail.Flags().StringVar(&tailCall, "call-id", "", `print only the receipt of this call (the _meta["accords/call_id"] of its result)`)
 
 		key := &cobra.Command{
 			Use:   "key",
@@ -66,19 +70,31 @@ database. Exits 1 when the log does not verify.`,
 			RunE:  func(cmd *cobra.Command, _ []string) error { return exit(auditCheckpoint(cmd.Context(), env)) },
 		}
 		var tlog bool
+		var proveCall string
 		prove := &cobra.Command{
-			Use:   "prove SEQ",
-			Short: "print receipt SEQ with its inclusion proof in the newest checkpoint",
-			Args:  cobra.ExactArgs(1),
+			Use:   "prove SEQ | --call-id ID",
+			Short: "print a receipt (by number, or by call id) with its inclusion proof in the newest checkpoint",
+			Args:  cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				seq, err := strconv.ParseUint(args[0], 10, 64)
-				if err != nil || seq == 0 {
-					return usageErrorf(cmd, "SEQ must be a receipt sequence number (1, 2, …), got %q", args[0])
+				switch {
+				case len(args) == 0 && proveCall == "":
+					return usageErrorf(cmd, "name the receipt: its number (SEQ) or --call-id ID")
+				case len(args) == 1 && proveCall != "":
+					return usageErrorf(cmd, "name the receipt by its number (SEQ) or by --call-id, not both")
 				}
-				return exit(auditProve(cmd.Context(), env, seq, tlog))
+				var seq uint64
+				if len(args) == 1 {
+					var err error
+					seq, err = strconv.ParseUint(args[0], 10, 64)
+					if err != nil || seq == 0 {
+						return usageErrorf(cmd, "SEQ must be a receipt sequence number (1, 2, …), got %q", args[0])
+					}
+				}
+				return exit(auditProve(cmd.Context(), env, seq, proveCall, tlog))
 			},
 		}
 		prove.Flags().BoolVar(&tlog, "tlog", false, "print the C2SP tlog-proof text instead of JSON")
+		prove.Flags().StringVar(&proveCall, "call-id", "", `the receipt of this call (the _meta["accords/call_id"] of its result; on replicas sharing etcd, read calls carry only this)`)
 		var out string
 		export := &cobra.Command{
 			Use:   "export",
@@ -270,9 +286,18 @@ func writeReport(w io.Writer, rep audit.Report, pub note.Verifier) {
 	}
 }
 
-// tailReceipts prints the newest n receipts, oldest first like tail(1).
-func tailReceipts(ctx context.Context, env *environment, log admin.Audit, n int, asJSON bool) int {
-	rs, err := log.AuditTail(ctx, n)
+// tailReceipts prints the newest n receipts, oldest first like tail(1),
+// or the receipt of the call callID.
+func tailReceipts(ctx context.Context, env *environment, log admin.Audit, n int, callID string, asJSON bool) int {
+	var rs []audit.Receipt
+	var err error
+	if callID != "" {
+		var r audit.Receipt
+		r, err = log.AuditFind(ctx, callID)
+		rs = []audit.Receipt{r}
+	} else {
+		rs, err = log.AuditTail(ctx, n)
+	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp: audit tail:", err)
 		return 1
@@ -341,9 +366,17 @@ func auditCheckpoint(ctx context.Context, env *environment) int {
 	})
 }
 
-func auditProve(ctx context.Context, env *environment, seq uint64, tlogOut bool) int {
+func auditProve(ctx context.Context, env *environment, seq uint64, callID string, tlogOut bool) int {
 	tlog := &tlogOut
 	return auditBackend(ctx, env, func(b admin.Backend) int {
+		if callID != "" {
+			r, err := b.AuditFind(ctx, callID)
+			if err != nil {
+				fmt.Fprintln(env.stderr, "accords-mcp audit prove:", err)
+				return 1
+			}
+			seq = r.Seq
+		}
 		p, err := b.AuditProve(ctx, seq)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit prove:", err)

@@ -243,6 +243,36 @@ func TestAuditCommandsEndToEnd(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errText, "newer than the newest checkpoint")
 
+	// By call id: what a read call's result carries on replicas sharing
+	// etcd (it has no receipt number).
+	code, tailOut, _ := runAuditCmd(t, vars, "audit", "tail", "-n", "7", "--json")
+	require.Equal(t, 0, code)
+	var fourth audit.Receipt
+	for line := range strings.SplitSeq(strings.TrimSpace(tailOut), "\n") {
+		var r audit.Receipt
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		if r.Seq == 4 {
+			fourth = r
+		}
+	}
+	require.NotEmpty(t, fourth.CallID)
+	code, proofJSON, _ = runAuditCmd(t, vars, "audit", "prove", "--call-id", fourth.CallID)
+	require.Equal(t, 0, code)
+	var byID audit.Proof
+	require.NoError(t, json.Unmarshal([]byte(proofJSON), &byID))
+	assert.Equal(t, p, byID, "the same receipt and proof as prove 4")
+	code, one, _ := runAuditCmd(t, vars, "audit", "tail", "--call-id", fourth.CallID, "--json")
+	require.Equal(t, 0, code)
+	var found audit.Receipt
+	require.NoError(t, json.Unmarshal([]byte(one), &found))
+	assert.Equal(t, fourth, found)
+	code, _, errText = runAuditCmd(t, vars, "audit", "prove", "--call-id", "call_nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errText, `no receipt with this call id "call_nope"`)
+	code, _, errText = runAuditCmd(t, vars, "audit", "prove", "4", "--call-id", fourth.CallID)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errText, "not both")
+
 	export := filepath.Join(t.TempDir(), "audit.ndjson")
 	code, _, _ = runAuditCmd(t, vars, "audit", "export", "--out", export)
 	require.Equal(t, 0, code)

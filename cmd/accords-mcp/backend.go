@@ -206,6 +206,14 @@ func (l *localBackend) AuditCheckpoint(ctx context.Context) (cp []byte, err erro
 	return cp, err
 }
 
+func (l *localBackend) AuditFind(ctx context.Context, callID string) (r audit.Receipt, err error) {
+	err = l.readOnly(func(s *admin.Services) error {
+		r, err = s.AuditFind(ctx, callID)
+		return err
+	})
+	return r, err
+}
+
 func (l *localBackend) AuditProve(ctx context.Context, seq uint64) (p audit.Proof, err error) {
 	err = l.readOnly(func(s *admin.Services) error {
 		p, err = s.AuditProve(ctx, seq)

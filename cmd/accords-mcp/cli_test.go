@@ -82,7 +82,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "--bogus"}, `accords-mcp status: unknown flag: --bogus (see 'accords-mcp status --help')`},
 		{[]string{"--bogus"}, `accords-mcp: unknown flag: --bogus`},
 		{[]string{"audit", "frobnicate"}, `accords-mcp audit: unknown subcommand "frobnicate"`},
-		{[]string{"audit", "prove"}, `accords-mcp audit prove: accepts 1 arg(s), received 0`},
+		{[]string{"audit", "prove"}, `accords-mcp audit prove: name the receipt: its number (SEQ) or --call-id ID`},
 		{[]string{"audit", "prove", "x"}, `accords-mcp audit prove: SEQ must be a receipt sequence number`},
 		{[]string{"audit", "tail", "-n", "0"}, `accords-mcp audit tail: --limit must be positive, got 0`},
 		{[]string{"audit", "acknowledge"}, `accords-mcp audit acknowledge: --note is required`},

@@ -122,8 +122,16 @@ func TestDaemonLifecycle(t *testing.T) {
 	assert.Contains(t, out, "previous database is kept as")
 	assert.Contains(t, out, "search index rebuilt")
 	assert.Empty(t, errOut, "same key file: no session warning")
-	st := mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, nil).Raw
+	stEnv := mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_status", map[string]any{}, nil)
+	st := stEnv.Raw
 	assert.Equal(t, sim.URL, st["data"].(map[string]any)["base_url"], "the state at backup time is back, served by the same daemon")
+	// A call's receipt found by its call id, through the daemon.
+	callID, _ := stEnv.Result.Meta["accords/call_id"].(string)
+	require.NotEmpty(t, callID)
+	code, out, errOut = runCmd(t, vars, "audit", "tail", "--call-id", callID, "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"call_id":"`+callID+`"`)
+	assert.Contains(t, out, `"tool":"vaultclaw_session_status"`)
 
 	// Change it again, stop, and restore offline.
 	env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_session_configure", map[string]any{"token": "vc_tok_after_backup", "base_url": "http://after.example"}, nil).Raw

@@ -440,3 +440,60 @@ func TestOddStringsStayVerifiable(t *testing.T) {
 	rep := verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
 }
+
+// On a shared log a receipt's number is known only once committed: Append
+// (read calls) returns at once without a reference, even while a commit
+// is stuck, and its receipt is committed with the next group, found by
+// its call id; AppendSync (write calls) waits for the commit and returns
+// the receipt's reference.
+func TestSharedAppendDoesNotWaitForTheCommit(t *testing.T) {
+	db := openDB(t)
+	l := open(t, db, Options{Shared: true})
+	defer l.Close()
+	<-l.Verified()
+	release := make(chan struct{})
+	var once sync.Once
+	l.beforeCommit = func() error {
+		once.Do(func() { <-release })
+		return nil
+	}
+	synced := make(chan Ref, 1)
+	go func() {
+		ref, err := l.AppendSync(receipt(1, "s", time.Now()))
+		assert.NoError(t, err)
+		synced <- ref
+	}()
+	returned := make(chan Ref, 1)
+	go func() {
+		ref, err := l.Append(receipt(2, "s", time.Now()))
+		assert.NoError(t, err)
+		returned <- ref
+	}()
+	select {
+	case ref := <-returned:
+		assert.Zero(t, ref, "no number before the commit")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Append on a shared log waited for a commit")
+	}
+	select {
+	case <-synced:
+		t.Fatal("AppendSync returned before its commit")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	ref := <-synced
+	require.NotZero(t, ref.Seq)
+	require.Len(t, ref.LeafHash, 64)
+	require.Equal(t, l.Origin(), ref.Origin)
+	require.Eventually(t, func() bool {
+		rs, err := List(db, Filter{CallID: "call_2"})
+		return err == nil && len(rs) == 1 && rs[0].Seq != 0
+	}, 10*time.Second, 5*time.Millisecond, "the read call's receipt is committed without a flush")
+	rs, err := List(db, Filter{CallID: "call_1"})
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	require.Equal(t, ref.Seq, rs[0].Seq, "the reference AppendSync returned is where its receipt is")
+	rep := verifyDB(t, db)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	require.Equal(t, 2, rep.Count, "each call has exactly one receipt")
+}

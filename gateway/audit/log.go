@@ -193,7 +193,8 @@ type Options struct {
 	// its receipts there, so the replicas write one linear chain (two
 	// commits from the same head conflict and the later one runs again
 	// on the new head). A receipt's number is known only once committed:
-	// Append waits for the commit.
+	// AppendSync waits for the commit and returns it; Append returns at
+	// once without a reference (the receipt is found by its call id).
 	Shared bool
 }
 
@@ -637,7 +638,10 @@ func (l *Log) Integrity() *Problem {
 
 // Append numbers and chains r and queues it; it returns at once with the
 // receipt's reference. It fails when the log is closed or the backlog of
-// uncommittable receipts is full.
+// uncommittable receipts is full. On a shared log the number is given at
+// commit, so Append returns at once with an empty Ref: the receipt is
+// committed within Linger (with whatever else is queued) and is found by
+// its call id.
 func (l *Log) Append(r Receipt) (Ref, error) { return l.append(r, false) }
 
 // AppendSync is Append that waits until the receipt is committed. On a
@@ -651,7 +655,7 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 		r.Type = TypeToolCall
 	}
 	it := item{ts: r.Timestamp, ack: r.Type == TypeAcknowledgement}
-	if wait || it.ack || l.opts.Shared {
+	if wait || it.ack {
 		it.done = make(chan error, 1)
 	}
 	l.mu.Lock()
@@ -665,15 +669,17 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 	}
 	if l.opts.Shared {
 		// Numbered by the commit, from the stored head (write).
-		it.rec, it.ref = r, &Ref{Origin: l.origin}
+		it.rec = r
 		it.raw = []byte{} // a receipt, not a control item
+		if it.done != nil {
+			it.ref = &Ref{Origin: l.origin}
+		}
 		l.backlog.Add(1)
 		l.queue <- it
 		l.mu.Unlock()
-		if !wait && !it.ack && !l.healthy.Load() {
-			// Commits are failing (the store is out of reach): a read
-			// call does not wait for them; its receipt stays queued and
-			// is written, numbered, once they succeed again.
+		if it.done == nil {
+			// Nobody waits for its number (read calls): it is committed
+			// with the next group, or once commits succeed again.
 			return Ref{}, nil
 		}
 		err := <-it.done

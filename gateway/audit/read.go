@@ -15,7 +15,10 @@ type Filter struct {
 	Scope   string
 	Tool    string
 	Outcome string
-	Since   time.Time
+	// CallID finds one call's receipt (the `_meta["accords/call_id"]` of
+	// its result).
+	CallID string
+	Since  time.Time
 	// Limit caps the result (newest first); 0 means 50.
 	Limit int
 }
@@ -44,6 +47,9 @@ func List(db *store.DB, f Filter) ([]Receipt, error) {
 			if f.Scope != "" && r.Scope != f.Scope {
 				continue
 			}
+			if f.CallID != "" && r.CallID != f.CallID {
+				continue
+			}
 			if f.Tool != "" && r.Tool != f.Tool {
 				continue
 			}
@@ -61,6 +67,25 @@ func List(db *store.DB, f Filter) ([]Receipt, error) {
 		return nil
 	})
 	return out, err
+}
+
+// ErrCallNotFound means no stored receipt has the call id.
+var ErrCallNotFound = errors.New("no receipt with this call id")
+
+// FindCall returns the receipt of the call with id callID (newest first:
+// a recent call is found quickly).
+func FindCall(db *store.DB, callID string) (Receipt, error) {
+	if callID == "" {
+		return Receipt{}, errors.New("a call id is required")
+	}
+	rs, err := List(db, Filter{CallID: callID, Limit: 1})
+	if err != nil {
+		return Receipt{}, err
+	}
+	if len(rs) == 0 {
+		return Receipt{}, fmt.Errorf("%w %q (not committed yet, pruned by retention, or never written)", ErrCallNotFound, callID)
+	}
+	return rs[0], nil
 }
 
 // List returns receipts after committing everything queued, so a caller

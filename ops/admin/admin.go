@@ -42,6 +42,8 @@ type Audit interface {
 	AuditTail(ctx context.Context, n int) ([]audit.Receipt, error)
 	// AuditCheckpoint is the newest signed checkpoint (a signed note).
 	AuditCheckpoint(ctx context.Context) ([]byte, error)
+	// AuditFind is the receipt of the call with that call id.
+	AuditFind(ctx context.Context, callID string) (audit.Receipt, error)
 	// AuditProve is receipt seq with its inclusion proof.
 	AuditProve(ctx context.Context, seq uint64) (audit.Proof, error)
 	// AuditExport writes the NDJSON export into w and counts the receipts.

@@ -166,6 +166,12 @@ func (c *Client) AuditCheckpoint(ctx context.Context) ([]byte, error) {
 	return out.Note, err
 }
 
+// AuditFind implements Audit.
+func (c *Client) AuditFind(ctx context.Context, callID string) (audit.Receipt, error) {
+	var out audit.Receipt
+	return out, c.call(ctx, PathAuditFind, findRequest{CallID: callID}, &out)
+}
+
 // AuditProve implements Audit.
 func (c *Client) AuditProve(ctx context.Context, seq uint64) (audit.Proof, error) {
 	var out audit.Proof

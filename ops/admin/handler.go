@@ -38,6 +38,7 @@ func Handler(b Backend) http.Handler {
 		n, err := b.AuditCheckpoint(ctx)
 		return checkpointResult{Note: n}, err
 	})
+	handle(mux, PathAuditFind, func(ctx context.Context, r findRequest) (any, error) { return b.AuditFind(ctx, r.CallID) })
 	handle(mux, PathAuditProve, func(ctx context.Context, r proveRequest) (any, error) { return b.AuditProve(ctx, r.Seq) })
 	handle(mux, PathAuditAck, func(ctx context.Context, r ackRequest) (any, error) {
 		msg, err := b.AuditAcknowledge(ctx, r.Operator, r.Note)

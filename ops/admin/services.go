@@ -174,6 +174,21 @@ func (s *Services) AuditCheckpoint(context.Context) ([]byte, error) {
 	return audit.NewestCheckpoint(db)
 }
 
+// AuditFind implements Audit. On the open log (the daemon's) it first
+// commits what is queued, so a call that just answered is found.
+func (s *Services) AuditFind(_ context.Context, callID string) (audit.Receipt, error) {
+	db, err := s.db()
+	if err != nil {
+		return audit.Receipt{}, err
+	}
+	if s.Log != nil {
+		if l := s.Log(); l != nil {
+			_ = l.Flush() // a failed flush must not hide what is committed
+		}
+	}
+	return audit.FindCall(db, callID)
+}
+
 // AuditProve implements Audit.
 func (s *Services) AuditProve(_ context.Context, seq uint64) (audit.Proof, error) {
 	db, err := s.db()

@@ -21,6 +21,7 @@ const (
 	PathAuditTail     = "/v1/ops/audit/tail"
 	PathAuditCP       = "/v1/ops/audit/checkpoint"
 	PathAuditProve    = "/v1/ops/audit/prove"
+	PathAuditFind     = "/v1/ops/audit/find"
 	PathAuditExport   = "/v1/ops/audit/export"
 	PathAuditAck      = "/v1/ops/audit/acknowledge"
 	PathSessionStatus = "/v1/ops/session/status"
@@ -123,6 +124,10 @@ type importRequest struct {
 
 type tailRequest struct {
 	N int `json:"n"`
+}
+
+type findRequest struct {
+	CallID string `json:"call_id"`
 }
 
 type proveRequest struct {
