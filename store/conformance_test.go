@@ -159,3 +159,46 @@ func TestEtcdFollowReportsChangesAndCompaction(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// A transaction that walks the same range twice reads it from etcd once
+// (at its snapshot the range cannot change), still sees its own writes in
+// the second walk, and still conflicts when another writer changes the
+// range before it commits.
+func TestEtcdRangeReadOncePerTransaction(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/pages/", nil)
+	other := openEtcd(t, srv, "/pages/", nil)
+	require.NoError(t, db.Update(func(tx store.Tx) error {
+		for i := range 5 {
+			if err := tx.Bucket(store.BucketMeta).Put(fmt.Appendf(nil, "p%d", i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	walk := func(b store.Bucket) (keys []string) {
+		c := b.Cursor()
+		for k, _ := c.Seek([]byte("p")); k != nil && k[0] == 'p'; k, _ = c.Next() {
+			keys = append(keys, string(k))
+		}
+		return keys
+	}
+	runs := 0
+	require.NoError(t, db.Update(func(tx store.Tx) error {
+		runs++
+		b := tx.Bucket(store.BucketMeta)
+		first := walk(b)
+		r0 := db.Etcd().Stats().Reads
+		require.Equal(t, first, walk(b))
+		require.Equal(t, r0, db.Etcd().Stats().Reads, "the second walk of the range made no etcd read")
+		require.NoError(t, b.Put([]byte("p9"), []byte("mine")))
+		require.Equal(t, append(first, "p9"), walk(b), "the transaction's own write is seen")
+		if runs == 1 {
+			require.NoError(t, other.Update(func(tx store.Tx) error {
+				return tx.Bucket(store.BucketMeta).Put([]byte("p2"), []byte("theirs"))
+			}))
+		}
+		return nil
+	}))
+	require.Equal(t, 2, runs, "a change to the walked range made the transaction run again")
+}

@@ -231,11 +231,16 @@ type tx struct {
 	dropped []string // directory prefixes of deleted buckets
 	bumped  map[string]bool
 	subs    map[string][]string // nested bucket marker keys stored, per directory
+	// pages are the cursor range reads done so far, by request: at the
+	// snapshot revision they cannot change, and a transaction often walks
+	// the same range several times (a cookbook's versions, looked up by
+	// each step of an upsert).
+	pages map[string]*clientv3.GetResponse
 }
 
 func (be *Backend) newTx(ctx context.Context, writable bool) *tx {
 	return &tx{be: be, ctx: ctx, writable: writable, reads: map[string]readKey{}, ranged: map[string]bool{},
-		writes: map[string]entry{}, bumped: map[string]bool{}, subs: map[string][]string{}}
+		writes: map[string]entry{}, bumped: map[string]bool{}, subs: map[string][]string{}, pages: map[string]*clientv3.GetResponse{}}
 }
 
 func (t *tx) fail(err error) {
@@ -787,10 +792,24 @@ func (c *cursor) storedLT(k []byte) (kvPair, bool) {
 	}
 }
 
+// rangeRead runs a cursor's range read, or hands back the same read done
+// earlier in the transaction (whose span is already recorded).
+func (c *cursor) rangeRead(id string, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, bool, bool) {
+	if resp, ok := c.b.t.pages[id]; ok && c.b.t.err == nil {
+		return resp, true, true
+	}
+	resp, ok := c.b.t.fetch(key, opts...)
+	if ok {
+		c.b.t.pages[id] = resp
+	}
+	return resp, ok, false
+}
+
 func (c *cursor) fetchFrom(k []byte) bool {
 	start := c.vdir + string(k)
 	end := clientv3.GetPrefixRangeEnd(c.vdir)
-	resp, ok := c.b.t.fetch(start, clientv3.WithRange(end), clientv3.WithLimit(c.limit()))
+	limit := c.limit()
+	resp, ok, again := c.rangeRead(fmt.Sprintf(">%d:%s", limit, start), start, clientv3.WithRange(end), clientv3.WithLimit(limit))
 	if !ok {
 		return false
 	}
@@ -799,10 +818,14 @@ func (c *cursor) fetchFrom(k []byte) bool {
 	if resp.More {
 		last := c.page[len(c.page)-1].k
 		c.hi, c.hiOpen = append(slices.Clone(last), 0), false
-		c.b.t.spans = append(c.b.t.spans, span{start: start, end: c.vdir + string(c.hi)})
+		if !again {
+			c.b.t.spans = append(c.b.t.spans, span{start: start, end: c.vdir + string(c.hi)})
+		}
 	} else {
 		c.hi, c.hiOpen = nil, true
-		c.b.t.spans = append(c.b.t.spans, span{start: start, end: end})
+		if !again {
+			c.b.t.spans = append(c.b.t.spans, span{start: start, end: end})
+		}
 	}
 	c.b.t.ranged[c.b.dir] = true
 	c.valid = true
@@ -814,7 +837,8 @@ func (c *cursor) fetchBefore(k []byte) bool {
 	if k != nil {
 		end = c.vdir + string(k)
 	}
-	resp, ok := c.b.t.fetch(c.vdir, clientv3.WithRange(end), clientv3.WithLimit(c.limit()),
+	limit := c.limit()
+	resp, ok, again := c.rangeRead(fmt.Sprintf("<%d:%s", limit, end), c.vdir, clientv3.WithRange(end), clientv3.WithLimit(limit),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
 	if !ok {
 		return false
@@ -824,10 +848,14 @@ func (c *cursor) fetchBefore(k []byte) bool {
 	if resp.More {
 		first := c.page[0].k
 		c.lo, c.loOpen = slices.Clone(first), false
-		c.b.t.spans = append(c.b.t.spans, span{start: c.vdir + string(first), end: end})
+		if !again {
+			c.b.t.spans = append(c.b.t.spans, span{start: c.vdir + string(first), end: end})
+		}
 	} else {
 		c.lo, c.loOpen = nil, true
-		c.b.t.spans = append(c.b.t.spans, span{start: c.vdir, end: end})
+		if !again {
+			c.b.t.spans = append(c.b.t.spans, span{start: c.vdir, end: end})
+		}
 	}
 	c.b.t.ranged[c.b.dir] = true
 	c.valid = true
