@@ -202,3 +202,48 @@ func TestEtcdRangeReadOncePerTransaction(t *testing.T) {
 	}))
 	require.Equal(t, 2, runs, "a change to the walked range made the transaction run again")
 }
+
+// kv.Revisioned: a transaction relying on a bucket as of a revision
+// commits while nothing directly in the bucket changed since, and runs
+// again when a value was written or deleted there (a change in a nested
+// bucket is not covered).
+func TestEtcdUnchangedSinceRevision(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db := openEtcd(t, srv, "/unchanged/", nil)
+	other := openEtcd(t, srv, "/unchanged/", nil)
+	var rev int64
+	require.NoError(t, db.Update(func(tx store.Tx) error {
+		b := tx.Bucket(store.BucketMeta)
+		if _, err := b.CreateBucketIfNotExists([]byte("nested")); err != nil {
+			return err
+		}
+		tx.(kv.Revisioned).OnCommit(func(r int64) { rev = r })
+		return b.Put([]byte("a"), []byte("1"))
+	}))
+	require.NotZero(t, rev)
+	relying := func(change func(b store.Bucket) error) int {
+		runs := 0
+		require.NoError(t, db.Update(func(tx store.Tx) error {
+			runs++
+			b := tx.Bucket(store.BucketMeta)
+			if runs == 1 {
+				tx.(kv.Revisioned).Unchanged(b, rev)
+				require.NoError(t, other.Update(func(tx store.Tx) error { return change(tx.Bucket(store.BucketMeta)) }))
+			}
+			return b.Put([]byte("mine"), []byte("x"))
+		}))
+		return runs
+	}
+	require.Equal(t, 1, relying(func(b store.Bucket) error { return b.Bucket([]byte("nested")).Put([]byte("n"), []byte("1")) }),
+		"a nested bucket's change is not the bucket's")
+	require.NoError(t, db.Update(func(tx store.Tx) error {
+		tx.(kv.Revisioned).OnCommit(func(r int64) { rev = r })
+		return tx.Bucket(store.BucketMeta).Put([]byte("b"), []byte("1"))
+	}))
+	require.Equal(t, 2, relying(func(b store.Bucket) error { return b.Put([]byte("a"), []byte("2")) }), "a value written since")
+	require.NoError(t, db.Update(func(tx store.Tx) error {
+		tx.(kv.Revisioned).OnCommit(func(r int64) { rev = r })
+		return tx.Bucket(store.BucketMeta).Put([]byte("c"), []byte("1"))
+	}))
+	require.Equal(t, 2, relying(func(b store.Bucket) error { return b.Delete([]byte("a")) }), "a value deleted since")
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/store/kv"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -255,6 +256,12 @@ type Log struct {
 	commits   int
 	anchors   *anchorQueue
 	stale     bool             // shared: the frontier must be read again
+	// knownRev is, on a shared log, the store revision of this writer's
+	// last commit while nothing says the stored position moved since
+	// (0: read it); specSkip counts commits left before relying on it
+	// again after another replica's commit proved it stale.
+	knownRev int64
+	specSkip int
 	afterSign func(Checkpoint) // tests
 	// beforeCommit lets tests make commits fail.
 	beforeCommit func() error
@@ -947,6 +954,11 @@ func (l *Log) write(items []item, forceSign bool) error {
 	signing := l.problem.Load() == nil
 	var cp *Checkpoint
 	acked, landed := false, false
+	var committedRev int64
+	speculated := false
+	if l.specSkip > 0 {
+		l.specSkip--
+	}
 	err := l.db.Update(func(tx store.Tx) error {
 		if l.beforeCommit != nil {
 			if err := l.beforeCommit(); err != nil {
@@ -958,8 +970,28 @@ func (l *Log) write(items []item, forceSign bool) error {
 			return err
 		}
 		if l.opts.Shared {
-			if landed, err = l.beginShared(b, items); landed || err != nil {
+			if speculated {
+				// The previous run relied on the position of our last
+				// commit and conflicted: another replica is writing.
+				l.specSkip = specBackoff
+			}
+			rv, ok := tx.(kv.Revisioned)
+			known := l.knownRev
+			l.knownRev = 0
+			speculated = ok && known > 0 && l.specSkip == 0
+			if speculated {
+				// The head, bases and checkpoints are as this writer's
+				// last commit left them unless another replica wrote
+				// (every commit moves the head): rely on that instead of
+				// three reads, and let the commit check it.
+				rv.Unchanged(b.root, known)
+				rv.Unchanged(b.bases, known)
+				rv.Unchanged(b.checkpoints, known)
+			} else if landed, err = l.beginShared(b, items); landed || err != nil {
 				return err
+			}
+			if ok {
+				rv.OnCommit(func(rev int64) { committedRev = rev })
 			}
 			rng, head = cloneRange(l.rng), l.head
 		}
@@ -1014,12 +1046,14 @@ func (l *Log) write(items []item, forceSign bool) error {
 		return nil
 	})
 	if err != nil {
+		l.knownRev = 0
 		return fmt.Errorf("append audit receipt: %w", err)
 	}
 	if landed {
 		l.stale = true // read the frontier again at the next commit
 	} else {
 		l.rng, l.head = rng, head
+		l.knownRev = committedRev
 	}
 	for _, it := range items {
 		if it.ref != nil {
@@ -1037,6 +1071,12 @@ func (l *Log) write(items []item, forceSign bool) error {
 	}
 	return nil
 }
+
+// specBackoff is how many commits a shared log's writer reads the stored
+// position before relying on its own last commit again, once another
+// replica's commit made that fail: under concurrent writers the
+// speculation would mostly cost a conflict.
+const specBackoff = 8
 
 // signIfDue signs and stores a checkpoint of rng when one is due (forced,
 // the first, or Cadence.Every receipts since the last); nil when not.
@@ -1172,6 +1212,7 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 			return err
 		}
 		if l.opts.Shared {
+			l.knownRev = 0 // a retention base changes what the last commit left
 			if err := l.syncShared(b); err != nil {
 				return err
 			}

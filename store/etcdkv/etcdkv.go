@@ -236,7 +236,28 @@ type tx struct {
 	// the same range several times (a cookbook's versions, looked up by
 	// each step of an upsert).
 	pages map[string]*clientv3.GetResponse
+	// assumed are the bucket directories the transaction relies on as of
+	// a revision (Unchanged); onCommit learn the commit's revision.
+	assumed  []assumption
+	onCommit []func(int64)
 }
+
+type assumption struct {
+	dir string
+	rev int64
+}
+
+// Unchanged implements kv.Revisioned: at commit, nothing under the
+// bucket's values and nested bucket markers, nor its deletion counter,
+// may have a revision above rev.
+func (t *tx) Unchanged(b kv.Bucket, rev int64) {
+	if eb, ok := b.(*bucket); ok && eb.t == t {
+		t.assumed = append(t.assumed, assumption{dir: eb.dir, rev: rev})
+	}
+}
+
+// OnCommit implements kv.Revisioned.
+func (t *tx) OnCommit(fn func(rev int64)) { t.onCommit = append(t.onCommit, fn) }
 
 func (be *Backend) newTx(ctx context.Context, writable bool) *tx {
 	return &tx{be: be, ctx: ctx, writable: writable, reads: map[string]readKey{}, ranged: map[string]bool{},
@@ -418,7 +439,7 @@ func (t *tx) commit() (bool, error) {
 		return true, nil
 	}
 	var cmps []clientv3.Cmp
-	if len(t.reads)+len(t.spans)+len(t.ranged) > t.be.opts.MaxTxnOps && t.rev == 0 {
+	if len(t.reads)+len(t.spans)+len(t.ranged)+3*len(t.assumed) > t.be.opts.MaxTxnOps && t.rev == 0 {
 		t.get(t.be.commitKey()) // the fallback compare needs a snapshot revision
 		if t.err != nil {
 			return false, t.err
@@ -437,10 +458,21 @@ func (t *tx) commit() (bool, error) {
 	for d := range t.ranged {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(d+"x"), "<", t.rev+1))
 	}
+	for _, a := range t.assumed {
+		for _, sub := range []string{"k/", "s/"} {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(a.dir+sub).WithRange(clientv3.GetPrefixRangeEnd(a.dir+sub)), "<", a.rev+1))
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(a.dir+"x"), "<", a.rev+1))
+	}
 	if len(cmps) > t.be.opts.MaxTxnOps {
 		// Too many to check one by one: check that nothing at all was
-		// committed since the snapshot.
-		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(t.be.commitKey()), "<", t.rev+1)}
+		// committed since the snapshot (or since the oldest revision the
+		// transaction relies on).
+		since := t.rev
+		for _, a := range t.assumed {
+			since = min(since, a.rev)
+		}
+		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(t.be.commitKey()), "<", since+1)}
 	}
 	var ops []clientv3.Op
 	size := 0
@@ -504,6 +536,11 @@ func (t *tx) commit() (bool, error) {
 	if resp.Succeeded && len(t.dropped) > 0 {
 		t.be.markers.Clear()
 		t.be.noSubs.Clear()
+	}
+	if resp.Succeeded {
+		for _, fn := range t.onCommit {
+			fn(resp.Header.Revision)
+		}
 	}
 	return resp.Succeeded, nil
 }

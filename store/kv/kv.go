@@ -66,6 +66,20 @@ type Prefetcher interface {
 	Prefetch(keys [][]byte)
 }
 
+// Revisioned is offered by write transactions of a backend with one
+// revision counter over every key (etcd), where each read is a round trip:
+// a writer that knows what a bucket held when its own last commit landed
+// can rely on that instead of reading it again, and the commit fails (the
+// transaction runs again) if the bucket changed since.
+type Revisioned interface {
+	// Unchanged makes the commit conditional on no value or nested bucket
+	// directly in b (buckets nested in b are not covered) having been
+	// written or deleted after revision rev.
+	Unchanged(b Bucket, rev int64)
+	// OnCommit calls fn with the commit's revision once it has landed.
+	OnCommit(fn func(rev int64))
+}
+
 // Errors every backend reports the same way.
 var (
 	ErrBucketNotFound = errors.New("bucket not found")

@@ -118,3 +118,47 @@ func TestSharedAuditLogCommitsAndPrunesWithinEtcdLimits(t *testing.T) {
 	require.NotEmpty(t, rs)
 	require.Equal(t, uint64(300), rs[0].Seq, "every receipt was numbered")
 }
+
+// A replica whose last commit is the newest in the shared log commits its
+// next receipts without reading the log's position again (one etcd
+// request each); when another replica has committed in between, the
+// commit conflicts, runs again on the stored position, and the chain
+// stays one.
+func TestSharedAuditLogWriterAloneCommitsWithoutReads(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db1, db2 := openEtcd(t, srv, "/audit-alone/"), openEtcd(t, srv, "/audit-alone/")
+	l1, err := audit.Open(db1, audit.Options{Key: auditKey(t), Shared: true})
+	require.NoError(t, err)
+	l2, err := audit.Open(db2, audit.Options{Key: auditKey(t), Shared: true})
+	require.NoError(t, err)
+	<-l1.Verified()
+	<-l2.Verified()
+	n := 0
+	appendSync := func(l *audit.Log) audit.Ref {
+		n++
+		ref, err := l.AppendSync(audit.Receipt{CallID: fmt.Sprint("c", n), Tool: "t", Outcome: "ok", Timestamp: time.Now().UTC().Format(time.RFC3339Nano)})
+		require.NoError(t, err)
+		return ref
+	}
+	appendSync(l1)
+	before := db1.Etcd().Stats()
+	for range 5 {
+		appendSync(l1)
+	}
+	after := db1.Etcd().Stats()
+	require.Equal(t, before.Reads, after.Reads, "no reads while this writer is alone")
+	require.Equal(t, before.Commits+5, after.Commits)
+	require.Equal(t, before.Conflicts, after.Conflicts)
+
+	require.Equal(t, uint64(7), appendSync(l2).Seq, "the other replica numbers after the stored head")
+	ref := appendSync(l1)
+	require.Equal(t, uint64(8), ref.Seq, "the stale position was noticed, the receipt chained after the other replica's")
+	require.Equal(t, after.Conflicts+1, db1.Etcd().Stats().Conflicts)
+
+	require.NoError(t, l1.Close())
+	require.NoError(t, l2.Close())
+	rep, err := audit.Verify(db1, audit.VerifyOptions{Verifier: auditKey(t).Verifier()})
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	require.Equal(t, 8, rep.Count)
+}
