@@ -247,21 +247,21 @@ type Log struct {
 	problem atomic.Pointer[Problem]
 
 	// Owned by the writer goroutine (and Open before it starts).
-	head      Head
-	rng       *compact.Range
-	pending   []item
-	base      Base
-	lastCP    uint64
-	lastCPAt  time.Time
-	commits   int
-	anchors   *anchorQueue
-	stale     bool             // shared: the frontier must be read again
+	head     Head
+	rng      *compact.Range
+	pending  []item
+	base     Base
+	lastCP   uint64
+	lastCPAt time.Time
+	commits  int
+	anchors  *anchorQueue
+	stale    bool // shared: the frontier must be read again
 	// knownRev is, on a shared log, the store revision of this writer's
 	// last commit while nothing says the stored position moved since
 	// (0: read it); specSkip counts commits left before relying on it
 	// again after another replica's commit proved it stale.
-	knownRev int64
-	specSkip int
+	knownRev  int64
+	specSkip  int
 	afterSign func(Checkpoint) // tests
 	// beforeCommit lets tests make commits fail.
 	beforeCommit func() error
