@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,6 +63,30 @@ func mixed(t testing.TB, sessions []*mcp.ClientSession, d time.Duration, catalog
 	return float64(calls.Load()) / d.Seconds()
 }
 
+// etcdRequests is the number of unary requests the embedded etcd (in this
+// process) has served: from every replica, the followers' index updates
+// included.
+func etcdRequests(t testing.TB) float64 {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "etcd_server_client_requests_total" {
+			continue
+		}
+		n := 0.0
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "type" && l.GetValue() == "unary" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	t.Fatal("the embedded etcd exports no etcd_server_client_requests_total")
+	return 0
+}
+
 // BenchmarkFleet measures, in one run, the figures of docs/scale-out.md:
 // search and upsert p50 over HTTP on one bbolt replica and on a fleet of
 // three etcd replicas, and the throughput of a mixed workload with the
@@ -101,8 +126,11 @@ func BenchmarkFleet(b *testing.B) {
 	f := startFleetB(b, 3, clients/3+1)
 	seedCatalog(b, f.session(0, 0), catalogSize)
 	time.Sleep(time.Second)
+	r0 := etcdRequests(b)
 	etcdSearch := p50(latencies(b, f.session(1, 0), samples, loadgen.ToolSearch, searchArgs))
+	r1 := etcdRequests(b)
 	etcdUpsert := p50(latencies(b, f.session(2, 0), samples, loadgen.ToolUpsert, upsertArgs(60_000)))
+	r2 := etcdRequests(b)
 	var rates [3]float64
 	for n := 1; n <= 3; n++ {
 		var ss []*mcp.ClientSession
@@ -115,6 +143,8 @@ func BenchmarkFleet(b *testing.B) {
 	b.ReportMetric(etcdSearch, "etcd3-search-p50-ms")
 	b.ReportMetric(boltUpsert, "bolt-upsert-p50-ms")
 	b.ReportMetric(etcdUpsert, "etcd3-upsert-p50-ms")
+	b.ReportMetric((r1-r0)/samples, "etcd3-requests/search")
+	b.ReportMetric((r2-r1)/samples, "etcd3-requests/upsert")
 	b.ReportMetric(boltRate, "bolt-calls/s")
 	for i, r := range rates {
 		b.ReportMetric(r, fmt.Sprintf("etcd%d-calls/s", i+1))
