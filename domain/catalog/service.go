@@ -52,6 +52,9 @@ type Service struct {
 	idxMu sync.RWMutex
 	idx   *index.Index
 
+	// templates keeps decoded templates for Render.
+	templates *templateCache
+
 	// stopFollow ends the watch Follow started.
 	stopFollow atomic.Pointer[context.CancelFunc]
 
@@ -64,7 +67,7 @@ type Service struct {
 // index against the catalog revision and rebuilding or catching it up when
 // it is missing, corrupt, from another mapping, ahead or behind (D8).
 func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*Service, error) {
-	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes}
+	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes, templates: newTemplateCache()}
 	if s.maxBundleBytes <= 0 {
 		s.maxBundleBytes = DefaultMaxBundleBytes
 	}
