@@ -37,8 +37,17 @@ type Service struct {
 	logger         *slog.Logger
 	maxBundleBytes int64
 
-	// writeMu serialises writes so index updates apply in revision order.
-	writeMu sync.Mutex
+	// commitMu serialises catalog commits, so their index updates queue in
+	// revision order; writeMu serialises what changes the index (applying
+	// queued updates, catching up, rebuilding).
+	commitMu sync.Mutex
+	writeMu  sync.Mutex
+	// queueMu guards queued (committed groups whose index update waits) and
+	// indexing (a goroutine applies them); indexers tracks that goroutine.
+	queueMu  sync.Mutex
+	queued   []groupTx
+	indexing bool
+	indexers sync.WaitGroup
 	// groupMu guards group (writes waiting to be committed together) and
 	// leading (a caller is committing).
 	groupMu sync.Mutex
@@ -48,6 +57,8 @@ type Service struct {
 	// (tests) runs before each commit.
 	grouped      atomic.Int64
 	beforeCommit func()
+	// beforeIndex (tests) runs before each index update.
+	beforeIndex atomic.Pointer[func()]
 	// idxMu guards idx, which Reindex swaps.
 	idxMu sync.RWMutex
 	idx   *index.Index
@@ -134,11 +145,16 @@ func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 // IndexRev is the catalog revision the index reflects.
 func (s *Service) IndexRev() uint64 { return s.indexRev.Load() }
 
-// Close closes the index (the database belongs to the caller).
+// Close applies the queued index updates and closes the index (the
+// database belongs to the caller).
 func (s *Service) Close() error {
 	if stop := s.stopFollow.Swap(nil); stop != nil {
 		(*stop)()
 	}
+	s.indexers.Wait()
+	s.writeMu.Lock()
+	s.applyQueuedLocked(context.Background())
+	s.writeMu.Unlock()
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.idx == nil {
