@@ -133,7 +133,8 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		cmd.Stderr = s.stderr
 		s.Cmd = cmd
 		t0 := time.Now()
-		wt := newWireTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second})
+		wt := newWireTransport(nil)
+		wt.inner = &commandTransport{cmd: cmd, terminate: 10 * time.Second, clock: wt.clock}
 		cs, err := client.Connect(ctx, wt, nil)
 		if err != nil {
 			s.kill()
@@ -147,8 +148,8 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 			return nil, err
 		}
 		s.Startup = time.Since(t0)
-		// The SDK's command transport owns cmd.Wait: closing the session
-		// closes stdin and waits (SIGTERM, then SIGKILL, if it lingers).
+		// commandTransport owns cmd.Wait: closing the session closes stdin
+		// and waits (SIGTERM, then SIGKILL, if it lingers).
 	case HTTP:
 		cmd := exec.Command(o.Bin, "serve", "--http", "127.0.0.1:0")
 		cmd.Env = ServerEnv(o.DBPath, o.Env)
