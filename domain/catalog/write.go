@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
@@ -251,10 +252,18 @@ func (s *Service) afterCommit(g groupTx) {
 	}
 }
 
+// indexLinger is how long queued index updates wait for more to join them.
+const indexLinger = 20 * time.Millisecond
+
 // indexQueued applies queued updates until none is left.
 func (s *Service) indexQueued() {
 	defer s.indexers.Done()
 	for {
+		// Writes that follow within indexLinger join this batch: one index
+		// segment for them instead of one each, which the index would
+		// otherwise spend most of a write's CPU merging. A read does not
+		// wait for it: it applies what is queued itself (fresh).
+		time.Sleep(indexLinger)
 		s.writeMu.Lock()
 		s.applyQueuedLocked(context.Background())
 		s.writeMu.Unlock()
