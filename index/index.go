@@ -29,8 +29,9 @@ import (
 
 // MappingVersion changes whenever the mapping or the document shape
 // changes; an index built with another version is rebuilt. v6: list_key
-// doc values stored uncompressed (see bleveDocument).
-const MappingVersion = "accords.catalog.index.v6"
+// doc values stored uncompressed (see bleveDocument). v7: older versions'
+// words in old_title and old_text (see toBleve).
+const MappingVersion = "accords.catalog.index.v7"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -101,6 +102,8 @@ type bleveDoc struct {
 	Tags        []string `json:"tags"`
 	Title       string   `json:"title"`
 	Text        string   `json:"text"`
+	OldTitle    string   `json:"old_title"`
+	OldText     string   `json:"old_text"`
 	Hit         string   `json:"hit"`
 }
 
@@ -122,12 +125,27 @@ func toBleve(d Doc) bleveDoc {
 	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, d.Tags...) {
 		parts = append(parts, splitWords(s))
 	}
-	return bleveDoc{
+	bd := bleveDoc{
 		CookbookID: d.CookbookID, Version: d.Version, ListKey: listKey(d), Latest: latest,
 		EntryID: d.EntryID, EntryType: d.EntryType, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags,
-		Title: d.Title, Text: strings.Join(parts, " \n "), Hit: string(hit),
+		Hit: string(hit),
 	}
+	// The words of older versions go to fields of their own, so that a
+	// default search (latest versions only) never meets them: it needs no
+	// exclusion clause, visits and scores only the latest entries, and
+	// weighs words by how often they occur in those. Measured at 10,000
+	// bundles with 17,000 older entries: 1.12 → 0.6 ms a query.
+	if d.Latest {
+		bd.Title, bd.Text = d.Title, strings.Join(parts, " \n ")
+	} else {
+		bd.OldTitle, bd.OldText = d.Title, strings.Join(parts, " \n ")
+	}
+	return bd
 }
+
+// textFields are the analysed fields; an empty one is left out of the
+// document rather than indexed with no words.
+var textFields = map[string]bool{"title": true, "text": true, "old_title": true, "old_text": true}
 
 // bleveDocument maps d through the index mapping and stores its list_key doc
 // values uncompressed. A listing without text sorts every match by
@@ -140,14 +158,20 @@ func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
 	if err := m.MapDocument(doc, toBleve(d)); err != nil {
 		return nil, err
 	}
-	for i, f := range doc.Fields {
+	kept := doc.Fields[:0]
+	for _, f := range doc.Fields {
 		tf, ok := f.(*document.TextField)
-		if !ok || tf.Name() != "list_key" {
+		switch {
+		case !ok:
+		case textFields[tf.Name()] && len(tf.Value()) == 0:
 			continue
+		case tf.Name() == "list_key":
+			f = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
+				tf.Options()|bleveindex.SkipDVCompression, tf.Analyzer())
 		}
-		doc.Fields[i] = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
-			tf.Options()|bleveindex.SkipDVCompression, tf.Analyzer())
+		kept = append(kept, f)
 	}
+	doc.Fields = kept
 	return doc, nil
 }
 
@@ -221,7 +245,7 @@ func NewMapping() mapping.IndexMapping {
 	for _, name := range []string{"version", "latest", "entry_type", "connector_id", "verb", "tags"} {
 		dm.AddFieldMappingsAt(name, kw(false))
 	}
-	for _, name := range []string{"title", "text"} {
+	for _, name := range []string{"title", "text", "old_title", "old_text"} {
 		dm.AddFieldMappingsAt(name, text())
 	}
 	dm.AddFieldMappingsAt("hit", stored)

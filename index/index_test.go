@@ -97,20 +97,90 @@ func TestListKeyDocValuesUncompressed(t *testing.T) {
 	d := Doc{CookbookID: "cb", Version: "1.0.0", VersionSort: "1.0.0", EntryID: "e", EntryType: "recipe.verb.v1", Title: "Send mail", Latest: true}
 	doc, err := bleveDocument(m, d)
 	require.NoError(t, err)
-	plain := bledoc.NewDocument(d.ID())
-	require.NoError(t, m.MapDocument(plain, toBleve(d)))
-	require.Len(t, doc.Fields, len(plain.Fields))
+	mapped := bledoc.NewDocument(d.ID())
+	require.NoError(t, m.MapDocument(mapped, toBleve(d)))
+	// The mapping's fields, less the empty text fields (the older
+	// versions' words of a latest entry, an absent description).
+	plain := mapped.Fields[:0]
+	for _, f := range mapped.Fields {
+		if textFields[f.Name()] && len(f.Value()) == 0 {
+			continue
+		}
+		plain = append(plain, f)
+	}
+	require.NotEmpty(t, plain)
+	require.Len(t, doc.Fields, len(plain))
 	seen := false
 	for i, f := range doc.Fields {
-		require.Equal(t, plain.Fields[i].Name(), f.Name())
-		require.Equal(t, plain.Fields[i].Value(), f.Value())
+		require.Equal(t, plain[i].Name(), f.Name())
+		require.Equal(t, plain[i].Value(), f.Value())
 		if f.Name() == "list_key" {
 			seen = true
 			require.True(t, f.Options().SkipDVCompression())
 			require.True(t, f.Options().IncludeDocValues())
 			continue
 		}
-		require.Equal(t, plain.Fields[i].Options(), f.Options(), f.Name())
+		require.Equal(t, plain[i].Options(), f.Options(), f.Name())
 	}
 	require.True(t, seen)
+}
+
+// TestOlderVersionsStayOutOfDefaultSearches: an older version's entries are
+// found by text only with AllVersions, including by an exact id, and a
+// default search counts only latest entries in its total.
+func TestOlderVersionsStayOutOfDefaultSearches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.index")
+	entry := func(version, vs string, latest bool, title string) Doc {
+		return Doc{CookbookID: "mail", Version: version, VersionSort: vs, Latest: latest, EntryID: "send", EntryType: "template.plan.v1",
+			Title: title, Description: "Compose a message", ConnectorID: "google", Verb: "google.gmail.drafts.send", Tags: []string{"gmail"}}
+	}
+	docs := []Doc{
+		entry("2.0.0", "a2a0a0~ 2.0.0", true, "Send an email"),
+		entry("1.0.0", "a1a0a0~ 1.0.0", false, "Send an email or a fax"),
+	}
+	require.NoError(t, Build(context.Background(), path, Source{Total: 2, Rev: 1, Each: func(yield func(Doc) error) error {
+		for _, d := range docs {
+			if err := yield(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}, nil))
+	ix, err := Open(path)
+	require.NoError(t, err)
+	defer ix.Close()
+	ctx := context.Background()
+	versions := func(r Result) []string {
+		var vs []string
+		for _, h := range r.Items {
+			vs = append(vs, h.Version)
+		}
+		return vs
+	}
+	for _, text := range []string{"email", "send", "google.gmail.drafts.send", "gmail", "compose message"} {
+		r, err := ix.Search(ctx, Query{Text: text})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"2.0.0"}, versions(r), text)
+		assert.Equal(t, uint64(1), r.Total, text)
+		r, err = ix.Search(ctx, Query{Text: text, AllVersions: true})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"2.0.0", "1.0.0"}, versions(r), text)
+		assert.Equal(t, uint64(2), r.Total, text)
+	}
+	// A word only the older version has.
+	r, err := ix.Search(ctx, Query{Text: "fax"})
+	require.NoError(t, err)
+	assert.Empty(t, r.Items)
+	assert.Zero(t, r.Total)
+	r, err = ix.Search(ctx, Query{Text: "fax", AllVersions: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1.0.0"}, versions(r))
+	assert.False(t, r.Items[0].Latest)
+	// Listings keep excluding older versions.
+	r, err = ix.Search(ctx, Query{ConnectorID: "google"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2.0.0"}, versions(r))
+	r, err = ix.Search(ctx, Query{ConnectorID: "google", AllVersions: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2.0.0", "1.0.0"}, versions(r))
 }

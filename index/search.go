@@ -121,7 +121,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	bq := query.NewBooleanQuery(nil, nil, nil)
 	text := strings.TrimSpace(q.Text)
 	if text != "" {
-		bq.AddMust(textQuery(text))
+		bq.AddMust(textQuery(text, q.AllVersions))
 	}
 	var filters []query.Query
 	term := func(field, value string) query.Query {
@@ -151,11 +151,13 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		// document of a match-all instead).
 		bq.AddMust(query.NewConjunctionQuery(filters))
 	}
-	// Excluding older versions (few documents) is far cheaper than
-	// requiring the latest flag (almost every document).
-	if !q.AllVersions {
+	// A text query of the latest versions reaches only their documents
+	// (textQuery). A listing excludes older versions (few documents), far
+	// cheaper than requiring the latest flag (almost every document).
+	switch {
+	case text == "" && !q.AllVersions:
 		bq.AddMustNot(term("latest", "0"))
-	} else if text == "" && len(filters) == 0 {
+	case text == "" && len(filters) == 0:
 		bq.AddMust(query.NewMatchAllQuery())
 	}
 	if text == "" {
@@ -245,7 +247,12 @@ func sortHits(items []Hit) {
 	})
 }
 
-func textQuery(text string) query.Query {
+// textQuery matches text against the latest versions' words (title, text)
+// and, with allVersions, the older versions' too (old_title, old_text). The
+// exact-id clauses use fields every version shares; for the latest versions
+// alone each excludes older ones itself, which costs only when the id
+// matches at all.
+func textQuery(text string, allVersions bool) query.Query {
 	match := func(field string, boost float64) query.Query {
 		m := query.NewMatchQuery(text)
 		m.SetField(field)
@@ -256,14 +263,23 @@ func textQuery(text string) query.Query {
 		t := query.NewTermQuery(text)
 		t.SetField(field)
 		t.SetBoost(boost)
-		return t
+		if allVersions {
+			return t
+		}
+		older := query.NewTermQuery("0")
+		older.SetField("latest")
+		return query.NewBooleanQuery([]query.Query{t}, nil, []query.Query{older})
 	}
-	return query.NewDisjunctionQuery([]query.Query{
+	clauses := []query.Query{
 		match("title", boostTitle),
 		match("text", boostText),
 		exact("entry_id", boostExactID),
 		exact("verb", boostExactField),
 		exact("cookbook_id", boostExactField),
 		exact("tags", boostExactField),
-	})
+	}
+	if allVersions {
+		clauses = append(clauses, match("old_title", boostTitle), match("old_text", boostText))
+	}
+	return query.NewDisjunctionQuery(clauses)
 }

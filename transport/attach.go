@@ -113,7 +113,7 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if len(line) == 0 {
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
+		msg, err := decodeMessage(line)
 		if err != nil {
 			resp := map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "parse error"}}
 			if json.Valid(line) {

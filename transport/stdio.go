@@ -244,7 +244,7 @@ func (c *stdioConn) readLoop() {
 			return
 		}
 		c.framed.Store(framed)
-		msg, derr := jsonrpc.DecodeMessage(body)
+		msg, derr := decodeMessage(body)
 		if derr != nil {
 			if !json.Valid(body) {
 				c.replyError(nil, -32700, "parse error")

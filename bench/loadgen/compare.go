@@ -150,6 +150,7 @@ func RunSideBySide(ctx context.Context, targets []*Target, names []string, lim L
 				t0 := time.Now()
 				code := t.do(ctx, t.Server.Sessions[0], op, args)
 				recs[x].Add(time.Since(t0), code)
+				recs[x].AddWire(t.Server.Wire(t.Server.Sessions[0]))
 			}
 		}
 		for j, t := range active {
@@ -214,7 +215,7 @@ func (s SideBySide) Write(w io.Writer) {
 	var head strings.Builder
 	head.WriteString("op\t")
 	for _, n := range names {
-		fmt.Fprintf(&head, "%s calls\t%s p50\t%s p99\t", n, n, n)
+		fmt.Fprintf(&head, "%s calls\t%s p50\t%s p99\t%s wire p50\t", n, n, n, n)
 	}
 	head.WriteString("ours/compare p50\tours/compare p99\tours/floor p50\t")
 	fmt.Fprintln(tw, head.String())
@@ -225,15 +226,15 @@ func (s SideBySide) Write(w io.Writer) {
 			r, ok := o.Results[n]
 			switch {
 			case !ok:
-				line.WriteString("\t\t\t")
+				line.WriteString("\t\t\t\t")
 			case r.Skipped != "":
-				line.WriteString("skipped\t-\t-\t")
+				line.WriteString("skipped\t-\t-\t-\t")
 			default:
 				calls := fmt.Sprint(r.Calls)
 				if errs := errTotal(r.Errors); errs > 0 {
 					calls += fmt.Sprintf(" (%d err)", errs)
 				}
-				fmt.Fprintf(&line, "%s\t%.3f\t%.3f\t", calls, r.P50MS, r.P99MS)
+				fmt.Fprintf(&line, "%s\t%.3f\t%.3f\t%.3f\t", calls, r.P50MS, r.P99MS, r.WireP50MS)
 			}
 		}
 		line.WriteString(ratio(o.RatioP50) + "\t" + ratio(o.RatioP99) + "\t" + ratio(o.FloorRatioP50) + "\t")
@@ -283,21 +284,21 @@ func (s SideBySide) WriteMarkdown(w io.Writer) {
 	names := s.targetNames()
 	fmt.Fprint(w, "\n| op |")
 	for _, n := range names {
-		fmt.Fprintf(w, " %s p50 ms | %s p99 ms |", n, n)
+		fmt.Fprintf(w, " %s p50 ms | %s p99 ms | %s wire p50 ms |", n, n, n)
 	}
 	fmt.Fprintln(w, " ours/compare p50 | ours/floor p50 |")
-	fmt.Fprintln(w, "|---|"+strings.Repeat("---:|---:|", len(names))+"---:|---:|")
+	fmt.Fprintln(w, "|---|"+strings.Repeat("---:|---:|---:|", len(names))+"---:|---:|")
 	for _, o := range s.Ops {
 		fmt.Fprintf(w, "| %s |", o.Op)
 		for _, n := range names {
 			r, ok := o.Results[n]
 			switch {
 			case !ok:
-				fmt.Fprint(w, " | |")
+				fmt.Fprint(w, " | | |")
 			case r.Skipped != "":
-				fmt.Fprint(w, " skipped | |")
+				fmt.Fprint(w, " skipped | | |")
 			default:
-				fmt.Fprintf(w, " %.3f | %.3f |", r.P50MS, r.P99MS)
+				fmt.Fprintf(w, " %.3f | %.3f | %.3f |", r.P50MS, r.P99MS, r.WireP50MS)
 			}
 		}
 		fmt.Fprintf(w, " %s | %s |\n", ratio(o.RatioP50), ratio(o.FloorRatioP50))

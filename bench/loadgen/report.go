@@ -117,14 +117,14 @@ func (rep Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "tools not registered: %s\n", strings.Join(tr.MissingTools, ", "))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "op\tcalls\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\tops/s\t")
+		fmt.Fprintln(tw, "op\tcalls\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\tops/s\twire p50\twire p99\t")
 		for _, o := range tr.Ops {
 			if o.Skipped != "" {
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t\n", o.Op)
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", o.Op)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t\n",
-				o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.MaxMS, o.PerSecond)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%.3f\t%.3f\t\n",
+				o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.MaxMS, o.PerSecond, o.WireP50MS, o.WireP99MS)
 		}
 		tw.Flush()
 		for _, o := range tr.Ops {
@@ -180,14 +180,14 @@ func (rep Report) WriteMarkdown(w io.Writer) {
 		if tr.Policy != "" {
 			fmt.Fprintf(w, "- policy: %s\n", tr.Policy)
 		}
-		fmt.Fprintln(w, "\n| op | calls | errors | p50 ms | p95 ms | p99 ms | ops/s |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "\n| op | calls | errors | p50 ms | p95 ms | p99 ms | ops/s | wire p50 ms | wire p99 ms |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, o := range tr.Ops {
 			if o.Skipped != "" {
-				fmt.Fprintf(w, "| %s | skipped: %s | | | | | |\n", o.Op, o.Skipped)
+				fmt.Fprintf(w, "| %s | skipped: %s | | | | | | | |\n", o.Op, o.Skipped)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond)
+			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond, o.WireP50MS, o.WireP99MS)
 		}
 		if tr.Floor != nil {
 			tr.Floor.WriteMarkdown(w)

@@ -57,10 +57,12 @@ type Server struct {
 	// (stdio and attach).
 	Initialize time.Duration
 	Tools      map[string]*mcp.Tool
-	stderr     *tailBuffer
-	done       chan struct{} // HTTP: closed when the process has exited
-	waitErr    error
-	killed     bool
+	// wires times each session's requests on the wire (wireTransport).
+	wires   map[*mcp.ClientSession]*wireClock
+	stderr  *tailBuffer
+	done    chan struct{} // HTTP: closed when the process has exited
+	waitErr error
+	killed  bool
 }
 
 // tailBuffer keeps the last 64 KiB of the server's stderr for diagnostics.
@@ -131,11 +133,14 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		cmd.Stderr = s.stderr
 		s.Cmd = cmd
 		t0 := time.Now()
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+		wt := newWireTransport(nil)
+		wt.inner = &commandTransport{cmd: cmd, terminate: 10 * time.Second, clock: wt.clock}
+		cs, err := client.Connect(ctx, wt, nil)
 		if err != nil {
 			s.kill()
 			return nil, fmt.Errorf("connect over stdio: %w\n%s", err, s.Stderr())
 		}
+		s.wires = map[*mcp.ClientSession]*wireClock{cs: wt.clock}
 		s.Initialize = time.Since(t0)
 		s.Sessions = []*mcp.ClientSession{cs}
 		if err := s.listTools(ctx, cs); err != nil {
@@ -143,8 +148,8 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 			return nil, err
 		}
 		s.Startup = time.Since(t0)
-		// The SDK's command transport owns cmd.Wait: closing the session
-		// closes stdin and waits (SIGTERM, then SIGKILL, if it lingers).
+		// commandTransport owns cmd.Wait: closing the session closes stdin
+		// and waits (SIGTERM, then SIGKILL, if it lingers).
 	case HTTP:
 		cmd := exec.Command(o.Bin, "serve", "--http", "127.0.0.1:0")
 		cmd.Env = ServerEnv(o.DBPath, o.Env)
@@ -171,13 +176,18 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		}
 		hc := &http.Client{Transport: rt}
 		for i := range n {
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+			wt := newWireTransport(&mcp.StreamableClientTransport{
 				Endpoint: s.Endpoint, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1,
-			}, nil)
+			})
+			cs, err := client.Connect(ctx, wt, nil)
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("connect over HTTP: %w\n%s", err, s.Stderr())
 			}
+			if s.wires == nil {
+				s.wires = map[*mcp.ClientSession]*wireClock{}
+			}
+			s.wires[cs] = wt.clock
 			s.Sessions = append(s.Sessions, cs)
 			if i == 0 {
 				if err := s.listTools(ctx, cs); err != nil {
@@ -191,6 +201,15 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("unknown transport %q (stdio or http)", o.Transport)
 	}
 	return s, nil
+}
+
+// Wire is the wire time of the last answered request of cs (0 when cs is
+// not timed).
+func (s *Server) Wire(cs *mcp.ClientSession) time.Duration {
+	if w := s.wires[cs]; w != nil {
+		return w.last()
+	}
+	return 0
 }
 
 // awaitReady reads the JSON log on stderr until the "ready" line that

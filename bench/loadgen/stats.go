@@ -13,6 +13,7 @@ import (
 type Recorder struct {
 	mu     sync.Mutex
 	lat    []time.Duration
+	wire   []time.Duration
 	errors map[string]int
 	start  time.Time
 	end    time.Time
@@ -31,6 +32,17 @@ func (r *Recorder) Add(d time.Duration, code string) {
 	if code != "" {
 		r.errors[code]++
 	}
+}
+
+// AddWire records one call's wire time (see wireTransport); zero is
+// ignored (an untimed session).
+func (r *Recorder) AddWire(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wire = append(r.wire, d)
 }
 
 // Stop ends the wall clock.
@@ -54,9 +66,14 @@ type OpResult struct {
 	P99MS       float64        `json:"p99_ms"`
 	MeanMS      float64        `json:"mean_ms"`
 	MaxMS       float64        `json:"max_ms"`
-	WallS       float64        `json:"wall_s"`
-	PerSecond   float64        `json:"ops_per_s"`
-	Note        string         `json:"note,omitempty"`
+	// WireP50MS and WireP99MS time the same calls on the wire: from the
+	// request leaving the client to its response arriving, without the
+	// client's decoding of the result.
+	WireP50MS float64 `json:"wire_p50_ms,omitempty"`
+	WireP99MS float64 `json:"wire_p99_ms,omitempty"`
+	WallS     float64 `json:"wall_s"`
+	PerSecond float64 `json:"ops_per_s"`
+	Note      string  `json:"note,omitempty"`
 }
 
 // Summary computes percentiles (nearest rank) and throughput.
@@ -90,6 +107,11 @@ func (r *Recorder) Summary(op, transport string, bundles, conc int) OpResult {
 	res.MeanMS = ms(sum / time.Duration(len(sorted)))
 	if wall > 0 {
 		res.PerSecond = float64(len(sorted)) / wall.Seconds()
+	}
+	if len(r.wire) > 0 {
+		w := append([]time.Duration(nil), r.wire...)
+		slices.Sort(w)
+		res.WireP50MS, res.WireP99MS = ms(Percentile(w, 50)), ms(Percentile(w, 99))
 	}
 	return res
 }

@@ -137,6 +137,7 @@ func Run(ctx context.Context, s *Server, op Op, lim Limits, seed uint64) *Record
 				t0 := time.Now()
 				_, code, _ := Call(ctx, cs, op.Tool, args)
 				rec.Add(time.Since(t0), code)
+				rec.AddWire(s.Wire(cs))
 			}
 		})
 	}
@@ -203,6 +204,8 @@ func RunMixed(ctx context.Context, s *Server, ops map[string]Op, lim Limits, see
 				d := time.Since(t0)
 				all.Add(d, code)
 				parts[op.Name].Add(d, code)
+				all.AddWire(s.Wire(cs))
+				parts[op.Name].AddWire(s.Wire(cs))
 			}
 		})
 	}

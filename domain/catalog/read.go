@@ -74,18 +74,24 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 // template reads id@version (latest when version is empty) with only its
 // entry entryID decoded: a bundle whose Entries hold that entry, or none
 // when the bundle has no such entry. Render uses it instead of Get, which
-// decodes, copies and hashes the whole bundle.
-func (s *Service) template(id, version, entryID string) (*Bundle, error) {
-	var out *Bundle
+// decodes, copies and hashes the whole bundle, and reuses what an earlier
+// render decoded from the same stored bytes.
+func (s *Service) template(id, version, entryID string) (*cachedTemplate, error) {
+	var out *cachedTemplate
 	err := s.readRaw(id, version, func(v string, raw []byte) error {
+		key := templateKey{cookbookID: id, version: v, entryID: entryID}
+		if out = s.templates.get(key, raw); out != nil {
+			return nil
+		}
 		cid, ver, e, derr := decodeBundleEntry(raw, entryID)
 		if derr != nil {
 			return storedNotJSON(id, v, derr)
 		}
-		out = &Bundle{CookbookID: cid, Version: ver}
+		b := &Bundle{CookbookID: cid, Version: ver}
 		if e != nil {
-			out.Entries = []Entry{*e}
+			b.Entries = []Entry{*e}
 		}
+		out = s.templates.put(key, raw, b)
 		return nil
 	})
 	return out, err

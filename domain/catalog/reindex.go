@@ -209,6 +209,9 @@ func bundleDocs(b *Bundle, latest bool) []index.Doc {
 }
 
 func (s *Service) applyLocked(ctx context.Context, upd index.Update) error {
+	if hook := s.beforeIndex.Load(); hook != nil {
+		(*hook)()
+	}
 	s.idxMu.RLock()
 	ix := s.idx
 	s.idxMu.RUnlock()
@@ -311,6 +314,7 @@ func (s *Service) fresh(ctx context.Context) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	s.applyQueuedLocked(ctx)
 	if s.indexRev.Load() == s.storeRev.Load() {
 		return nil
 	}

@@ -62,6 +62,13 @@ type RenderResult struct {
 // RenderEntry renders a template entry of bundle b with inputs. It is
 // pure: nothing is executed or stored.
 func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) (*RenderResult, error) {
+	return renderEntry(b, e, inputs, outputKind, func() (*jsonschema.Resolved, error) { return compileInputSchema(e.InputSchema) })
+}
+
+// renderEntry is RenderEntry with the entry's input schema compiled by
+// schema (called only when the entry has one), so a cached template
+// compiles it once.
+func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, schema func() (*jsonschema.Resolved, error)) (*RenderResult, error) {
 	if !IsTemplate(e.EntryType) {
 		return nil, apperr.New(apperr.CodeTemplateNotFound, "entry is not a template").With("template_id", e.EntryID).With("entry_type", e.EntryType)
 	}
@@ -126,7 +133,11 @@ func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) 
 			With("cookbook_id", b.CookbookID).With("version", b.Version).With("template_id", e.EntryID).With("missing_inputs", missing)
 	}
 	if e.InputSchema != nil {
-		if err := validateInputs(e.InputSchema, effective); err != nil {
+		rs, err := schema()
+		if err == nil {
+			err = rs.Validate(effective)
+		}
+		if err != nil {
 			return nil, apperr.New(apperr.CodeTemplateInputInvalid, "inputs do not match the template's input_schema").
 				With("template_id", e.EntryID).With("cause", err.Error())
 		}
@@ -326,12 +337,4 @@ func compileInputSchema(m map[string]any) (*jsonschema.Resolved, error) {
 		return nil, err
 	}
 	return s.Resolve(nil)
-}
-
-func validateInputs(schema map[string]any, inputs map[string]any) error {
-	rs, err := compileInputSchema(schema)
-	if err != nil {
-		return err
-	}
-	return rs.Validate(inputs)
 }

@@ -37,8 +37,17 @@ type Service struct {
 	logger         *slog.Logger
 	maxBundleBytes int64
 
-	// writeMu serialises writes so index updates apply in revision order.
-	writeMu sync.Mutex
+	// commitMu serialises catalog commits, so their index updates queue in
+	// revision order; writeMu serialises what changes the index (applying
+	// queued updates, catching up, rebuilding).
+	commitMu sync.Mutex
+	writeMu  sync.Mutex
+	// queueMu guards queued (committed groups whose index update waits) and
+	// indexing (a goroutine applies them); indexers tracks that goroutine.
+	queueMu  sync.Mutex
+	queued   []groupTx
+	indexing bool
+	indexers sync.WaitGroup
 	// groupMu guards group (writes waiting to be committed together) and
 	// leading (a caller is committing).
 	groupMu sync.Mutex
@@ -48,9 +57,14 @@ type Service struct {
 	// (tests) runs before each commit.
 	grouped      atomic.Int64
 	beforeCommit func()
+	// beforeIndex (tests) runs before each index update.
+	beforeIndex atomic.Pointer[func()]
 	// idxMu guards idx, which Reindex swaps.
 	idxMu sync.RWMutex
 	idx   *index.Index
+
+	// templates keeps decoded templates for Render.
+	templates *templateCache
 
 	// stopFollow ends the watch Follow started.
 	stopFollow atomic.Pointer[context.CancelFunc]
@@ -64,7 +78,7 @@ type Service struct {
 // index against the catalog revision and rebuilding or catching it up when
 // it is missing, corrupt, from another mapping, ahead or behind (D8).
 func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*Service, error) {
-	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes}
+	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes, templates: newTemplateCache()}
 	if s.maxBundleBytes <= 0 {
 		s.maxBundleBytes = DefaultMaxBundleBytes
 	}
@@ -131,11 +145,16 @@ func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 // IndexRev is the catalog revision the index reflects.
 func (s *Service) IndexRev() uint64 { return s.indexRev.Load() }
 
-// Close closes the index (the database belongs to the caller).
+// Close applies the queued index updates and closes the index (the
+// database belongs to the caller).
 func (s *Service) Close() error {
 	if stop := s.stopFollow.Swap(nil); stop != nil {
 		(*stop)()
 	}
+	s.indexers.Wait()
+	s.writeMu.Lock()
+	s.applyQueuedLocked(context.Background())
+	s.writeMu.Unlock()
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.idx == nil {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 
 	"github.com/accordsai/accords-mcp/store"
@@ -27,6 +28,7 @@ func StoreRev(db *store.DB) (uint64, error) {
 func (s *Service) SettledIndexStats() (docs, indexRev, storeRev uint64, err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	s.applyQueuedLocked(context.Background())
 	return s.IndexStats()
 }
 

@@ -483,6 +483,7 @@ func TestIndexRebuiltWhenCorrupt(t *testing.T) {
 func TestIndexCaughtUpAfterCrashBetweenStoreAndIndex(t *testing.T) {
 	e := newEnv(t)
 	mustUpsert(t, e.svc, sample("a", "1.0.0", 2), "")
+	e.svc.indexers.Wait()
 	// Simulate a crash after the bbolt commit and before the index batch:
 	// make the index refuse the update. The write still succeeds (the data
 	// is committed) and the index is left one revision behind.
@@ -491,6 +492,7 @@ func TestIndexCaughtUpAfterCrashBetweenStoreAndIndex(t *testing.T) {
 	require.NoError(t, realIdx.Close())
 	e.svc.idxMu.Unlock()
 	mustUpsert(t, e.svc, sample("crash", "1.0.0", 3), "")
+	e.svc.indexers.Wait() // the update was attempted, and failed
 	assert.Equal(t, uint64(2), e.svc.Rev())
 	assert.Equal(t, uint64(1), e.svc.indexRev.Load())
 	// The process dies: nothing else is flushed. A restart notices the index
@@ -514,6 +516,7 @@ func TestIndexCaughtUpAfterCrashBetweenStoreAndIndex(t *testing.T) {
 	e.svc.idx = nil
 	e.svc.idxMu.Unlock()
 	mustUpsert(t, e.svc, sample("later", "1.0.0", 1), "")
+	e.svc.indexers.Wait()
 	e.svc.idxMu.Lock()
 	e.svc.idx = saved
 	e.svc.idxMu.Unlock()

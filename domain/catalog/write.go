@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/store"
@@ -106,8 +107,8 @@ type writeReq struct {
 // commitGroup commits batch, together when it holds several writes and
 // all of them succeed, else one by one; then it updates the index.
 func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	defer func() {
 		for _, r := range batch {
 			close(r.done)
@@ -129,7 +130,7 @@ func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
 		})
 		if err == nil {
 			s.grouped.Add(1)
-			s.afterCommit(ctx, g)
+			s.afterCommit(g)
 			return
 		}
 	}
@@ -143,7 +144,7 @@ func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
 			return g.finish(tx)
 		})
 		if r.err == nil {
-			s.afterCommit(ctx, g)
+			s.afterCommit(g)
 		}
 	}
 }
@@ -229,21 +230,116 @@ func (g *groupTx) finish(tx store.Tx) error {
 	return err
 }
 
-// afterCommit brings the index to the group's last revision: one batch for
-// the whole group, or a catch-up over the change log if the index had
-// missed an earlier revision.
-func (s *Service) afterCommit(ctx context.Context, g groupTx) {
+// afterCommit records the group's revisions as committed and queues its
+// index update. The index applies queued updates in revision order off the
+// writer's path, several at once in one batch when they queue up, and
+// every read applies what is queued first (fresh), so a search after a
+// write has returned still finds it. A write's caller thus waits for its
+// commit, not for the index.
+func (s *Service) afterCommit(g groupTx) {
 	if g.last == 0 {
 		return
 	}
+	s.queueMu.Lock()
+	s.queued = append(s.queued, g)
 	s.storeRev.Store(g.last)
-	if s.indexRev.Load() != g.first-1 {
+	start := !s.indexing
+	s.indexing = true
+	s.queueMu.Unlock()
+	if start {
+		s.indexers.Add(1)
+		go s.indexQueued()
+	}
+}
+
+// indexLinger is how long queued index updates wait for more to join them.
+const indexLinger = 20 * time.Millisecond
+
+// indexQueued applies queued updates until none is left.
+func (s *Service) indexQueued() {
+	defer s.indexers.Done()
+	for {
+		// Writes that follow within indexLinger join this batch: one index
+		// segment for them instead of one each, which the index would
+		// otherwise spend most of a write's CPU merging. A read does not
+		// wait for it: it applies what is queued itself (fresh).
+		time.Sleep(indexLinger)
+		s.writeMu.Lock()
+		s.applyQueuedLocked(context.Background())
+		s.writeMu.Unlock()
+		s.queueMu.Lock()
+		if len(s.queued) == 0 {
+			s.indexing = false
+			s.queueMu.Unlock()
+			return
+		}
+		s.queueMu.Unlock()
+	}
+}
+
+// applyQueuedLocked brings the index to the last queued revision: the
+// queued updates that follow on from the index's revision are merged into
+// one batch; a gap (an update that failed, another replica's writes)
+// makes it catch up over the change log instead. A failure is logged and
+// repaired by the next read.
+func (s *Service) applyQueuedLocked(ctx context.Context) {
+	s.queueMu.Lock()
+	batch := s.queued
+	s.queued = nil
+	s.queueMu.Unlock()
+	for len(batch) > 0 && batch[0].last <= s.indexRev.Load() {
+		batch = batch[1:] // already covered by a rebuild or a catch-up
+	}
+	if len(batch) == 0 {
+		return
+	}
+	n := 1
+	for n < len(batch) && batch[n].first == batch[n-1].last+1 {
+		n++
+	}
+	if s.indexRev.Load() != batch[0].first-1 || n < len(batch) {
 		if _, err := s.catchUpLocked(ctx); err != nil {
 			s.logger.Error("catalog index catch-up failed; it will be repaired on the next read", "error", err.Error())
 		}
 		return
 	}
-	if err := s.applyLocked(ctx, g.upd); err != nil {
-		s.logger.Error("catalog index update failed; it will be repaired on the next read", "rev", g.last, "error", err.Error())
+	upd := mergeUpdates(batch)
+	if err := s.applyLocked(ctx, upd); err != nil {
+		s.logger.Error("catalog index update failed; it will be repaired on the next read", "rev", upd.Rev, "error", err.Error())
 	}
+}
+
+// mergeUpdates merges the updates of consecutive groups into one: each
+// cookbook gets the documents of the last group that touched it, and
+// counts as created when the first group that touched it created it (the
+// index then holds nothing of it to delete).
+func mergeUpdates(gs []groupTx) index.Update {
+	if len(gs) == 1 {
+		return gs[0].upd
+	}
+	first, last := map[string]int{}, map[string]int{}
+	var out index.Update
+	for i, g := range gs {
+		for _, id := range g.upd.Cookbooks {
+			if _, seen := first[id]; !seen {
+				first[id] = i
+				out.Cookbooks = append(out.Cookbooks, id)
+			}
+			last[id] = i
+		}
+	}
+	for _, id := range out.Cookbooks {
+		if slices.Contains(gs[first[id]].upd.Created, id) {
+			out.Created = append(out.Created, id)
+		}
+	}
+	for i, g := range gs {
+		for _, d := range g.upd.Docs {
+			if last[d.CookbookID] == i {
+				out.Docs = append(out.Docs, d)
+			}
+		}
+	}
+	out.Rev = gs[len(gs)-1].upd.Rev
+	return out
 }

@@ -1,0 +1,81 @@
+package catalog
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accordsai/accords-mcp/index"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWritesDoNotWaitForTheIndex: an upsert returns once committed while
+// its index update is held back; a search issued then waits for the update
+// and finds the write; updates that queued meanwhile are applied as one.
+func TestWritesDoNotWaitForTheIndex(t *testing.T) {
+	e := newEnv(t)
+	mustUpsert(t, e.svc, sample("a", "1.0.0", 1), "")
+	e.svc.indexers.Wait()
+	hold := make(chan struct{})
+	var applied []uint64
+	var mu sync.Mutex
+	setHook := func(fn func()) { e.svc.beforeIndex.Store(&fn) }
+	setHook(func() { <-hold })
+	t.Cleanup(func() { e.svc.beforeIndex.Store(nil) })
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, id := range []string{"b", "c", "d"} {
+			mustUpsert(t, e.svc, sample(id, "1.0.0", 2), "")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upserts waited for the held index update")
+	}
+	assert.Equal(t, uint64(4), e.svc.Rev())
+
+	found := make(chan []string)
+	go func() { found <- searchIDs(t, e.svc, index.Query{CookbookID: "d"}) }()
+	select {
+	case <-found:
+		t.Fatal("the search answered before the index had the writes")
+	case <-time.After(100 * time.Millisecond):
+	}
+	setHook(func() {
+		mu.Lock()
+		applied = append(applied, e.svc.indexRev.Load())
+		mu.Unlock()
+	})
+	close(hold)
+	assert.Len(t, <-found, 2)
+	e.svc.indexers.Wait()
+	assert.Equal(t, uint64(4), e.svc.indexRev.Load())
+	for _, id := range []string{"b", "c", "d"} {
+		assert.Len(t, searchIDs(t, e.svc, index.Query{CookbookID: id}), 2, id)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The first update was held at revision 1; what queued behind it (the
+	// other two upserts) went in one batch.
+	assert.LessOrEqual(t, len(applied), 1, "updates after the held one: %v", applied)
+}
+
+func TestMergeUpdates(t *testing.T) {
+	doc := func(id, v string) index.Doc { return index.Doc{CookbookID: id, Version: v, EntryID: "e"} }
+	gs := []groupTx{
+		{first: 5, last: 5, upd: index.Update{Rev: 5, Cookbooks: []string{"a"}, Created: []string{"a"}, Docs: []index.Doc{doc("a", "1")}}},
+		{first: 6, last: 7, upd: index.Update{Rev: 7, Cookbooks: []string{"a", "b", "c"}, Created: []string{"b"},
+			Docs: []index.Doc{doc("a", "1"), doc("a", "2"), doc("b", "1"), doc("c", "9")}}},
+		{first: 8, last: 8, upd: index.Update{Rev: 8, Cookbooks: []string{"b"}}}, // b deleted
+	}
+	got := mergeUpdates(gs)
+	assert.Equal(t, uint64(8), got.Rev)
+	assert.Equal(t, []string{"a", "b", "c"}, got.Cookbooks)
+	assert.Equal(t, []string{"a", "b"}, got.Created)
+	assert.Equal(t, []index.Doc{doc("a", "1"), doc("a", "2"), doc("c", "9")}, got.Docs)
+	require.Equal(t, gs[0].upd, mergeUpdates(gs[:1]))
+}
