@@ -970,28 +970,8 @@ func (l *Log) write(items []item, forceSign bool) error {
 			return err
 		}
 		if l.opts.Shared {
-			if speculated {
-				// The previous run relied on the position of our last
-				// commit and conflicted: another replica is writing.
-				l.specSkip = specBackoff
-			}
-			rv, ok := tx.(kv.Revisioned)
-			known := l.knownRev
-			l.knownRev = 0
-			speculated = ok && known > 0 && l.specSkip == 0
-			if speculated {
-				// The head, bases and checkpoints are as this writer's
-				// last commit left them unless another replica wrote
-				// (every commit moves the head): rely on that instead of
-				// three reads, and let the commit check it.
-				rv.Unchanged(b.root, known)
-				rv.Unchanged(b.bases, known)
-				rv.Unchanged(b.checkpoints, known)
-			} else if landed, err = l.beginShared(b, items); landed || err != nil {
+			if landed, err = l.positionShared(tx, b, items, &speculated, &committedRev); landed || err != nil {
 				return err
-			}
-			if ok {
-				rv.OnCommit(func(rev int64) { committedRev = rev })
 			}
 			rng, head = cloneRange(l.rng), l.head
 		}
@@ -1055,6 +1035,13 @@ func (l *Log) write(items []item, forceSign bool) error {
 		l.rng, l.head = rng, head
 		l.knownRev = committedRev
 	}
+	l.committed(items, cp)
+	return nil
+}
+
+// committed hands the references of committed items back and passes a
+// checkpoint signed in the commit on.
+func (l *Log) committed(items []item, cp *Checkpoint) {
 	for _, it := range items {
 		if it.ref != nil {
 			*it.ref = Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
@@ -1069,7 +1056,38 @@ func (l *Log) write(items []item, forceSign bool) error {
 			l.anchors.push(*cp)
 		}
 	}
-	return nil
+}
+
+// positionShared starts a shared log's commit from the stored position:
+// the one this writer's last commit left when it can rely on that (one
+// request less than reading, checked by the commit; *speculated says so,
+// and a conflict of such a run makes the next run read), else the one
+// read by beginShared, which also reports a commit that landed already.
+// *committedRev learns the commit's revision.
+func (l *Log) positionShared(tx store.Tx, b buckets, items []item, speculated *bool, committedRev *int64) (bool, error) {
+	if *speculated {
+		// The previous run relied on the position of our last commit
+		// and conflicted: another replica is writing.
+		l.specSkip = specBackoff
+	}
+	rv, ok := tx.(kv.Revisioned)
+	known := l.knownRev
+	l.knownRev = 0
+	*speculated = ok && known > 0 && l.specSkip == 0
+	if ok {
+		rv.OnCommit(func(rev int64) { *committedRev = rev })
+	}
+	if !*speculated {
+		return l.beginShared(b, items)
+	}
+	// The head, bases and checkpoints are as this writer's last commit
+	// left them unless another replica wrote (every commit moves the
+	// head): rely on that instead of three reads, and let the commit
+	// check it.
+	rv.Unchanged(b.root, known)
+	rv.Unchanged(b.bases, known)
+	rv.Unchanged(b.checkpoints, known)
+	return false, nil
 }
 
 // specBackoff is how many commits a shared log's writer reads the stored

@@ -434,15 +434,14 @@ func (t *tx) del(dir, key string) error {
 	return nil
 }
 
-func (t *tx) commit() (bool, error) {
-	if len(t.writes) == 0 && len(t.dropped) == 0 {
-		return true, nil
-	}
+// compares are the conditions of the commit: everything read is as it
+// was read, and every bucket relied on (Unchanged) is as it was.
+func (t *tx) compares() ([]clientv3.Cmp, error) {
 	var cmps []clientv3.Cmp
 	if len(t.reads)+len(t.spans)+len(t.ranged)+3*len(t.assumed) > t.be.opts.MaxTxnOps && t.rev == 0 {
 		t.get(t.be.commitKey()) // the fallback compare needs a snapshot revision
 		if t.err != nil {
-			return false, t.err
+			return nil, t.err
 		}
 	}
 	for k, r := range t.reads {
@@ -473,6 +472,17 @@ func (t *tx) commit() (bool, error) {
 			since = min(since, a.rev)
 		}
 		cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(t.be.commitKey()), "<", since+1)}
+	}
+	return cmps, nil
+}
+
+func (t *tx) commit() (bool, error) {
+	if len(t.writes) == 0 && len(t.dropped) == 0 {
+		return true, nil
+	}
+	cmps, err := t.compares()
+	if err != nil {
+		return false, err
 	}
 	var ops []clientv3.Op
 	size := 0
