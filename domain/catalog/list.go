@@ -177,7 +177,7 @@ func newRowFilter(tag, q string) rowFilter {
 		rf.tag, _ = json.Marshal(tag)
 	}
 	if plainQuery(q) {
-		for _, w := range strings.Fields(q) {
+		for w := range strings.FieldsSeq(q) {
 			rf.words = append(rf.words, []byte(w))
 		}
 	}
