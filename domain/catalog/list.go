@@ -103,7 +103,11 @@ func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 		}
 		curID, curLatest := "", ""
 		included, lastIncluded := 0, ""
+		rf := newRowFilter(f.Tag, q)
 		for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if !rf.mayKeep(v) {
+				continue
+			}
 			var it Item
 			if err := json.Unmarshal(v, &it); err != nil {
 				return fmt.Errorf("list row %q: %w", k, err)
@@ -153,4 +157,83 @@ func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 		out = append(out, items[i])
 	}
 	return Page{Items: out, NextCursor: next}, nil
+}
+
+// rowFilter tells, from a row's raw JSON, that a filter cannot keep it, so
+// such rows are skipped undecoded (decoding every row of a large catalog
+// was most of a filtered listing's time). It only ever rules rows out: the
+// filter itself runs on the decoded rows. A row is an Item as json.Marshal
+// writes it, so a tag is there as its JSON string, and each word of a
+// plain ASCII query is there in some letter case, unless the row holds
+// non-ASCII text (whose lower case may be ASCII).
+type rowFilter struct {
+	tag   []byte
+	words [][]byte
+}
+
+func newRowFilter(tag, q string) rowFilter {
+	var rf rowFilter
+	if tag != "" {
+		rf.tag, _ = json.Marshal(tag)
+	}
+	if plainQuery(q) {
+		for w := range strings.FieldsSeq(q) {
+			rf.words = append(rf.words, []byte(w))
+		}
+	}
+	return rf
+}
+
+// plainQuery: lower-case letters, digits, spaces and . _ - only, which
+// json.Marshal writes as they are.
+func plainQuery(q string) bool {
+	for i := range len(q) {
+		c := q[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == ' ' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (rf rowFilter) mayKeep(row []byte) bool {
+	if rf.tag != nil && !bytes.Contains(row, rf.tag) {
+		return false
+	}
+	if len(rf.words) == 0 {
+		return true
+	}
+	for _, b := range row {
+		if b >= 0x80 {
+			return true
+		}
+	}
+	for _, w := range rf.words {
+		if !containsFoldASCII(row, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFoldASCII reports whether s contains lower (lower-case ASCII),
+// ignoring the case of ASCII letters in s.
+func containsFoldASCII(s, lower []byte) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for j < len(lower) && asciiLower(s[i+j]) == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiLower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

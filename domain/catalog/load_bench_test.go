@@ -70,6 +70,24 @@ func BenchmarkLoadCorpus(b *testing.B) {
 				lat.Report(b)
 			})
 
+			// The same template again and again, as an agent renders the
+			// one it resolved: served from the template cache.
+			b.Run("render-again", func(b *testing.B) {
+				_, info := benchcat.Corpus.Bundle(n/2, "1.0.0")
+				tc := info.Templates[0]
+				req := catalog.RenderRequest{CookbookID: info.CookbookID, TemplateID: tc.TemplateID, Inputs: tc.Inputs}
+				var lat benchcat.Latencies
+				b.ReportAllocs()
+				for b.Loop() {
+					lat.Time(func() {
+						if _, err := c.Svc.Render(ctx, req); err != nil {
+							b.Fatal(err)
+						}
+					})
+				}
+				lat.Report(b)
+			})
+
 			b.Run("upsert", func(b *testing.B) {
 				r := rand.New(rand.NewPCG(5, 6))
 				var lat benchcat.Latencies

@@ -1,0 +1,71 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestListSkipsOnlyRowsTheFilterDrops: filtered listings, which skip rows
+// by their raw bytes, equal the same filter applied to the full listing,
+// for tags and queries with the text that could trip a byte-level check:
+// letter case, words across tags, JSON escapes, non-ASCII letters whose
+// lower case is ASCII (K, the Kelvin sign), entry tags that are not
+// cookbook tags.
+func TestListSkipsOnlyRowsTheFilterDrops(t *testing.T) {
+	e := newEnv(t)
+	titles := []string{"Send EMAIL now", "Kelvin \u212a scale", "Fish & <chips>", "İstanbul trips", "plain one", `quote "q" here`}
+	tags := [][]string{{"Alpha", "beta"}, {"beta", "gamma"}, {"a&b", "<x>"}, {"café"}, {"t0"}, {`say "hi"`}}
+	for i, title := range titles {
+		for _, v := range []string{"1.0.0", "2.0.0"} {
+			b := sample("cb"+string(rune('a'+i)), v, 2)
+			b.Title, b.Tags = title, tags[i]
+			b.Description = "Description " + strings.ToUpper(title)
+			mustUpsert(t, e.svc, b, "")
+		}
+	}
+	all, err := e.svc.List(t.Context(), ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 12)
+	keep := func(f ListFilter, it Item) bool {
+		q := strings.ToLower(strings.TrimSpace(f.Query))
+		if f.Tag != "" && !slices.Contains(it.Tags, f.Tag) {
+			return false
+		}
+		if f.LatestOnly && !it.Latest {
+			return false
+		}
+		return q == "" || strings.Contains(strings.ToLower(it.CookbookID), q) || strings.Contains(strings.ToLower(it.Title), q) ||
+			strings.Contains(strings.ToLower(it.Description), q) || strings.Contains(strings.ToLower(strings.Join(it.Tags, " ")), q)
+	}
+	var filters []ListFilter
+	for _, tag := range []string{"Alpha", "alpha", "beta", "a&b", "<x>", "café", `say "hi"`, "t0", "t1", "none"} {
+		filters = append(filters, ListFilter{Tag: tag}, ListFilter{Tag: tag, LatestOnly: true})
+	}
+	for _, q := range []string{"email", "EMAIL", "send email", "alpha beta", "beta gamma", "k", "kelvin", "istanbul", "i", "trips",
+		"fish & <chips>", "chips", "\"q\"", "quote", "cookbook", "cbc", "description", "zzz", "café", " plain "} {
+		filters = append(filters, ListFilter{Query: q}, ListFilter{Query: q, Tag: "beta"})
+	}
+	for _, f := range filters {
+		got, err := e.svc.List(t.Context(), f)
+		require.NoError(t, err)
+		var want []Item
+		for _, it := range all {
+			if keep(f, it) {
+				want = append(want, it)
+			}
+		}
+		if want == nil {
+			want = []Item{}
+		}
+		assert.Equal(t, want, got, "%+v", f)
+	}
+	// The Kelvin sign lower-cases to an ASCII k: found by "k", though the
+	// row's bytes hold no k in that title.
+	got, err := e.svc.List(t.Context(), ListFilter{Query: "\u212a"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, got)
+}
