@@ -331,8 +331,9 @@ func scorchConfig() map[string]any {
 const PersistNap = 100 * time.Millisecond
 
 // mergeFloor is the segment size (documents) below which scorch's merge
-// planner treats segments as equal.
-const mergeFloor = 20
+// planner treats segments as equal (scorch's default: 2000); lower, more
+// small segments stay apart and searches of a large index slow down.
+const mergeFloor = 200
 
 func readRev(bi bleve.Index) (uint64, error) {
 	raw, err := bi.GetInternal(keyRev)
