@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,4 +80,39 @@ func TestMergeUpdates(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, got.Created)
 	assert.Equal(t, []index.Doc{doc("a", "1"), doc("a", "2"), doc("c", "9")}, got.Docs)
 	require.Equal(t, gs[0].upd, mergeUpdates(gs[:1]))
+}
+
+// TestIndexLagIsBoundedUnderConcurrentWriters: writers that outpace the
+// index wait for it past maxIndexLag revisions, so the index stays close
+// behind the store and the first read after a burst has little to catch
+// up (unbounded, it fell a thousand revisions behind in five seconds).
+func TestIndexLagIsBoundedUnderConcurrentWriters(t *testing.T) {
+	e := newEnv(t)
+	const writers = 8
+	for i := range 40 {
+		mustUpsert(t, e.svc, sample(fmt.Sprintf("cb%d", i), "1.0.0", 3), "")
+	}
+	var worst atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mustUpsert(t, e.svc, sample(fmt.Sprintf("cb%d", (w*5+k)%40), fmt.Sprintf("2.%d.%d", w, k), 3), "")
+				if lag := e.svc.storeRev.Load() - e.svc.indexRev.Load(); lag > worst.Load() {
+					worst.Store(lag)
+				}
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	assert.LessOrEqual(t, worst.Load(), uint64(maxIndexLag+writers), "largest lag seen by a writer")
+	assert.Len(t, searchIDs(t, e.svc, index.Query{CookbookID: "cb1"}), 3)
 }

@@ -85,6 +85,16 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 	s.groupMu.Unlock()
 
 	s.commitGroup(ctx, batch)
+	// Writers that outpace the index would leave it ever further behind,
+	// and the next read to pay the whole catch-up. Past maxIndexLag
+	// revisions the committer brings the index up to date before handing
+	// over (its group's other writers have already returned), so the next
+	// group gathers what arrives meanwhile.
+	if s.storeRev.Load()-s.indexRev.Load() > maxIndexLag {
+		s.writeMu.Lock()
+		s.applyQueuedLocked(ctx)
+		s.writeMu.Unlock()
+	}
 
 	s.groupMu.Lock()
 	if len(s.group) > 0 {
@@ -252,8 +262,13 @@ func (s *Service) afterCommit(g groupTx) {
 	}
 }
 
-// indexLinger is how long queued index updates wait for more to join them.
-const indexLinger = 20 * time.Millisecond
+// indexLinger is how long queued index updates wait for more to join them;
+// maxIndexLag is how many revisions the index may fall behind the store
+// before a committer waits for it.
+const (
+	indexLinger = 20 * time.Millisecond
+	maxIndexLag = 8
+)
 
 // indexQueued applies queued updates until none is left.
 func (s *Service) indexQueued() {
