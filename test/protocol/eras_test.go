@@ -240,6 +240,11 @@ func TestPendingElicitationDoesNotOutliveTheClient(t *testing.T) {
 	assert.EqualValues(t, 2, resp["id"])
 	env := resp["result"].(map[string]any)["structuredContent"].(map[string]any)
 	assert.Equal(t, "MCP_APPROVAL_REQUIRED", env["error"].(map[string]any)["code"], "the handle is not lost")
+	// What follows the answer (the SDK's notifications/cancelled for the
+	// elicitation may come after it) is read and dropped, as a pipe's
+	// buffer would take it: an unread io.Pipe would block the server's
+	// write, and with it the end of the session.
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
 	select {
 	case err := <-done:
 		assert.NoError(t, err)
