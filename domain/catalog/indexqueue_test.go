@@ -116,3 +116,19 @@ func TestIndexLagIsBoundedUnderConcurrentWriters(t *testing.T) {
 	assert.LessOrEqual(t, worst.Load(), uint64(maxIndexLag+writers), "largest lag seen by a writer")
 	assert.Len(t, searchIDs(t, e.svc, index.Query{CookbookID: "cb1"}), 3)
 }
+
+// TestStoreRevisionOnlyRises: a commit that lands after a later revision was
+// seen (another replica's, through the watch) does not lower it, so reads
+// still catch up to the later one.
+func TestStoreRevisionOnlyRises(t *testing.T) {
+	e := newEnv(t)
+	mustUpsert(t, e.svc, sample("a", "1.0.0", 1), "")
+	e.svc.raiseStoreRev(10)
+	e.svc.afterCommit(groupTx{first: 2, last: 2, upd: index.Update{Rev: 2, Cookbooks: []string{"a"}}})
+	assert.Equal(t, uint64(10), e.svc.Rev())
+	e.svc.raiseStoreRev(3)
+	assert.Equal(t, uint64(10), e.svc.Rev())
+	e.svc.indexers.Wait()
+	e.svc.indexRev.Store(12)
+	assert.Zero(t, e.svc.indexLag(), "an index ahead is not behind")
+}

@@ -374,11 +374,7 @@ func (s *Service) refresh(ctx context.Context, rebuild bool) {
 		s.logger.Warn("catalog revision unreadable; the index catches up later", "error", err.Error())
 		return
 	}
-	s.writeMu.Lock()
-	if rev > s.storeRev.Load() {
-		s.storeRev.Store(rev)
-	}
-	s.writeMu.Unlock()
+	s.raiseStoreRev(rev)
 	if rebuild {
 		s.logger.Warn("etcd compacted the history the catalog watch needed; rebuilding the index", "rev", rev)
 		if err := s.Reindex(ctx, nil); err != nil {

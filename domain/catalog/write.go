@@ -90,7 +90,7 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 	// revisions the committer brings the index up to date before handing
 	// over (its group's other writers have already returned), so the next
 	// group gathers what arrives meanwhile.
-	if s.storeRev.Load()-s.indexRev.Load() > maxIndexLag {
+	if s.indexLag() > maxIndexLag {
 		s.writeMu.Lock()
 		s.applyQueuedLocked(ctx)
 		s.writeMu.Unlock()
@@ -252,7 +252,7 @@ func (s *Service) afterCommit(g groupTx) {
 	}
 	s.queueMu.Lock()
 	s.queued = append(s.queued, g)
-	s.storeRev.Store(g.last)
+	s.raiseStoreRev(g.last)
 	start := !s.indexing
 	s.indexing = true
 	s.queueMu.Unlock()
@@ -269,6 +269,26 @@ const (
 	indexLinger = 20 * time.Millisecond
 	maxIndexLag = 8
 )
+
+// raiseStoreRev records rev as committed unless a later revision is known
+// already (on etcd, another replica's write seen through the watch).
+func (s *Service) raiseStoreRev(rev uint64) {
+	for {
+		cur := s.storeRev.Load()
+		if rev <= cur || s.storeRev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// indexLag is how many revisions the index is behind the store.
+func (s *Service) indexLag() uint64 {
+	store, idx := s.storeRev.Load(), s.indexRev.Load()
+	if store <= idx {
+		return 0
+	}
+	return store - idx
+}
 
 // indexQueued applies queued updates until none is left.
 func (s *Service) indexQueued() {
