@@ -139,8 +139,8 @@ func toBleve(d Doc) bleveDoc {
 	// The words of older versions go to fields of their own, so that a
 	// default search (latest versions only) never meets them: it needs no
 	// exclusion clause, visits and scores only the latest entries, and
-	// weighs words by how often they occur in those. Measured at 10,000
-	// bundles with 17,000 older entries: 1.12 → 0.6 ms a query.
+	// weighs words by how often they occur in those (at 10,000 bundles with
+	// 17,000 older entries, half the time a query; docs/performance.md).
 	if d.Latest {
 		bd.Title, bd.Text = d.Title, strings.Join(parts, " \n ")
 	} else {

@@ -65,7 +65,8 @@ type UpsertOptions struct {
 
 // Upsert canonicalizes, validates and stores b under the conflict policy;
 // the bundle, the catalog revision, any InTx records commit in one bbolt
-// transaction, then the index is updated to that revision.
+// transaction, then the index update to that revision is queued (a search
+// applies it first).
 func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*UpsertResult, error) {
 	policy, err := NormalizePolicy(opts.Policy)
 	if err != nil {

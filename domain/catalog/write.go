@@ -56,12 +56,13 @@ func (w *writeTx) delete(id, version string) error {
 
 // write runs fn in one bbolt transaction; if it touched cookbooks, the same
 // transaction bumps the revision and logs the change, and after the commit
-// the index is updated to that revision. A failed index update leaves the
-// committed data in place and is repaired before the next read.
+// the index update to that revision is queued (afterCommit). A failed index
+// update leaves the committed data in place and is repaired before the
+// next read.
 //
 // Writes that arrive while another commits are committed together, in the
 // order they arrived, each with its own revision: one bbolt commit (two
-// fsyncs) and one index batch for the group instead of one each. No caller
+// fsyncs) and one queued index update for the group. No caller
 // returns before the commit holding its write is durable. A write that
 // fails inside a group rolls the group back; its members are then
 // committed one by one, so each gets the outcome it would have had alone.
@@ -115,7 +116,7 @@ type writeReq struct {
 }
 
 // commitGroup commits batch, together when it holds several writes and
-// all of them succeed, else one by one; then it updates the index.
+// all of them succeed, else one by one, and queues the index updates.
 func (s *Service) commitGroup(ctx context.Context, batch []*writeReq) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
