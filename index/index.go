@@ -7,8 +7,6 @@ package index
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,9 +30,8 @@ import (
 // MappingVersion changes whenever the mapping or the document shape
 // changes; an index built with another version is rebuilt. v6: list_key
 // doc values stored uncompressed (see bleveDocument). v7: older versions'
-// words in old_title and old_text (see toBleve). v8: a stored signature of
-// each document (see Apply).
-const MappingVersion = "accords.catalog.index.v8"
+// words in old_title and old_text (see toBleve).
+const MappingVersion = "accords.catalog.index.v7"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -108,9 +105,6 @@ type bleveDoc struct {
 	OldTitle    string   `json:"old_title"`
 	OldText     string   `json:"old_text"`
 	Hit         string   `json:"hit"`
-	// Sig is a digest of every other field: a document whose signature is
-	// already in the index is indexed already, exactly so.
-	Sig string `json:"sig"`
 }
 
 // Type selects the document mapping (bleve's Classifier interface).
@@ -146,9 +140,6 @@ func toBleve(d Doc) bleveDoc {
 	} else {
 		bd.OldTitle, bd.OldText = d.Title, strings.Join(parts, " \n ")
 	}
-	raw, _ := json.Marshal(bd)
-	sum := sha256.Sum256(raw)
-	bd.Sig = hex.EncodeToString(sum[:16])
 	return bd
 }
 
@@ -163,12 +154,8 @@ var textFields = map[string]bool{"title": true, "text": true, "old_title": true,
 // keys are short, so the index grows little. Merges keep the option only
 // if every merged segment has it, hence the MappingVersion bump.
 func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
-	return mapDocument(m, d.ID(), toBleve(d))
-}
-
-func mapDocument(m mapping.IndexMapping, id string, bd bleveDoc) (*document.Document, error) {
-	doc := document.NewDocument(id)
-	if err := m.MapDocument(doc, bd); err != nil {
+	doc := document.NewDocument(d.ID())
+	if err := m.MapDocument(doc, toBleve(d)); err != nil {
 		return nil, err
 	}
 	kept := doc.Fields[:0]
@@ -262,7 +249,6 @@ func NewMapping() mapping.IndexMapping {
 		dm.AddFieldMappingsAt(name, text())
 	}
 	dm.AddFieldMappingsAt("hit", stored)
-	dm.AddFieldMappingsAt("sig", stored)
 
 	im := bleve.NewIndexMapping()
 	im.DefaultMapping = bleve.NewDocumentDisabledMapping()
@@ -437,10 +423,7 @@ type Update struct {
 	Rev     uint64
 }
 
-// Apply applies u atomically. A document already indexed with the same
-// signature is left as it is: a write re-sends every version of the
-// cookbook it touched, and usually only the new version and the one it
-// displaced as latest differ from what is indexed.
+// Apply applies u atomically.
 func (ix *Index) Apply(ctx context.Context, u Update) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -456,58 +439,51 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 	for _, cb := range u.Created {
 		created[cb] = true
 	}
-	indexed := map[string]string{} // id → signature
 	for _, cb := range u.Cookbooks {
 		if created[cb] {
 			continue
 		}
-		if err := ix.docSigs(ctx, cb, indexed); err != nil {
+		ids, err := ix.docIDs(ctx, cb)
+		if err != nil {
 			return err
 		}
-	}
-	for id := range indexed {
-		if !keep[id] {
-			batch.Delete(id)
+		for _, id := range ids {
+			if !keep[id] {
+				batch.Delete(id)
+			}
 		}
 	}
 	for _, d := range u.Docs {
-		id := d.ID()
-		bd := toBleve(d)
-		if sig, ok := indexed[id]; ok && sig == bd.Sig {
-			continue
-		}
-		doc, err := mapDocument(ix.bi.Mapping(), id, bd)
+		doc, err := bleveDocument(ix.bi.Mapping(), d)
 		if err == nil {
 			err = batch.IndexAdvanced(doc)
 		}
 		if err != nil {
-			return fmt.Errorf("index %s: %w", id, err)
+			return fmt.Errorf("index %s: %w", d.ID(), err)
 		}
 	}
 	batch.SetInternal(keyRev, []byte(strconv.FormatUint(u.Rev, 10)))
 	return ix.bi.Batch(batch)
 }
 
-// docSigs adds the id and signature of every document of one cookbook to
-// into.
-func (ix *Index) docSigs(ctx context.Context, cookbookID string, into map[string]string) error {
+// docIDs lists the ids of every document of one cookbook.
+func (ix *Index) docIDs(ctx context.Context, cookbookID string) ([]string, error) {
 	q := query.NewTermQuery(cookbookID)
 	q.SetField("cookbook_id")
+	var ids []string
 	for from := 0; ; {
 		req := bleve.NewSearchRequestOptions(q, 1000, from, false)
 		req.Score = "none"
-		req.Fields = []string{"sig"}
 		res, err := ix.bi.SearchInContext(ctx, req)
 		if err != nil {
-			return fmt.Errorf("list documents of %s: %w", cookbookID, err)
+			return nil, fmt.Errorf("list documents of %s: %w", cookbookID, err)
 		}
 		for _, h := range res.Hits {
-			sig, _ := h.Fields["sig"].(string)
-			into[h.ID] = sig
+			ids = append(ids, h.ID)
 		}
 		from += len(res.Hits)
 		if len(res.Hits) == 0 || uint64(from) >= res.Total {
-			return nil
+			return ids, nil
 		}
 	}
 }
