@@ -172,7 +172,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		items, err := decodeHits(res, false)
 		return Result{Items: items, Total: res.Total}, err
 	}
-	size := limit
+	// One hit more than the page tells whether equal scores straddle its
+	// boundary.
+	size := limit + 1
 	for {
 		req := bleve.NewSearchRequestOptions(bq, size, 0, false)
 		req.Fields = []string{"hit"}
