@@ -30,8 +30,10 @@ import (
 // MappingVersion changes whenever the mapping or the document shape
 // changes; an index built with another version is rebuilt. v6: list_key
 // doc values stored uncompressed (see bleveDocument). v7: older versions'
-// words in old_title and old_text (see toBleve).
-const MappingVersion = "accords.catalog.index.v7"
+// words in old_title and old_text (see toBleve). v8: document signatures,
+// reverted. v9: list_key doc values one document per chunk (see
+// bleveDocument); merged segments of v6 to v8 hold garbled keys.
+const MappingVersion = "accords.catalog.index.v9"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -151,8 +153,15 @@ var textFields = map[string]bool{"title": true, "text": true, "old_title": true,
 // values uncompressed. A listing without text sorts every match by
 // list_key, and with snappy-compressed doc values each such search
 // decompressed the chunks of all its matches again: most of its time. The
-// keys are short, so the index grows little. Merges keep the option only
-// if every merged segment has it, hence the MappingVersion bump.
+// keys are short, so the index grows little. Merges keep the options only
+// if every merged segment has them, hence the MappingVersion bumps.
+//
+// Uncompressed goes with unchunked (one document per chunk), as bleve's
+// own geo fields set them: zap v17 writes and reads uncompressed chunked
+// doc values correctly, but its merge reads each such chunk as the value
+// of one document (the chunk's number), so after a merge one document per
+// chunk carried every key of its chunk and the others none, and listings
+// came back out of order (TestIncrementalIndexEqualsRebuild).
 func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
 	doc := document.NewDocument(d.ID())
 	if err := m.MapDocument(doc, toBleve(d)); err != nil {
@@ -167,7 +176,7 @@ func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
 			continue
 		case tf.Name() == "list_key":
 			f = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
-				tf.Options()|bleveindex.SkipDVCompression, tf.Analyzer())
+				tf.Options()|bleveindex.SkipDVCompression|bleveindex.SkipDVChunking, tf.Analyzer())
 		}
 		kept = append(kept, f)
 	}

@@ -91,7 +91,7 @@ func TestBuildOpenSearchAndMappingCheck(t *testing.T) {
 }
 
 // TestListKeyDocValuesUncompressed: the document is the mapping's, with
-// only list_key's doc values marked uncompressed.
+// only list_key's doc values marked uncompressed and unchunked.
 func TestListKeyDocValuesUncompressed(t *testing.T) {
 	m := NewMapping()
 	d := Doc{CookbookID: "cb", Version: "1.0.0", VersionSort: "1.0.0", EntryID: "e", EntryType: "recipe.verb.v1", Title: "Send mail", Latest: true}
@@ -117,6 +117,7 @@ func TestListKeyDocValuesUncompressed(t *testing.T) {
 		if f.Name() == "list_key" {
 			seen = true
 			require.True(t, f.Options().SkipDVCompression())
+			require.True(t, f.Options().SkipDVChunking())
 			require.True(t, f.Options().IncludeDocValues())
 			continue
 		}
