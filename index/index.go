@@ -7,6 +7,8 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,8 +34,9 @@ import (
 // doc values stored uncompressed (see bleveDocument). v7: older versions'
 // words in old_title and old_text (see toBleve). v8: document signatures,
 // reverted. v9: list_key doc values one document per chunk (see
-// bleveDocument); merged segments of v6 to v8 hold garbled keys.
-const MappingVersion = "accords.catalog.index.v9"
+// bleveDocument); merged segments of v6 to v8 hold garbled keys. v10: a
+// stored signature of each document again (see Apply).
+const MappingVersion = "accords.catalog.index.v10"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -107,6 +110,9 @@ type bleveDoc struct {
 	OldTitle    string   `json:"old_title"`
 	OldText     string   `json:"old_text"`
 	Hit         string   `json:"hit"`
+	// Sig is a digest of every other field: a document whose signature is
+	// already in the index is indexed already, exactly so.
+	Sig string `json:"sig"`
 }
 
 // Type selects the document mapping (bleve's Classifier interface).
@@ -142,6 +148,9 @@ func toBleve(d Doc) bleveDoc {
 	} else {
 		bd.OldTitle, bd.OldText = d.Title, strings.Join(parts, " \n ")
 	}
+	raw, _ := json.Marshal(bd)
+	sum := sha256.Sum256(raw)
+	bd.Sig = hex.EncodeToString(sum[:16])
 	return bd
 }
 
@@ -163,8 +172,12 @@ var textFields = map[string]bool{"title": true, "text": true, "old_title": true,
 // chunk carried every key of its chunk and the others none, and listings
 // came back out of order (TestIncrementalIndexEqualsRebuild).
 func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
-	doc := document.NewDocument(d.ID())
-	if err := m.MapDocument(doc, toBleve(d)); err != nil {
+	return mapDocument(m, d.ID(), toBleve(d))
+}
+
+func mapDocument(m mapping.IndexMapping, id string, bd bleveDoc) (*document.Document, error) {
+	doc := document.NewDocument(id)
+	if err := m.MapDocument(doc, bd); err != nil {
 		return nil, err
 	}
 	kept := doc.Fields[:0]
@@ -258,6 +271,7 @@ func NewMapping() mapping.IndexMapping {
 		dm.AddFieldMappingsAt(name, text())
 	}
 	dm.AddFieldMappingsAt("hit", stored)
+	dm.AddFieldMappingsAt("sig", stored)
 
 	im := bleve.NewIndexMapping()
 	im.DefaultMapping = bleve.NewDocumentDisabledMapping()
@@ -432,7 +446,10 @@ type Update struct {
 	Rev     uint64
 }
 
-// Apply applies u atomically.
+// Apply applies u atomically. A document already indexed with the same
+// signature is left as it is: a write re-sends every version of the
+// cookbook it touched, and usually only the new version and the one it
+// displaced as latest differ from what is indexed.
 func (ix *Index) Apply(ctx context.Context, u Update) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -448,51 +465,58 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 	for _, cb := range u.Created {
 		created[cb] = true
 	}
+	indexed := map[string]string{} // id → signature
 	for _, cb := range u.Cookbooks {
 		if created[cb] {
 			continue
 		}
-		ids, err := ix.docIDs(ctx, cb)
-		if err != nil {
+		if err := ix.docSigs(ctx, cb, indexed); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			if !keep[id] {
-				batch.Delete(id)
-			}
+	}
+	for id := range indexed {
+		if !keep[id] {
+			batch.Delete(id)
 		}
 	}
 	for _, d := range u.Docs {
-		doc, err := bleveDocument(ix.bi.Mapping(), d)
+		id := d.ID()
+		bd := toBleve(d)
+		if sig, ok := indexed[id]; ok && sig == bd.Sig {
+			continue
+		}
+		doc, err := mapDocument(ix.bi.Mapping(), id, bd)
 		if err == nil {
 			err = batch.IndexAdvanced(doc)
 		}
 		if err != nil {
-			return fmt.Errorf("index %s: %w", d.ID(), err)
+			return fmt.Errorf("index %s: %w", id, err)
 		}
 	}
 	batch.SetInternal(keyRev, []byte(strconv.FormatUint(u.Rev, 10)))
 	return ix.bi.Batch(batch)
 }
 
-// docIDs lists the ids of every document of one cookbook.
-func (ix *Index) docIDs(ctx context.Context, cookbookID string) ([]string, error) {
+// docSigs adds the id and signature of every document of one cookbook to
+// into.
+func (ix *Index) docSigs(ctx context.Context, cookbookID string, into map[string]string) error {
 	q := query.NewTermQuery(cookbookID)
 	q.SetField("cookbook_id")
-	var ids []string
 	for from := 0; ; {
 		req := bleve.NewSearchRequestOptions(q, 1000, from, false)
 		req.Score = "none"
+		req.Fields = []string{"sig"}
 		res, err := ix.bi.SearchInContext(ctx, req)
 		if err != nil {
-			return nil, fmt.Errorf("list documents of %s: %w", cookbookID, err)
+			return fmt.Errorf("list documents of %s: %w", cookbookID, err)
 		}
 		for _, h := range res.Hits {
-			ids = append(ids, h.ID)
+			sig, _ := h.Fields["sig"].(string)
+			into[h.ID] = sig
 		}
 		from += len(res.Hits)
 		if len(res.Hits) == 0 || uint64(from) >= res.Total {
-			return ids, nil
+			return nil
 		}
 	}
 }

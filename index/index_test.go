@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	bledoc "github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -184,4 +185,59 @@ func TestOlderVersionsStayOutOfDefaultSearches(t *testing.T) {
 	r, err = ix.Search(ctx, Query{ConnectorID: "google", AllVersions: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"2.0.0", "1.0.0"}, versions(r))
+}
+
+// TestApplyIndexesOnlyChangedDocuments: an update that re-sends a
+// cookbook's unchanged documents indexes only those that changed (the
+// displaced latest version, the new one), deletes the ones left out, and
+// searches see the result.
+func TestApplyIndexesOnlyChangedDocuments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.index")
+	doc := func(v, vs string, latest bool, entry string) Doc {
+		return Doc{CookbookID: "mail", Version: v, VersionSort: vs, Latest: latest, EntryID: entry, EntryType: "recipe.verb.v1",
+			Title: "Send " + entry, ConnectorID: "google", Verb: "google.gmail.send"}
+	}
+	v1 := []Doc{doc("1.0.0", "a1", false, "a"), doc("1.0.0", "a1", false, "b")}
+	v2 := []Doc{doc("2.0.0", "a2", true, "a"), doc("2.0.0", "a2", true, "b")}
+	require.NoError(t, Build(context.Background(), path, Source{Rev: 1, Each: func(yield func(Doc) error) error {
+		for _, d := range append(append([]Doc{}, v1...), v2...) {
+			if err := yield(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}, nil))
+	ix, err := Open(path)
+	require.NoError(t, err)
+	defer ix.Close()
+	updates := func() uint64 {
+		adv, err := ix.bi.Advanced()
+		require.NoError(t, err)
+		return adv.(*scorch.Scorch).StatsMap()["TotUpdates"].(uint64)
+	}
+	ctx := context.Background()
+
+	// Version 3 arrives: 2.0.0 is no longer latest; 1.0.0 is unchanged.
+	before := updates()
+	v2old := []Doc{doc("2.0.0", "a2", false, "a"), doc("2.0.0", "a2", false, "b")}
+	v3 := []Doc{doc("3.0.0", "a3", true, "a")}
+	require.NoError(t, ix.Apply(ctx, Update{Cookbooks: []string{"mail"}, Rev: 2, Docs: append(append(append([]Doc{}, v1...), v2old...), v3...)}))
+	assert.Equal(t, uint64(3), updates()-before, "the two displaced documents and the new one")
+	r, err := ix.Search(ctx, Query{Text: "send"})
+	require.NoError(t, err)
+	require.Len(t, r.Items, 1)
+	assert.Equal(t, "3.0.0", r.Items[0].Version)
+	r, err = ix.Search(ctx, Query{Text: "send", AllVersions: true})
+	require.NoError(t, err)
+	assert.Len(t, r.Items, 5)
+
+	// The same update again changes nothing; dropping 1.0.0 deletes it.
+	before = updates()
+	require.NoError(t, ix.Apply(ctx, Update{Cookbooks: []string{"mail"}, Rev: 3, Docs: append(append([]Doc{}, v2old...), v3...)}))
+	assert.Zero(t, updates()-before)
+	r, err = ix.Search(ctx, Query{CookbookID: "mail", AllVersions: true})
+	require.NoError(t, err)
+	assert.Len(t, r.Items, 3)
+	rev, _ := ix.Rev()
+	assert.Equal(t, uint64(3), rev)
 }
