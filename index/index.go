@@ -498,14 +498,22 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 }
 
 // docSigs adds the id and signature of every document of one cookbook to
-// into.
+// into. Pages follow document ids (search after the last one), not
+// offsets: a search without scores stops once it has from+size matches,
+// so its total cannot tell whether more pages follow.
 func (ix *Index) docSigs(ctx context.Context, cookbookID string, into map[string]string) error {
 	q := query.NewTermQuery(cookbookID)
 	q.SetField("cookbook_id")
-	for from := 0; ; {
-		req := bleve.NewSearchRequestOptions(q, 1000, from, false)
+	const page = 1000
+	var after string
+	for {
+		req := bleve.NewSearchRequestOptions(q, page, 0, false)
 		req.Score = "none"
 		req.Fields = []string{"sig"}
+		req.SortBy([]string{"_id"})
+		if after != "" {
+			req.SetSearchAfter([]string{after})
+		}
 		res, err := ix.bi.SearchInContext(ctx, req)
 		if err != nil {
 			return fmt.Errorf("list documents of %s: %w", cookbookID, err)
@@ -514,10 +522,10 @@ func (ix *Index) docSigs(ctx context.Context, cookbookID string, into map[string
 			sig, _ := h.Fields["sig"].(string)
 			into[h.ID] = sig
 		}
-		from += len(res.Hits)
-		if len(res.Hits) == 0 || uint64(from) >= res.Total {
+		if len(res.Hits) < page {
 			return nil
 		}
+		after = res.Hits[len(res.Hits)-1].ID
 	}
 }
 

@@ -213,3 +213,35 @@ func checkIncrementalEqualsRebuild(t *testing.T, seed int64) {
 	memMerged, _ := stats["TotMemMergeSegments"].(uint64)
 	require.NotZero(t, merged+memMerged, "segments were merged")
 }
+
+// TestApplyFindsEveryDocumentOfLargeCookbooks: an update finds every
+// indexed document of a cookbook of more than one page (1,000) of them, so
+// the documents of a deleted version all go.
+func TestApplyFindsEveryDocumentOfLargeCookbooks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.index")
+	require.NoError(t, Build(ctx, path, Source{Rev: 1, Each: func(func(Doc) error) error { return nil }}, nil))
+	ix, err := Open(path)
+	require.NoError(t, err)
+	defer ix.Close()
+	m := catalogModel{"big": {}}
+	for v := 1; v <= 3; v++ {
+		var docs []Doc
+		for e := range 450 {
+			docs = append(docs, Doc{CookbookID: "big", Version: fmt.Sprintf("%d.0.0", v), VersionSort: versionSort(v),
+				EntryID: fmt.Sprintf("e%03d", e), EntryType: "recipe.verb.v1", Title: "Quokka"})
+		}
+		m["big"][v] = docs
+	}
+	require.NoError(t, ix.Apply(ctx, Update{Cookbooks: []string{"big"}, Created: []string{"big"}, Docs: m.docs("big"), Rev: 2}))
+	delete(m["big"], 2)
+	delete(m["big"], 3)
+	require.NoError(t, ix.Apply(ctx, Update{Cookbooks: []string{"big"}, Docs: m.docs("big"), Rev: 3}))
+	n, err := ix.DocCount()
+	require.NoError(t, err)
+	require.Equal(t, 450, int(n), "every document of the deleted versions is gone")
+	r, err := ix.Search(ctx, Query{Text: "quokka", AllVersions: true, Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, uint64(450), r.Total)
+	require.True(t, r.Items[0].Latest)
+}
