@@ -15,7 +15,8 @@ import (
 //
 //	rev                      uint64: catalog revision, bumped by every write tx
 //	builtin_manifest         content hash of the built-in set last seeded
-//	b/<id>\x00<version>      canonical bundle JSON (the stored form)
+//	stored_form              "zstd" once plain bundles of older files are packed
+//	b/<id>\x00<version>      canonical bundle JSON, or it as a zstd frame (storedform.go)
 //	i/<id>\x00<version>      Item JSON (list rows, no bundle decode needed)
 //	l/<rev>                  JSON list of cookbook ids touched at that revision
 //	s/<id>\x00<version>      SeedRecord JSON of built-in bundles

@@ -85,7 +85,10 @@ func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*U
 	res := &UpsertResult{ConflictPolicy: policy, ContentHash: hash}
 	err = s.write(ctx, func(w *writeTx) error {
 		*res = UpsertResult{ConflictPolicy: policy, ContentHash: hash}
-		existing := w.stored(b.CookbookID, b.Version)
+		existing, err := w.stored(b.CookbookID, b.Version)
+		if err != nil {
+			return err
+		}
 		write := true
 		switch {
 		case existing == nil:
@@ -129,7 +132,10 @@ func (w *writeTx) item(id, version string) (Item, error) {
 	raw := w.root.Get(itemKey(id, version))
 	if raw == nil {
 		// A row lost by an older bug or manual edit: rebuild it.
-		raw := w.stored(id, version)
+		raw, err := w.stored(id, version)
+		if err != nil {
+			return it, err
+		}
 		if raw == nil {
 			return it, notFoundVersion(id, version)
 		}

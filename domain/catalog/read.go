@@ -60,12 +60,19 @@ func checkRef(id, version string) (string, string, error) {
 // Get returns id@version, or the latest version when version is empty.
 func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) {
 	var out *Stored
-	err := s.readRaw(id, version, func(v string, raw []byte) error {
+	err := s.readRaw(id, version, func(v string, stored []byte) error {
+		raw, err := unpack(stored)
+		if err != nil {
+			return storedNotJSON(id, v, err)
+		}
 		b, derr := decodeBundle(raw)
 		if derr != nil {
 			return storedNotJSON(id, v, derr)
 		}
-		out = &Stored{Bundle: b, Raw: append(json.RawMessage(nil), raw...), Hash: HashBytes(raw)}
+		if !packed(stored) {
+			raw = append(json.RawMessage(nil), raw...)
+		}
+		out = &Stored{Bundle: b, Raw: raw, Hash: HashBytes(raw)}
 		return nil
 	})
 	return out, err
@@ -78,10 +85,14 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 // render decoded from the same stored bytes.
 func (s *Service) template(id, version, entryID string) (*cachedTemplate, error) {
 	var out *cachedTemplate
-	err := s.readRaw(id, version, func(v string, raw []byte) error {
+	err := s.readRaw(id, version, func(v string, stored []byte) error {
 		key := templateKey{cookbookID: id, version: v, entryID: entryID}
-		if out = s.templates.get(key, raw); out != nil {
+		if out = s.templates.get(key, stored); out != nil {
 			return nil
+		}
+		raw, err := unpack(stored)
+		if err != nil {
+			return storedNotJSON(id, v, err)
 		}
 		cid, ver, e, derr := decodeBundleEntry(raw, entryID)
 		if derr != nil {
@@ -91,7 +102,7 @@ func (s *Service) template(id, version, entryID string) (*cachedTemplate, error)
 		if e != nil {
 			b.Entries = []Entry{*e}
 		}
-		out = s.templates.put(key, raw, b)
+		out = s.templates.put(key, stored, b)
 		return nil
 	})
 	return out, err

@@ -131,7 +131,11 @@ func docsFor(root store.Bucket, touched map[string]bool) (index.Update, error) {
 func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 	latest := latestVersion(root, id)
 	var docs []index.Doc
-	err := versionsOf(root, id, func(v string, raw []byte) error {
+	err := versionsOf(root, id, func(v string, stored []byte) error {
+		raw, err := unpack(stored)
+		if err != nil {
+			return fmt.Errorf("version %s: %w", v, err)
+		}
 		b, err := decodeForIndex(raw)
 		if err != nil {
 			return fmt.Errorf("version %s: %w", v, err)

@@ -91,7 +91,10 @@ func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedRep
 		for _, p := range ps {
 			ref := p.b.CookbookID + "@" + p.b.Version
 			key := seedKey(p.b.CookbookID, p.b.Version)
-			stored := w.stored(p.b.CookbookID, p.b.Version)
+			stored, err := w.stored(p.b.CookbookID, p.b.Version)
+			if err != nil {
+				return err
+			}
 			var rec SeedRecord
 			hasRec := false
 			if raw := w.root.Get(key); raw != nil {

@@ -95,6 +95,9 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 	}); err != nil {
 		return nil, fmt.Errorf("open catalog: %w", err)
 	}
+	if err := s.packStored(ctx); err != nil {
+		return nil, err
+	}
 	rep, err := s.syncIndex(ctx, opts.Progress)
 	if err != nil {
 		return nil, err
@@ -122,6 +125,9 @@ func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
 		return OpenReport{}, fmt.Errorf("reopen catalog: %w", err)
 	}
 	s.indexRev.Store(0)
+	if err := s.packStored(ctx); err != nil {
+		return OpenReport{}, err
+	}
 	rep, err := s.syncIndex(ctx, nil)
 	if err != nil {
 		return OpenReport{}, err

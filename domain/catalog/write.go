@@ -22,14 +22,20 @@ type writeTx struct {
 	created map[string]bool
 }
 
-// stored returns the stored bytes of id@version, or nil.
-func (w *writeTx) stored(id, version string) []byte { return w.root.Get(bundleKey(id, version)) }
+// stored returns the canonical JSON of id@version, or nil.
+func (w *writeTx) stored(id, version string) ([]byte, error) {
+	raw := w.root.Get(bundleKey(id, version))
+	if raw == nil {
+		return nil, nil
+	}
+	return unpack(raw)
+}
 
 func (w *writeTx) put(b *Bundle, canonical []byte, hash string) error {
 	if !w.touched[b.CookbookID] && latestVersion(w.root, b.CookbookID) == "" {
 		w.created[b.CookbookID] = true
 	}
-	if err := w.root.Put(bundleKey(b.CookbookID, b.Version), canonical); err != nil {
+	if err := w.root.Put(bundleKey(b.CookbookID, b.Version), pack(canonical)); err != nil {
 		return err
 	}
 	raw, err := json.Marshal(itemOf(b, hash))
