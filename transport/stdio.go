@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -244,7 +245,7 @@ func (c *stdioConn) readLoop() {
 			return
 		}
 		c.framed.Store(framed)
-		msg, derr := decodeMessage(body)
+		msg, derr := wire.Decode(body)
 		if derr != nil {
 			if !json.Valid(body) {
 				c.replyError(nil, -32700, "parse error")

@@ -92,11 +92,17 @@ const storedFormZstd = "zstd"
 // (tests; 0: the store's write budget, or 1000 when it has none).
 var packChunk int
 
-// packStored runs packPlainBundles and says what it did.
+// packStored runs packPlainBundles and says what it did. Plain bundles
+// read as well as packed ones, so a failure only costs space: it is logged,
+// and the next start tries again.
 func (s *Service) packStored(ctx context.Context) error {
 	n, err := s.packPlainBundles(ctx)
 	if n > 0 {
 		s.logger.Info("packed stored bundles", "count", n)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.logger.Warn("packing stored bundles stopped; they stay readable, and the next start goes on", "packed", n, "error", err.Error())
+		return nil
 	}
 	return err
 }

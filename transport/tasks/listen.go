@@ -11,6 +11,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/approval/task"
 	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -300,7 +301,7 @@ func (x *Extension) HTTP(next http.Handler, principal func(*http.Request) caller
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		msg, err := jsonrpc.DecodeMessage(body)
+		msg, err := wire.Decode(body)
 		if err != nil {
 			next.ServeHTTP(w, r)
 			return

@@ -1,4 +1,6 @@
-package transport
+// Package wire decodes the JSON-RPC messages a server reads, with the
+// results of the SDK's decoder at a fraction of its allocations.
+package wire
 
 import (
 	"bytes"
@@ -9,14 +11,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// decodeMessage is jsonrpc.DecodeMessage for the messages a server reads
+// Decode is jsonrpc.DecodeMessage for the messages a server reads
 // most, requests and notifications, with the same result. The SDK's decoder
 // allocates a 32 KiB read buffer for every value it decodes, twice per
 // message (the message, then its method), which made message decoding about
 // a third of a cheap call's allocations. Responses (answers to the server's
 // own rare requests) and anything this decoder does not take apart go to
 // the SDK's decoder, so every error and edge case stays the SDK's.
-func decodeMessage(data []byte) (jsonrpc.Message, error) {
+func Decode(data []byte) (jsonrpc.Message, error) {
 	if !utf8.Valid(data) || nestedDeeperThan(data, sdkMaxDepth) {
 		return jsonrpc.DecodeMessage(data)
 	}

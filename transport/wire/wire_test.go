@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"bytes"
@@ -47,12 +47,12 @@ var wireSeeds = []string{
 	`{}`, `null`, `"x"`, `1`, ``,
 }
 
-// sameMessage fails unless decodeMessage gives what the SDK's decoder gives
+// sameMessage fails unless Decode gives what the SDK's decoder gives
 // for data: the same kind of message with the same fields, or an error
 // where it errs.
 func sameMessage(t *testing.T, data []byte) {
 	want, wantErr := jsonrpc.DecodeMessage(data)
-	got, gotErr := decodeMessage(data)
+	got, gotErr := Decode(data)
 	if wantErr != nil {
 		require.Error(t, gotErr, "%q: the SDK refuses it", data)
 		return
@@ -100,7 +100,7 @@ func TestDecodeMessageAllocatesLittle(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return (after.TotalAlloc - before.TotalAlloc) / 200
 	}
-	ours := bytesOf(func() { _, _ = decodeMessage(msg) })
+	ours := bytesOf(func() { _, _ = Decode(msg) })
 	sdk := bytesOf(func() { _, _ = jsonrpc.DecodeMessage(msg) })
 	require.Less(t, ours*8, sdk, "ours %v B, the SDK's %v B", ours, sdk)
 }
