@@ -92,7 +92,8 @@ func TestBuildOpenSearchAndMappingCheck(t *testing.T) {
 }
 
 // TestListKeyDocValuesUncompressed: the document is the mapping's, with
-// only list_key's doc values marked uncompressed and unchunked.
+// only the doc values of list_key and sig marked uncompressed and
+// unchunked.
 func TestListKeyDocValuesUncompressed(t *testing.T) {
 	m := NewMapping()
 	d := Doc{CookbookID: "cb", Version: "1.0.0", VersionSort: "1.0.0", EntryID: "e", EntryType: "recipe.verb.v1", Title: "Send mail", Latest: true}
@@ -111,12 +112,12 @@ func TestListKeyDocValuesUncompressed(t *testing.T) {
 	}
 	require.NotEmpty(t, plain)
 	require.Len(t, doc.Fields, len(plain))
-	seen := false
+	seen := 0
 	for i, f := range doc.Fields {
 		require.Equal(t, plain[i].Name(), f.Name())
 		require.Equal(t, plain[i].Value(), f.Value())
-		if f.Name() == "list_key" {
-			seen = true
+		if f.Name() == "list_key" || f.Name() == "sig" {
+			seen++
 			require.True(t, f.Options().SkipDVCompression())
 			require.True(t, f.Options().SkipDVChunking())
 			require.True(t, f.Options().IncludeDocValues())
@@ -124,7 +125,7 @@ func TestListKeyDocValuesUncompressed(t *testing.T) {
 		}
 		require.Equal(t, plain[i].Options(), f.Options(), f.Name())
 	}
-	require.True(t, seen)
+	require.Equal(t, 2, seen)
 }
 
 // TestOlderVersionsStayOutOfDefaultSearches: an older version's entries are
