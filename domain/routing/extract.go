@@ -49,6 +49,48 @@ var (
 	reDigit       = regexp.MustCompile(`[0-9]`)
 )
 
+// guarded is a pattern with the words one of which it needs (mayHold).
+type guarded struct {
+	re    *regexp.Regexp
+	words []string
+}
+
+var methodWords = []string{"get", "post", "put", "patch", "delete"}
+
+// firstOf is the first non-empty group of the first of res to match, when
+// the text holds word.
+func (t *text) firstOf(word string, res ...*regexp.Regexp) string {
+	if !t.mayHold(word) {
+		return ""
+	}
+	return firstOf(res, t.raw)
+}
+
+// idOf is the id named after word: "word id: X", else a bare "word X" with
+// a digit in X.
+func (t *text) idOf(word string, sep, bare *regexp.Regexp) string {
+	if !t.mayHold(word) {
+		return ""
+	}
+	if v := firstGroup(sep, t.raw); v != "" {
+		return v
+	}
+	return idWithDigit(bare, t.raw)
+}
+
+// url is the first http(s) URL in the text, without the sentence
+// punctuation that follows it.
+func (t *text) url() string {
+	if !t.mayHold("http") {
+		return ""
+	}
+	u := strings.TrimRight(reURL.FindString(t.raw), ".,;:!?)]}")
+	if len(u) <= len("https://") {
+		return ""
+	}
+	return u
+}
+
 // firstGroup returns the first non-empty capture group of the first match.
 func firstGroup(re *regexp.Regexp, s string) string {
 	m := re.FindStringSubmatch(s)
@@ -99,49 +141,50 @@ func emails(s string) []string {
 // extract pulls every recognisable input out of the request text.
 func (r *Registry) extract(t *text) map[string]any {
 	in := map[string]any{}
-	if to := emails(t.raw); len(to) > 0 {
-		in["to"] = to
+	if t.mayHold("@") {
+		if to := emails(t.raw); len(to) > 0 {
+			in["to"] = to
+		}
 	}
-	if v := strings.Trim(firstOf(reSubject, t.raw), " \t\"'"); v != "" {
+	if v := strings.Trim(t.firstOf("subject", reSubject...), " \t\"'"); v != "" {
 		in["subject"] = v
 	}
-	if v := strings.Trim(firstOf(reBody, t.raw), " \t\"'"); v != "" {
+	if v := strings.Trim(t.firstOf("body", reBody...), " \t\"'"); v != "" {
 		in["text_plain"] = v
 	}
-	if v := firstGroup(reMessageIDSep, t.raw); v != "" {
-		in["message_id"] = v
-	} else if v := idWithDigit(reMessageIDBare, t.raw); v != "" {
+	if v := t.idOf("message", reMessageIDSep, reMessageIDBare); v != "" {
 		in["message_id"] = v
 	}
-	if v := firstGroup(reThreadIDSep, t.raw); v != "" {
-		in["thread_id"] = v
-	} else if v := idWithDigit(reThreadIDBare, t.raw); v != "" {
+	if v := t.idOf("thread", reThreadIDSep, reThreadIDBare); v != "" {
 		in["thread_id"] = v
 	}
-	if v := firstGroup(reLabel, t.raw); v != "" {
+	if v := t.firstOf("label", reLabel); v != "" {
 		in["label"] = strings.ToLower(v)
 	} else if t.has("inbox") {
 		in["label"] = "inbox"
 	}
-	for _, re := range []*regexp.Regexp{rePageLimitA, rePageLimitB} {
-		if v := firstGroup(re, t.raw); v != "" {
+	for _, p := range []guarded{{rePageLimitA, []string{"first", "top", "last", "latest"}}, {rePageLimitB, []string{"mails", "messages"}}} {
+		if !t.mayHold(p.words...) {
+			continue
+		}
+		if v := firstGroup(p.re, t.raw); v != "" {
 			if n, err := strconv.Atoi(v); err == nil && n > 0 {
 				in["page_limit"] = n
 				break
 			}
 		}
 	}
-	for _, re := range []*regexp.Regexp{reMethodUpper, reMethodNamed, reMethodURL} {
-		if v := firstGroup(re, t.raw); v != "" {
+	for _, p := range []guarded{{reMethodUpper, methodWords}, {reMethodNamed, []string{"method"}}, {reMethodURL, []string{"http"}}} {
+		if !t.mayHold(p.words...) {
+			continue
+		}
+		if v := firstGroup(p.re, t.raw); v != "" {
 			in["method"] = strings.ToUpper(v)
 			break
 		}
 	}
-	if u := reURL.FindString(t.raw); u != "" {
-		// Sentence punctuation after a URL is not part of it.
-		if u = strings.TrimRight(u, ".,;:!?)]}"); len(u) > len("https://") {
-			in["url"] = u
-		}
+	if u := t.url(); u != "" {
+		in["url"] = u
 	}
 	if docs := r.documentTypes(t); len(docs) > 0 {
 		att := make([]any, 0, len(docs))

@@ -1,0 +1,289 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// decodeBundleEntry decodes the cookbook id and version of a stored bundle
+// and only its entry entryID (the first with that id, nil when none):
+// rendering needs one entry. Finding it by decoding the bundle into maps
+// and raw messages read the bytes five or six times, which was most of a
+// render's own CPU; one pass of locateEntry finds the same entry. Bytes it
+// does not take apart plainly go to decodeBundleEntrySlow, whose answers
+// (and errors) it reproduces.
+func decodeBundleEntry(raw []byte, entryID string) (cookbookID, version string, e *Entry, err error) {
+	if !json.Valid(raw) {
+		return decodeBundleEntrySlow(raw, entryID)
+	}
+	loc, ok := locateEntry(raw, entryID)
+	if !ok {
+		return decodeBundleEntrySlow(raw, entryID)
+	}
+	if loc.entry == nil {
+		return loc.cookbookID, loc.version, nil, nil
+	}
+	got, err := decodeEntry(loc.entry, fmt.Sprintf("entries[%d].", loc.index))
+	if err != nil {
+		return "", "", nil, err
+	}
+	return loc.cookbookID, loc.version, &got, nil
+}
+
+// decodeBundleEntrySlow is decodeBundleEntry by full decoding.
+func decodeBundleEntrySlow(raw []byte, entryID string) (cookbookID, version string, e *Entry, err error) {
+	m, err := objectOf(raw, "bundle")
+	if err != nil {
+		return "", "", nil, err
+	}
+	d := &fieldDecoder{m: m}
+	d.get("cookbook_id", &cookbookID)
+	d.get("version", &version)
+	var entries []json.RawMessage
+	d.get("entries", &entries)
+	if d.err != nil {
+		return "", "", nil, d.err
+	}
+	if len(entries) > MaxEntries {
+		return "", "", nil, tooMany("bundle.entries", len(entries), MaxEntries)
+	}
+	for i, er := range entries {
+		var id struct {
+			EntryID string `json:"entry_id"`
+		}
+		if json.Unmarshal(er, &id) != nil || id.EntryID != entryID {
+			continue
+		}
+		got, err := decodeEntry(er, fmt.Sprintf("entries[%d].", i))
+		if err != nil {
+			return "", "", nil, err
+		}
+		return cookbookID, version, &got, nil
+	}
+	return cookbookID, version, nil, nil
+}
+
+// located is what locateEntry found.
+type located struct {
+	cookbookID, version string
+	entry               []byte // nil: no entry has the id
+	index               int
+}
+
+// locateEntry walks valid JSON once. It answers (ok) only when the answer
+// is plainly the slow decoder's: an object whose "cookbook_id" and
+// "version" are absent or strings without escapes, whose "entries" is
+// absent or an array of at most MaxEntries objects, each with its
+// "entry_id" absent or a string without escapes. A repeated or escaped key
+// at either level, a key that encoding/json might fold to "entry_id", or
+// anything else makes it decline.
+func locateEntry(raw []byte, entryID string) (located, bool) {
+	var out located
+	s := scanner{b: raw}
+	if !s.open('{') {
+		return out, false
+	}
+	seen := map[string]bool{}
+	found := false
+	for more := s.first('}'); more; more = s.next('}') {
+		key, ok := s.plainString()
+		if !ok || !s.colon() {
+			return out, false
+		}
+		switch key {
+		case "cookbook_id", "version", "entries":
+			if seen[key] {
+				return out, false
+			}
+			seen[key] = true
+		}
+		switch key {
+		case "cookbook_id":
+			if out.cookbookID, ok = s.plainString(); !ok {
+				return out, false
+			}
+		case "version":
+			if out.version, ok = s.plainString(); !ok {
+				return out, false
+			}
+		case "entries":
+			if !s.open('[') {
+				return out, false
+			}
+			n := 0
+			for more := s.first(']'); more; more = s.next(']') {
+				if n++; n > MaxEntries {
+					return out, false
+				}
+				start := s.i
+				id, ok := s.entryID()
+				if !ok {
+					return out, false
+				}
+				if !found && id == entryID {
+					found, out.entry, out.index = true, raw[start:s.i], n-1
+				}
+			}
+		default:
+			s.skip()
+		}
+	}
+	return out, true
+}
+
+// scanner reads JSON already known to be valid.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// open consumes c ('{' or '['), reporting whether it was there.
+func (s *scanner) open(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// first reports whether a member follows the opening bracket (false: the
+// closing one, consumed).
+func (s *scanner) first(closing byte) bool {
+	s.ws()
+	if s.b[s.i] == closing {
+		s.i++
+		return false
+	}
+	return true
+}
+
+// next consumes the comma before another member (true) or the closing
+// bracket (false).
+func (s *scanner) next(closing byte) bool {
+	s.ws()
+	c := s.b[s.i]
+	s.i++
+	return c == ','
+}
+
+func (s *scanner) colon() bool {
+	s.ws()
+	if s.b[s.i] != ':' {
+		return false
+	}
+	s.i++
+	return true
+}
+
+// plainString reads a string without escapes, of valid UTF-8 (which
+// encoding/json would change); ok is false for any other value (left
+// unread) or string.
+func (s *scanner) plainString() (string, bool) {
+	s.ws()
+	if s.b[s.i] != '"' {
+		return "", false
+	}
+	end := bytes.IndexByte(s.b[s.i+1:], '"')
+	body := s.b[s.i+1 : s.i+1+end]
+	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
+		return "", false
+	}
+	s.i += end + 2
+	return string(body), true
+}
+
+// entryID reads one entries element, which must be an object, and returns
+// its "entry_id" ("" when absent).
+func (s *scanner) entryID() (string, bool) {
+	if !s.open('{') {
+		return "", false
+	}
+	id, seen := "", false
+	for more := s.first('}'); more; more = s.next('}') {
+		key, ok := s.plainString()
+		if !ok || !s.colon() {
+			return "", false
+		}
+		switch {
+		case key == "entry_id":
+			if seen {
+				return "", false
+			}
+			seen = true
+			if id, ok = s.plainString(); !ok {
+				return "", false
+			}
+		case !isASCII(key) || strings.EqualFold(key, "entry_id"):
+			// encoding/json matches struct fields case-insensitively.
+			return "", false
+		default:
+			s.skip()
+		}
+	}
+	return id, true
+}
+
+// skip passes over one value.
+func (s *scanner) skip() {
+	s.ws()
+	depth := 0
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; c {
+		case '"':
+			s.i++
+			for s.b[s.i] != '"' {
+				if s.b[s.i] == '\\' {
+					s.i++
+				}
+				s.i++
+			}
+			s.i++
+		case '{', '[':
+			depth++
+			s.i++
+		case '}', ']':
+			if depth == 0 {
+				return
+			}
+			depth--
+			s.i++
+		case ',':
+			if depth == 0 {
+				return
+			}
+			s.i++
+		default:
+			s.i++
+		}
+		if depth == 0 && s.i > 0 {
+			switch s.b[s.i-1] {
+			case '"', '}', ']':
+				return
+			}
+		}
+	}
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
