@@ -295,6 +295,7 @@ type Index struct {
 	path string
 	mu   sync.RWMutex // guards bi against Close
 	bi   bleve.Index
+	cmp  compactor
 }
 
 // Open opens the index at path. A missing, unreadable or foreign index is
@@ -316,7 +317,10 @@ func Open(path string) (*Index, error) {
 		bi.Close()
 		return nil, fmt.Errorf("%w: %w", ErrNeedsRebuild, err)
 	}
-	return &Index{path: path, bi: bi}, nil
+	ix := &Index{path: path, bi: bi}
+	ix.cmp.init()
+	ix.scheduleCompaction()
+	return ix, nil
 }
 
 // openBleve recovers from panics inside bleve's open path: a corrupt folder
@@ -394,14 +398,18 @@ const FlushTimeout = 60 * time.Second
 // to keep writes fast; a batch lost in a crash is harmless because the
 // recorded revision is lost with it and start-up catches up (D8).
 func (ix *Index) Close() error {
+	ix.cmp.stop()
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if ix.bi == nil {
+		ix.mu.Unlock()
 		return nil
 	}
 	ix.waitPersisted(FlushTimeout)
 	err := ix.bi.Close()
 	ix.bi = nil
+	ix.mu.Unlock()
+	// Closing scorch ended a running merge; wait for its goroutine.
+	ix.cmp.wait()
 	return err
 }
 
@@ -497,7 +505,11 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 		}
 	}
 	batch.SetInternal(keyRev, []byte(strconv.FormatUint(u.Rev, 10)))
-	return ix.bi.Batch(batch)
+	if err := ix.bi.Batch(batch); err != nil {
+		return err
+	}
+	ix.scheduleCompaction()
+	return nil
 }
 
 // docSigs adds the id and signature of every document of one cookbook to
