@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+
 	"strings"
 	"unicode"
 
@@ -91,20 +91,14 @@ const (
 	boostExactField = 4.0
 )
 
-// MaxTieGroup bounds how many equally scored hits at the page boundary are
-// fetched to order them exactly; beyond it the search falls back to an
-// index-side sort by the tie-break fields.
-const MaxTieGroup = 5000
-
 // Search runs q. Hits are ordered by score (descending), then higher
 // version, then cookbook_id, then entry_id, so equal-scoring results always
 // come back in the same order. A query without text lists every match in
 // that tie-break order (score 0).
 //
-// Text queries let bleve rank by score alone (no per-candidate doc-value
-// loads, which dominate latency at scale) and apply the tie-break to the
-// page in Go; if equal scores straddle the page boundary, the page is
-// widened until the whole tie group is in hand, so the result is exact.
+// Text queries are collected by topScored, which reads the tie-break key
+// (list_key) of a match only when its score ties with one it is ordered
+// against: a bleve sort on it would read it for every match.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -172,59 +166,21 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		items, err := decodeHits(res, false)
 		return Result{Items: items, Total: res.Total}, err
 	}
-	// One hit more than the page tells whether equal scores straddle its
-	// boundary.
-	size := limit + 1
-	for {
-		req := bleve.NewSearchRequestOptions(bq, size, 0, false)
-		req.Fields = []string{"hit"}
-		res, err := ix.bi.SearchInContext(ctx, req)
-		if err != nil {
-			return Result{}, fmt.Errorf("search: %w", err)
-		}
-		items, err := decodeHits(res, true)
-		if err != nil {
-			return Result{}, err
-		}
-		// Complete when everything matched is in hand, or when the last hit
-		// scores strictly below the page's boundary score.
-		if uint64(len(items)) >= res.Total || len(items) <= limit || items[len(items)-1].Score < items[limit-1].Score {
-			sortHits(items)
-			if len(items) > limit {
-				items = items[:limit]
-			}
-			return Result{Items: items, Total: res.Total}, nil
-		}
-		if size >= MaxTieGroup+limit {
-			break
-		}
-		size *= 4
-		if size > MaxTieGroup+limit {
-			size = MaxTieGroup + limit
-		}
-	}
-	// A huge tie group: let the index sort by the tie-break fields.
-	req := bleve.NewSearchRequestOptions(bq, limit, 0, false)
-	req.Fields = []string{"hit"}
-	req.SortBy([]string{"-_score", "list_key"})
-	res, err := ix.bi.SearchInContext(ctx, req)
+	items, total, err := ix.topScored(ctx, bq, limit)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
-	items, err := decodeHits(res, true)
-	return Result{Items: items, Total: res.Total}, err
+	return Result{Items: items, Total: total}, nil
 }
 
 func decodeHits(res *bleve.SearchResult, scored bool) ([]Hit, error) {
 	out := make([]Hit, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		raw, _ := h.Fields["hit"].(string)
-		var sh storedHit
-		if err := json.Unmarshal([]byte(raw), &sh); err != nil {
-			return nil, fmt.Errorf("decode hit %s: %w", h.ID, err)
+		hit, err := decodeStoredHit(h.ID, []byte(raw))
+		if err != nil {
+			return nil, err
 		}
-		hit := sh.Hit
-		hit.versionSort = sh.VersionSort
 		if scored {
 			hit.Score = h.Score
 		}
@@ -233,20 +189,15 @@ func decodeHits(res *bleve.SearchResult, scored bool) ([]Hit, error) {
 	return out, nil
 }
 
-func sortHits(items []Hit) {
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
-		}
-		if a.versionSort != b.versionSort {
-			return a.versionSort > b.versionSort
-		}
-		if a.CookbookID != b.CookbookID {
-			return a.CookbookID < b.CookbookID
-		}
-		return a.EntryID < b.EntryID
-	})
+// decodeStoredHit decodes the stored "hit" field of document id.
+func decodeStoredHit(id string, raw []byte) (Hit, error) {
+	var sh storedHit
+	if err := json.Unmarshal(raw, &sh); err != nil {
+		return Hit{}, fmt.Errorf("decode hit %s: %w", id, err)
+	}
+	hit := sh.Hit
+	hit.versionSort = sh.VersionSort
+	return hit, nil
 }
 
 // textQuery matches text against the latest versions' words (title, text)

@@ -1,0 +1,167 @@
+package index
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// topScored returns the limit best matches of q in Search's order (score,
+// then the tie-break that list_key encodes), and how many matched.
+// It is what a search sorted by -_score then list_key returns, at a
+// fraction of its cost: bleve's collector reads the sort field's doc value
+// of every match, while this one reads a match's list_key only when its
+// score equals that of a match it must be ordered against. The matches of a
+// two-word query in a large catalog often tie at the page boundary (scores
+// repeat when titles are alike), so this is the common case of a search.
+func (ix *Index) topScored(ctx context.Context, q query.Query, limit int) ([]Hit, uint64, error) {
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	s, err := q.Searcher(ctx, r, ix.bi.Mapping(), search.SearcherOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer s.Close()
+	dvr, err := r.DocValueReader([]string{"list_key"})
+	if err != nil {
+		return nil, 0, err
+	}
+	top := &tieHeap{limit: limit, key: func(c *candidate) string {
+		if !c.keyed {
+			c.keyed = true
+			_ = dvr.VisitDocValues(c.id, func(_ string, term []byte) { c.key = string(term) })
+		}
+		return c.key
+	}}
+	sctx := &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0), IndexReader: r}
+	var total uint64
+	for {
+		if total&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+		}
+		dm, err := s.Next(sctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if dm == nil {
+			break
+		}
+		total++
+		top.offer(dm.Score, dm.IndexInternalID)
+		sctx.DocumentMatchPool.Put(dm)
+	}
+	best := top.c
+	slices.SortFunc(best, func(a, b *candidate) int { return -top.compare(a, b) })
+	out := make([]Hit, 0, len(best))
+	for _, c := range best {
+		h, err := storedHitOf(r, c.id)
+		if err != nil {
+			return nil, 0, err
+		}
+		h.Score = c.score
+		out = append(out, h)
+	}
+	return out, total, nil
+}
+
+// storedHitOf decodes the stored "hit" field of a document.
+func storedHitOf(r index.IndexReader, id index.IndexInternalID) (Hit, error) {
+	ext, err := r.ExternalID(id)
+	if err != nil {
+		return Hit{}, err
+	}
+	doc, err := r.Document(ext)
+	if err != nil {
+		return Hit{}, err
+	}
+	if doc == nil {
+		return Hit{}, fmt.Errorf("hit %s: document gone", ext)
+	}
+	var raw []byte
+	doc.VisitFields(func(f index.Field) {
+		if f.Name() == "hit" {
+			raw = f.Value()
+		}
+	})
+	if raw == nil {
+		return Hit{}, errors.New("hit " + ext + ": no stored hit")
+	}
+	return decodeStoredHit(ext, raw)
+}
+
+// candidate is a match kept for the page; its list_key is read on demand.
+type candidate struct {
+	score float64
+	id    index.IndexInternalID
+	key   string
+	keyed bool
+}
+
+// tieHeap keeps the limit best candidates, the worst at the root.
+type tieHeap struct {
+	c     []*candidate
+	limit int
+	key   func(*candidate) string
+}
+
+// compare orders a before b (> 0) when it scores higher or, scoring the
+// same, has the lower list_key.
+func (h *tieHeap) compare(a, b *candidate) int {
+	switch {
+	case a.score > b.score:
+		return 1
+	case a.score < b.score:
+		return -1
+	}
+	ka, kb := h.key(a), h.key(b)
+	switch {
+	case ka < kb:
+		return 1
+	case ka > kb:
+		return -1
+	}
+	return 0
+}
+
+func (h *tieHeap) Len() int           { return len(h.c) }
+func (h *tieHeap) Less(i, j int) bool { return h.compare(h.c[i], h.c[j]) < 0 }
+func (h *tieHeap) Swap(i, j int)      { h.c[i], h.c[j] = h.c[j], h.c[i] }
+func (h *tieHeap) Push(x any)         { h.c = append(h.c, x.(*candidate)) }
+func (h *tieHeap) Pop() any {
+	last := h.c[len(h.c)-1]
+	h.c = h.c[:len(h.c)-1]
+	return last
+}
+
+// offer considers a match; id is copied only when the match is kept.
+func (h *tieHeap) offer(score float64, id index.IndexInternalID) {
+	if len(h.c) < h.limit {
+		heap.Push(h, &candidate{score: score, id: slices.Clone(id)})
+		return
+	}
+	worst := h.c[0]
+	if score < worst.score {
+		return
+	}
+	c := &candidate{score: score, id: slices.Clone(id)}
+	if h.compare(c, worst) <= 0 {
+		return
+	}
+	h.c[0] = c
+	heap.Fix(h, 0)
+}
