@@ -17,7 +17,9 @@ import (
 )
 
 // wireTransport times each request on the wire: from the client handing
-// the message to the transport to the transport reading its response,
+// the message to the transport (over stdio: from its bytes entering the
+// pipe) to the transport reading its response (over stdio: the bytes
+// coming off the pipe),
 // which leaves out the client's own decoding of the result (for a 24 KB
 // tools/list, most of what the go-sdk client spends). It is the server's
 // answer time as any client sees it; the end-to-end figure is kept beside
@@ -37,6 +39,10 @@ type wireClock struct {
 	// line came off the pipe: the end of the wire time, before even the
 	// transport's decoding of the message.
 	arrived func() time.Time
+	// left, when set (stdio), is when the last line written began to go
+	// into the pipe: the start of the wire time, after the client encoded
+	// the request.
+	left func() time.Time
 }
 
 func newWireTransport(inner mcp.Transport) *wireTransport {
@@ -77,6 +83,11 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 					end = at
 				}
 			}
+			if c.clock.left != nil {
+				if at := c.clock.left(); at.After(t0) && at.Before(end) {
+					t0 = at
+				}
+			}
 			c.clock.lastN.Store(int64(end.Sub(t0)))
 		}
 		c.clock.mu.Unlock()
@@ -106,6 +117,22 @@ func (s *stampReader) Close() error { return s.r.Close() }
 
 func (s *stampReader) at() time.Time { return time.Unix(0, s.last.Load()) }
 
+// stampWriter notes when a write ending a line began: with one call at a
+// time, when the request went into the pipe.
+type stampWriter struct {
+	io.WriteCloser
+	last atomic.Int64
+}
+
+func (s *stampWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 && p[len(p)-1] == '\n' {
+		s.last.Store(time.Now().UnixNano())
+	}
+	return s.WriteCloser.Write(p)
+}
+
+func (s *stampWriter) at() time.Time { return time.Unix(0, s.last.Load()) }
+
 // commandTransport runs a stdio server as the SDK's CommandTransport does
 // (closing the session closes its stdin and waits for it to exit, then
 // SIGTERM, then SIGKILL), reading its stdout through a stampReader so the
@@ -129,10 +156,11 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, err
 	}
 	sr := &stampReader{r: stdout}
-	t.clock.arrived = sr.at
+	sw := &stampWriter{WriteCloser: stdin}
+	t.clock.arrived, t.clock.left = sr.at, sw.at
 	exited := make(chan error, 1)
 	go func() { exited <- t.cmd.Wait() }()
-	inner, err := (&mcp.IOTransport{Reader: sr, Writer: &stopOnClose{WriteCloser: stdin, cmd: t.cmd, exited: exited, terminate: t.terminate}}).Connect(ctx)
+	inner, err := (&mcp.IOTransport{Reader: sr, Writer: &stopOnClose{WriteCloser: sw, cmd: t.cmd, exited: exited, terminate: t.terminate}}).Connect(ctx)
 	if err != nil {
 		_ = t.cmd.Process.Kill()
 		return nil, err

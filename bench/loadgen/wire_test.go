@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,3 +44,47 @@ func TestWireClockTimesTheExchange(t *testing.T) {
 	wt.clock.mu.Unlock()
 	assert.Zero(t, (&Server{}).Wire(cs), "an untimed session reads zero")
 }
+
+// Over stdio the clock starts when the request's bytes go into the pipe
+// and stops when the answer's come off it: a start stamped later than the
+// hand-over to the transport is used.
+func TestWireClockStartsAtThePipe(t *testing.T) {
+	var started atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "nap", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started.Store(time.Now().UnixNano())
+		time.Sleep(20 * time.Millisecond)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	wt := newWireTransport(ct)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, wt, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	// Stand-in for the stdio writer's stamp: the handler's start.
+	wt.clock.left = func() time.Time { return time.Unix(0, started.Load()) }
+	s := &Server{wires: map[*mcp.ClientSession]*wireClock{cs: wt.clock}}
+	t0 := time.Now()
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "nap"})
+	require.NoError(t, err)
+	total := time.Since(t0)
+	wire := s.Wire(cs)
+	assert.GreaterOrEqual(t, wire, 20*time.Millisecond)
+	assert.LessOrEqual(t, wire, total-time.Unix(0, started.Load()).Sub(t0))
+
+	var buf bytes.Buffer
+	sw := &stampWriter{WriteCloser: nopCloser{&buf}}
+	assert.True(t, sw.at().Equal(time.Unix(0, 0)))
+	_, _ = sw.Write([]byte("partial"))
+	assert.True(t, sw.at().Equal(time.Unix(0, 0)), "only a write ending a line is a request")
+	_, _ = sw.Write([]byte("{}\n"))
+	assert.WithinDuration(t, time.Now(), sw.at(), time.Second)
+}
+
+type nopCloser struct{ *bytes.Buffer }
+
+func (nopCloser) Close() error { return nil }
