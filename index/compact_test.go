@@ -78,17 +78,7 @@ func TestSettledIndexIsCompacted(t *testing.T) {
 	for i := range 300 {
 		seed = append(seed, compactDocs(r, fmt.Sprintf("cb%03d", i))...)
 	}
-	require.NoError(t, Build(context.Background(), path, Source{Total: len(seed), Rev: 1, Each: func(yield func(Doc) error) error {
-		for _, d := range seed {
-			if err := yield(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}}, nil))
-	ix, err := Open(path)
-	require.NoError(t, err)
-	defer ix.Close()
+	ix := openBuilt(t, path, 1, seed)
 
 	// Updates a persister nap apart are written as segments of their own;
 	// stop before scorch's own merge policy takes them (at about ten).

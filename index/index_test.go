@@ -141,17 +141,7 @@ func TestOlderVersionsStayOutOfDefaultSearches(t *testing.T) {
 		entry("2.0.0", "a2a0a0~ 2.0.0", true, "Send an email"),
 		entry("1.0.0", "a1a0a0~ 1.0.0", false, "Send an email or a fax"),
 	}
-	require.NoError(t, Build(context.Background(), path, Source{Total: 2, Rev: 1, Each: func(yield func(Doc) error) error {
-		for _, d := range docs {
-			if err := yield(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}}, nil))
-	ix, err := Open(path)
-	require.NoError(t, err)
-	defer ix.Close()
+	ix := openBuilt(t, path, 1, docs)
 	ctx := context.Background()
 	versions := func(r Result) []string {
 		var vs []string
@@ -200,17 +190,7 @@ func TestApplyIndexesOnlyChangedDocuments(t *testing.T) {
 	}
 	v1 := []Doc{doc("1.0.0", "a1", false, "a"), doc("1.0.0", "a1", false, "b")}
 	v2 := []Doc{doc("2.0.0", "a2", true, "a"), doc("2.0.0", "a2", true, "b")}
-	require.NoError(t, Build(context.Background(), path, Source{Rev: 1, Each: func(yield func(Doc) error) error {
-		for _, d := range append(append([]Doc{}, v1...), v2...) {
-			if err := yield(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}}, nil))
-	ix, err := Open(path)
-	require.NoError(t, err)
-	defer ix.Close()
+	ix := openBuilt(t, path, 1, append(append([]Doc{}, v1...), v2...))
 	updates := func() uint64 {
 		adv, err := ix.bi.Advanced()
 		require.NoError(t, err)

@@ -17,19 +17,12 @@ import (
 func TestTextTiesAtPageBoundary(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.index")
 	const n = 12
-	require.NoError(t, Build(context.Background(), path, Source{Rev: 1, Each: func(yield func(Doc) error) error {
-		for i := n - 1; i >= 0; i-- {
-			id := fmt.Sprintf("cb%02d", i)
-			if err := yield(Doc{CookbookID: id, Version: "1.0.0", VersionSort: versionSort(1), Latest: true, EntryID: "e",
-				EntryType: "recipe.verb.v1", Title: "Quokka sighting"}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}}, nil))
-	ix, err := Open(path)
-	require.NoError(t, err)
-	defer ix.Close()
+	var docs []Doc
+	for i := n - 1; i >= 0; i-- {
+		docs = append(docs, Doc{CookbookID: fmt.Sprintf("cb%02d", i), Version: "1.0.0", VersionSort: versionSort(1), Latest: true,
+			EntryID: "e", EntryType: "recipe.verb.v1", Title: "Quokka sighting"})
+	}
+	ix := openBuilt(t, path, 1, docs)
 	for _, limit := range []int{1, 3, 5, n - 1} {
 		r, err := ix.Search(context.Background(), Query{Text: "quokka", Limit: limit})
 		require.NoError(t, err)

@@ -43,19 +43,13 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 			EntryID: fmt.Sprintf("e%d", e), EntryType: "recipe.verb.v1", Title: w() + " " + w(),
 			Description: w(), ConnectorID: "c" + fmt.Sprint(r.IntN(2)), Tags: []string{w()}}
 	}
-	require.NoError(t, Build(context.Background(), path, Source{Rev: 1, Each: func(yield func(Doc) error) error {
-		for i := range 150 {
-			for e := range 4 {
-				if err := yield(doc(fmt.Sprintf("cb%03d", i), 1+i%3, e)); err != nil {
-					return err
-				}
-			}
+	var docs []Doc
+	for i := range 150 {
+		for e := range 4 {
+			docs = append(docs, doc(fmt.Sprintf("cb%03d", i), 1+i%3, e))
 		}
-		return nil
-	}}, nil))
-	ix, err := Open(path)
-	require.NoError(t, err)
-	defer ix.Close()
+	}
+	ix := openBuilt(t, path, 1, docs)
 	for i := range 4 {
 		id := fmt.Sprintf("late%d", i)
 		require.NoError(t, ix.Apply(context.Background(), Update{Cookbooks: []string{id}, Created: []string{id},

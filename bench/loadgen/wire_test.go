@@ -15,25 +15,34 @@ import (
 // TestWireClockTimesTheExchange: the wire time of a call covers the
 // server's handling (a tool that sleeps) and is never longer than the call
 // as the client sees it.
-func TestWireClockTimesTheExchange(t *testing.T) {
+// napSession connects a timed client to a server whose one tool, nap,
+// calls started and sleeps 20 ms.
+func napSession(t *testing.T, started func()) (*mcp.ClientSession, *wireTransport) {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "nap", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started()
 		time.Sleep(20 * time.Millisecond)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
 	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
+	ss, err := srv.Connect(context.Background(), st, nil)
 	require.NoError(t, err)
-	defer ss.Close()
+	t.Cleanup(func() { ss.Close() })
 	wt := newWireTransport(ct)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, wt, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), wt, nil)
 	require.NoError(t, err)
-	defer cs.Close()
+	t.Cleanup(func() { cs.Close() })
+	return cs, wt
+}
+
+func TestWireClockTimesTheExchange(t *testing.T) {
+	ctx := context.Background()
+	cs, wt := napSession(t, func() {})
 	s := &Server{wires: map[*mcp.ClientSession]*wireClock{cs: wt.clock}}
 
 	t0 := time.Now()
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "nap"})
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nap"})
 	total := time.Since(t0)
 	require.NoError(t, err)
 	wire := s.Wire(cs)
@@ -50,26 +59,13 @@ func TestWireClockTimesTheExchange(t *testing.T) {
 // hand-over to the transport is used.
 func TestWireClockStartsAtThePipe(t *testing.T) {
 	var started atomic.Int64
-	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "nap", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		started.Store(time.Now().UnixNano())
-		time.Sleep(20 * time.Millisecond)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
-	})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	defer ss.Close()
-	wt := newWireTransport(ct)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, wt, nil)
-	require.NoError(t, err)
-	defer cs.Close()
+	cs, wt := napSession(t, func() { started.Store(time.Now().UnixNano()) })
 	// Stand-in for the stdio writer's stamp: the handler's start.
 	wt.clock.left = func() time.Time { return time.Unix(0, started.Load()) }
 	s := &Server{wires: map[*mcp.ClientSession]*wireClock{cs: wt.clock}}
 	t0 := time.Now()
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "nap"})
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nap"})
 	require.NoError(t, err)
 	total := time.Since(t0)
 	wire := s.Wire(cs)
