@@ -16,22 +16,26 @@ import (
 // answered the load tool's searches in 0.7× the time. Once updates have
 // stopped for CompactQuiet, an index of more than compactMaxSegments file
 // segments is therefore merged into one, in the background (searches and
-// updates go on meanwhile), at most once per compactEvery so that a steady
-// trickle of writes does not rewrite the index over and over. A busy writer
-// never leaves the index quiet and never pays for it.
+// updates go on meanwhile). A merge rewrites the whole index, so the next
+// one waits compactEvery or compactSpacing times as long as the last took,
+// whichever is longer: writes a few seconds apart then cost at most a
+// percent of a core, however large the catalog. A busy writer never leaves
+// the index quiet and never pays for it.
 const (
 	// CompactQuiet is how long an index goes without updates before it is
 	// compacted.
 	CompactQuiet       = 2 * time.Second
 	compactMaxSegments = 4
 	compactEvery       = 30 * time.Second
+	compactSpacing     = 100
 )
 
 // compactor schedules the merges of one Index.
 type compactor struct {
 	mu     sync.Mutex
 	timer  *time.Timer
-	last   time.Time // when the last merge started
+	last   time.Time     // when the last merge started
+	took   time.Duration // how long it took
 	closed bool
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -54,10 +58,7 @@ func (c *compactor) touched(fire func()) {
 	if c.closed || c.ctx == nil {
 		return
 	}
-	wait := compactQuiet
-	if next := c.last.Add(compactEvery); time.Until(next) > wait {
-		wait = time.Until(next)
-	}
+	wait := c.delay(time.Now())
 	if c.timer != nil {
 		c.timer.Stop()
 	}
@@ -72,6 +73,16 @@ func (c *compactor) touched(fire func()) {
 		defer c.wg.Done()
 		fire()
 	})
+}
+
+// delay is how long from now a check for fragmentation waits: the quiet
+// period, or longer while the last merge is too recent. c.mu is held.
+func (c *compactor) delay(now time.Time) time.Duration {
+	wait := compactQuiet
+	if next := c.last.Add(max(compactEvery, compactSpacing*c.took)); next.Sub(now) > wait {
+		wait = next.Sub(now)
+	}
+	return wait
 }
 
 // stop cancels a pending or running merge; wait then waits for it to end
@@ -109,15 +120,17 @@ func (ix *Index) compactIfFragmented() {
 	if sc == nil || fileSegments(sc) <= compactMaxSegments {
 		return
 	}
+	start := time.Now()
 	ix.cmp.mu.Lock()
-	ix.cmp.last = time.Now()
+	ix.cmp.last = start
 	ix.cmp.mu.Unlock()
 	// nil options: scorch's single-segment plan.
-	if err := sc.ForceMerge(ix.cmp.ctx, nil); err != nil {
-		return
-	}
+	err := sc.ForceMerge(ix.cmp.ctx, nil)
 	ix.cmp.mu.Lock()
-	ix.cmp.merges++
+	ix.cmp.took = time.Since(start)
+	if err == nil {
+		ix.cmp.merges++
+	}
 	ix.cmp.mu.Unlock()
 }
 

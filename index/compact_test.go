@@ -139,3 +139,17 @@ func TestCloseStopsCompaction(t *testing.T) {
 		ix.scheduleCompaction() // after Close: a no-op, never a panic
 	}
 }
+
+// Merges are spaced by the quiet period, by compactEvery after the last
+// one, and by a hundred times its duration when it took long.
+func TestCompactionSpacing(t *testing.T) {
+	now := time.Now()
+	var c compactor
+	assert.Equal(t, compactQuiet, c.delay(now), "never merged: the quiet period")
+	c.last, c.took = now.Add(-time.Minute), 100*time.Millisecond
+	assert.Equal(t, compactQuiet, c.delay(now), "a short merge a minute ago")
+	c.last = now.Add(-10 * time.Second)
+	assert.Equal(t, 20*time.Second, c.delay(now), "compactEvery after the last merge")
+	c.took = 8 * time.Second
+	assert.Equal(t, 790*time.Second, c.delay(now), "a hundred times an 8 s merge, from its start")
+}
