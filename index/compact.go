@@ -110,12 +110,7 @@ func (ix *Index) scheduleCompaction() { ix.cmp.touched(ix.compactIfFragmented) }
 // closes the scorch index, which ends the merge.
 func (ix *Index) compactIfFragmented() {
 	ix.mu.RLock()
-	var sc *scorch.Scorch
-	if ix.bi != nil {
-		if adv, err := ix.bi.Advanced(); err == nil {
-			sc, _ = adv.(*scorch.Scorch)
-		}
-	}
+	sc := scorchOf(ix.bi)
 	ix.mu.RUnlock()
 	if sc == nil || fileSegments(sc) <= compactMaxSegments {
 		return
@@ -139,21 +134,12 @@ func fileSegments(sc *scorch.Scorch) uint64 {
 	return n
 }
 
-// Segments is the number of file segments at the index's root (tests and
-// diagnostics).
-func (ix *Index) Segments() uint64 {
+// segments is the number of file segments at the index's root.
+func (ix *Index) segments() uint64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.bi == nil {
-		return 0
+	if sc := scorchOf(ix.bi); sc != nil {
+		return fileSegments(sc)
 	}
-	adv, err := ix.bi.Advanced()
-	if err != nil {
-		return 0
-	}
-	sc, ok := adv.(*scorch.Scorch)
-	if !ok {
-		return 0
-	}
-	return fileSegments(sc)
+	return 0
 }

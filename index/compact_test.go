@@ -83,7 +83,7 @@ func TestSettledIndexIsCompacted(t *testing.T) {
 	// Updates a persister nap apart are written as segments of their own;
 	// stop before scorch's own merge policy takes them (at about ten).
 	rev := uint64(1)
-	for ix.Segments() <= compactMaxSegments {
+	for ix.segments() <= compactMaxSegments {
 		require.Less(t, rev, uint64(9), "the updates left the index in more than %d segments", compactMaxSegments)
 		rev++
 		id := fmt.Sprintf("new%02d", rev)
@@ -97,7 +97,7 @@ func TestSettledIndexIsCompacted(t *testing.T) {
 		defer ix.cmp.mu.Unlock()
 		return ix.cmp.merges == 1
 	}, 20*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { return ix.Segments() == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return ix.segments() == 1 }, 5*time.Second, 10*time.Millisecond)
 	sameAnswers(t, before, answers(t, ix))
 	got, err := ix.Rev()
 	require.NoError(t, err)

@@ -413,15 +413,24 @@ func (ix *Index) Close() error {
 	return err
 }
 
+// scorchOf is the scorch index under bi, or nil (bi nil or not scorch).
+func scorchOf(bi bleve.Index) *scorch.Scorch {
+	if bi == nil {
+		return nil
+	}
+	adv, err := bi.Advanced()
+	if err != nil {
+		return nil
+	}
+	sc, _ := adv.(*scorch.Scorch)
+	return sc
+}
+
 // waitPersisted polls scorch until its persisted epoch reaches the current
 // root epoch (or the timeout passes).
 func (ix *Index) waitPersisted(timeout time.Duration) {
-	adv, err := ix.bi.Advanced()
-	if err != nil {
-		return
-	}
-	sc, ok := adv.(*scorch.Scorch)
-	if !ok {
+	sc := scorchOf(ix.bi)
+	if sc == nil {
 		return
 	}
 	deadline := time.Now().Add(timeout)

@@ -56,7 +56,7 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 			Docs: []Doc{doc(id, 2, 0), doc(id, 2, 1)}, Rev: uint64(2 + i)}))
 		time.Sleep(PersistNap + 30*time.Millisecond)
 	}
-	require.Greater(t, ix.Segments(), uint64(1))
+	require.Greater(t, ix.segments(), uint64(1))
 
 	ties := 0
 	for _, text := range []string{"alpha", "beta gamma", "delta alpha beta", "gamma", "zeta", "alpha c1"} {

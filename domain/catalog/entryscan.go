@@ -279,7 +279,8 @@ func (s *scanner) skip() {
 	}
 }
 
-func isASCII(s string) bool {
+// isASCII reports whether s holds only ASCII bytes.
+func isASCII[T ~string | ~[]byte](s T) bool {
 	for i := range len(s) {
 		if s[i] >= 0x80 {
 			return false

@@ -203,10 +203,8 @@ func (rf rowFilter) mayKeep(row []byte) bool {
 	if len(rf.words) == 0 {
 		return true
 	}
-	for _, b := range row {
-		if b >= 0x80 {
-			return true
-		}
+	if !isASCII(row) {
+		return true
 	}
 	for _, w := range rf.words {
 		if !containsFoldASCII(row, w) {
