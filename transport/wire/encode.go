@@ -45,7 +45,7 @@ func Encode(msg jsonrpc.Message) ([]byte, error) {
 
 // plainID reports whether id is printable ASCII that JSON writes as it is.
 func plainID(id string) bool {
-	for i := 0; i < len(id); i++ {
+	for i := range len(id) {
 		if c := id[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
 		}
