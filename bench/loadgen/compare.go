@@ -53,6 +53,10 @@ type TargetInfo struct {
 	Binary     string  `json:"binary"`
 	StartupMS  float64 `json:"startup_ms"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// RSSAnonMiB and RSSFileMiB are its resident set at the end of the
+	// run (before the raw pass), anonymous and file-backed.
+	RSSAnonMiB float64 `json:"rss_anon_mib,omitempty"`
+	RSSFileMiB float64 `json:"rss_file_mib,omitempty"`
 	// GCCPUPercent: see TransportReport.
 	GCCPUPercent float64  `json:"gc_cpu_percent,omitempty"`
 	Missing      []string `json:"missing_tools,omitempty"`
@@ -172,6 +176,9 @@ func RunSideBySide(ctx context.Context, targets []*Target, names []string, lim L
 		if rss, err := t.Server.PeakRSSBytes(); err == nil {
 			out.Targets[i].PeakRSSMiB = float64(rss) / (1 << 20)
 		}
+		if anon, file, err := t.Server.RSSByKind(); err == nil {
+			out.Targets[i].RSSAnonMiB, out.Targets[i].RSSFileMiB = float64(anon)/(1<<20), float64(file)/(1<<20)
+		}
 		if pct, ok := t.Server.GCPercent(); ok {
 			out.Targets[i].GCCPUPercent = pct
 		}
@@ -286,6 +293,9 @@ func (s SideBySide) Write(w io.Writer) {
 	fmt.Fprintf(w, "\n== side by side over stdio, %d bundles (same calls, alternating, one run)\n", s.Bundles)
 	for _, t := range s.Targets {
 		fmt.Fprintf(w, "%-8s %s: start-up to first tools/list median %.1f ms, peak RSS %.1f MiB", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		if t.RSSAnonMiB > 0 {
+			fmt.Fprintf(w, " (at the end: %.1f MiB anonymous, %.1f MiB file-backed)", t.RSSAnonMiB, t.RSSFileMiB)
+		}
 		if t.GCCPUPercent > 0 {
 			fmt.Fprintf(w, ", GC %.0f %% of CPU", t.GCCPUPercent)
 		}
@@ -373,7 +383,11 @@ func errTotal(m map[string]int) int {
 func (s SideBySide) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n#### side by side over stdio, %d bundles\n\n", s.Bundles)
 	for _, t := range s.Targets {
-		fmt.Fprintf(w, "- %s (`%s`): start-up to the first tools/list, median %.1f ms; peak RSS %.1f MiB\n", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		fmt.Fprintf(w, "- %s (`%s`): start-up to the first tools/list, median %.1f ms; peak RSS %.1f MiB", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		if t.RSSAnonMiB > 0 {
+			fmt.Fprintf(w, " (at the end %.1f MiB anonymous, %.1f MiB file-backed)", t.RSSAnonMiB, t.RSSFileMiB)
+		}
+		fmt.Fprintln(w)
 	}
 	names := s.targetNames()
 	fmt.Fprint(w, "\n| op |")

@@ -334,6 +334,9 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 	if rss, err := srv.PeakRSSBytes(); err == nil {
 		tr.PeakRSSMiB = mib(rss)
 	}
+	if anon, file, err := srv.RSSByKind(); err == nil {
+		tr.RSSAnonMiB, tr.RSSFileMiB = mib(anon), mib(file)
+	}
 	if pct, ok := srv.GCPercent(); ok {
 		tr.GCCPUPercent = pct
 	}

@@ -250,6 +250,8 @@ func TestCompareSideBySide(t *testing.T) {
 		assert.Greater(t, o.RawFloorRatioP50, 0.0, name)
 	}
 	assert.Empty(t, s.RawError)
+	assert.Positive(t, s.Targets[0].RSSAnonMiB)
+	assert.Positive(t, s.Targets[0].RSSFileMiB)
 	assert.Equal(t, 25, ops[loadgen.FloorTool].Results["floor"].RawCalls)
 	assert.Equal(t, 25, ops[loadgen.OpToolsList].Results["floor"].Calls, "the floor answers tools/list")
 	assert.Equal(t, 25, ops[loadgen.FloorTool].Results["floor"].Calls, "the floor's one tool")
