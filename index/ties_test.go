@@ -51,9 +51,11 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 	}
 	ix := openBuilt(t, path, 1, docs)
 	for i := range 4 {
-		id := fmt.Sprintf("late%d", i)
-		require.NoError(t, ix.Apply(context.Background(), Update{Cookbooks: []string{id}, Created: []string{id},
-			Docs: []Doc{doc(id, 2, 0), doc(id, 2, 1)}, Rev: uint64(2 + i)}))
+		// A new cookbook, and a rewritten one whose documents in the
+		// first segment are deleted: internal ids count those too.
+		id, old := fmt.Sprintf("late%d", i), fmt.Sprintf("cb%03d", 10*i)
+		require.NoError(t, ix.Apply(context.Background(), Update{Cookbooks: []string{id, old}, Created: []string{id},
+			Docs: []Doc{doc(id, 2, 0), doc(id, 2, 1), doc(old, 1, 0), doc(old, 1, 1)}, Rev: uint64(2 + i)}))
 		time.Sleep(PersistNap + 30*time.Millisecond)
 	}
 	require.Greater(t, ix.segments(), uint64(1))
