@@ -10,6 +10,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/collector"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 )
@@ -80,6 +81,41 @@ func (ix *Index) topScored(ctx context.Context, q query.Query, limit int) ([]Hit
 		out = append(out, h)
 	}
 	return out, total, nil
+}
+
+// listed returns the first limit matches of q in list_key order, unscored,
+// and how many matched: bleve's own collector sorted by list_key, as a
+// search request would run it, with the page's stored hits read by
+// hitReader on the same snapshot.
+func (ix *Index) listed(ctx context.Context, q query.Query, limit int) ([]Hit, uint64, error) {
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	s, err := q.Searcher(ctx, r, ix.bi.Mapping(), search.SearcherOptions{Score: "none"})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer s.Close()
+	coll := collector.NewTopNCollector(limit, 0, search.ParseSortOrderStrings([]string{"list_key"}))
+	if err := coll.Collect(ctx, s, r); err != nil {
+		return nil, 0, err
+	}
+	hits := newHitReader(r)
+	out := make([]Hit, 0, len(coll.Results()))
+	for _, dm := range coll.Results() {
+		h, err := hits.hit(dm.IndexInternalID)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, h)
+	}
+	return out, coll.Total(), nil
 }
 
 // storedHitOf decodes the stored "hit" field of a document.
