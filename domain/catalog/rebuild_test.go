@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 type buildGate struct {
 	started chan struct{}
 	release chan struct{}
+	once    sync.Once
 	calls   atomic.Int32
 	// fail, when set, is returned by the first build instead of waiting.
 	fail error
@@ -27,9 +29,15 @@ type buildGate struct {
 	during func()
 }
 
-func newBuildGate() *buildGate {
-	return &buildGate{started: make(chan struct{}), release: make(chan struct{})}
+// newBuildGate returns a gate that lets the build go when the test ends
+// (so a test that failed does not hang closing the database).
+func newBuildGate(t *testing.T) *buildGate {
+	g := &buildGate{started: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
 }
+
+func (g *buildGate) open() { g.once.Do(func() { close(g.release) }) }
 
 func (g *buildGate) hook(ctx context.Context) error {
 	if g.calls.Add(1) != 1 {
@@ -97,7 +105,7 @@ func seededWithoutIndex(t *testing.T) *env {
 // including that upsert; a search whose context ends returns its error.
 func TestBackgroundRebuildServesWhileBuilding(t *testing.T) {
 	e := seededWithoutIndex(t)
-	g := newBuildGate()
+	g := newBuildGate(t)
 	e.openBackground(t, g)
 	rep := e.svc.Report()
 	assert.True(t, rep.Rebuilt)
@@ -143,7 +151,7 @@ func TestBackgroundRebuildServesWhileBuilding(t *testing.T) {
 		t.Fatalf("the search answered before the rebuild was done: %v", ids)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(g.release)
+	g.open()
 	var ids []string
 	within(t, "the search after the rebuild", func() { ids = <-found })
 	// Latest versions only: alpha@2.0.0 (1 entry), gamma (3); beta deleted.
@@ -168,7 +176,7 @@ func TestBackgroundRebuildServesWhileBuilding(t *testing.T) {
 // write made while the first rebuild ran is found.
 func TestBackgroundRebuildCloseCancels(t *testing.T) {
 	e := seededWithoutIndex(t)
-	g := newBuildGate()
+	g := newBuildGate(t)
 	e.openBackground(t, g)
 	mustUpsert(t, e.svc, sample("during", "1.0.0", 1), "")
 	within(t, "Close during the rebuild", func() { require.NoError(t, e.svc.Close()) })
@@ -201,7 +209,7 @@ func TestBackgroundRebuildRetiresAnIndexAhead(t *testing.T) {
 	e.reopen() // index rebuilt at 50
 	setRev(10)
 	e.close()
-	g := newBuildGate()
+	g := newBuildGate(t)
 	e.openBackground(t, g)
 	assert.Equal(t, "index ahead of the database", e.svc.Report().Reason)
 	require.NoError(t, e.svc.Close())
@@ -220,7 +228,7 @@ func TestBackgroundRebuildRetiresAnIndexAhead(t *testing.T) {
 // next search rebuilds and answers.
 func TestBackgroundRebuildFailureRetriedBySearch(t *testing.T) {
 	e := seededWithoutIndex(t)
-	g := newBuildGate()
+	g := newBuildGate(t)
 	g.fail = errors.New("disk on fire")
 	e.openBackground(t, g)
 	err := e.svc.WaitIndex(t.Context())
@@ -242,10 +250,14 @@ func TestBackgroundRebuildFailureRetriedBySearch(t *testing.T) {
 // from a new snapshot that holds them.
 func TestBackgroundRebuildStartsOverWhenTheLogIsPruned(t *testing.T) {
 	e := seededWithoutIndex(t)
-	g := newBuildGate()
+	g := newBuildGate(t)
 	opened := make(chan struct{})
 	g.during = func() {
-		<-opened
+		select {
+		case <-opened:
+		case <-g.release: // the test failed before Open returned
+			return
+		}
 		mustUpsert(t, e.svc, sample("pruned", "1.0.0", 2), "")
 		rev := e.svc.Rev()
 		require.NoError(t, e.db.Update(func(tx store.Tx) error {
@@ -254,7 +266,7 @@ func TestBackgroundRebuildStartsOverWhenTheLogIsPruned(t *testing.T) {
 	}
 	e.openBackground(t, g)
 	close(opened)
-	close(g.release)
+	g.open()
 	require.NoError(t, e.svc.WaitIndex(t.Context()))
 	assert.Equal(t, int32(2), g.calls.Load(), "the first round's catch-up could not reach back")
 	assert.Len(t, searchIDs(t, e.svc, index.Query{CookbookID: "pruned"}), 2)
@@ -266,7 +278,7 @@ func TestBackgroundRebuildStartsOverWhenTheLogIsPruned(t *testing.T) {
 // the background one is answered, not failed.
 func TestReindexSupersedesBackgroundRebuild(t *testing.T) {
 	e := seededWithoutIndex(t)
-	g := newBuildGate()
+	g := newBuildGate(t)
 	e.openBackground(t, g)
 	found := make(chan []string, 1)
 	go func() { found <- searchIDs(t, e.svc, index.Query{CookbookID: "alpha"}) }()
