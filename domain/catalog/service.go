@@ -75,14 +75,14 @@ type Service struct {
 	idxMu sync.RWMutex
 	idx   *index.Index
 
-	// buildMu serialises index builds (one folder, one build at a time);
-	// bgMu guards bg (the background rebuild running, nil when none) and
-	// closed (Close ran: no background rebuild starts any more) and bgErr
-	// (how the last one ended);
-	// rebuilding mirrors bg != nil for the write path; bgDone tracks the
-	// rebuild's goroutine.
+	// background and buildHook are Open's options of the same names.
 	background bool
 	buildHook  func(ctx context.Context) error
+	// buildMu serialises index builds (one folder, one build at a time).
+	// bgMu guards bg (the background rebuild running, nil when none), bgErr
+	// (how the last one ended) and closed (Close ran: no background rebuild
+	// starts any more). rebuilding mirrors bg != nil for the write path;
+	// bgDone tracks the rebuild's goroutine.
 	buildMu    sync.Mutex
 	bgMu       sync.Mutex
 	bg         *rebuild
