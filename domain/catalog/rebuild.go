@@ -45,14 +45,21 @@ const maxRebuildRounds = 3
 // Rebuilding reports whether a background rebuild is running.
 func (s *Service) Rebuilding() bool { return s.rebuilding.Load() }
 
-// WaitIndex waits until no background rebuild runs, or ctx ends; it
-// returns the error of the last background rebuild when that one failed.
+// WaitIndex waits until no background rebuild runs, or ctx ends; when
+// there is no index then, it returns why the last background rebuild
+// failed.
 func (s *Service) WaitIndex(ctx context.Context) error {
 	if err := s.awaitRebuild(ctx); err != nil {
 		return err
 	}
+	if s.hasIndex() {
+		return nil
+	}
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
+	if s.bgErr == nil {
+		return errIndexClosed
+	}
 	return s.bgErr
 }
 
