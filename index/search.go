@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -154,39 +153,15 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	case text == "" && len(filters) == 0:
 		bq.AddMust(query.NewMatchAllQuery())
 	}
+	collect := ix.topScored
 	if text == "" {
-		req := bleve.NewSearchRequestOptions(bq, limit, 0, false)
-		req.Fields = []string{"hit"}
-		req.Score = "none"
-		req.SortBy([]string{"list_key"})
-		res, err := ix.bi.SearchInContext(ctx, req)
-		if err != nil {
-			return Result{}, fmt.Errorf("search: %w", err)
-		}
-		items, err := decodeHits(res, false)
-		return Result{Items: items, Total: res.Total}, err
+		collect = ix.listed
 	}
-	items, total, err := ix.topScored(ctx, bq, limit)
+	items, total, err := collect(ctx, bq, limit)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
 	return Result{Items: items, Total: total}, nil
-}
-
-func decodeHits(res *bleve.SearchResult, scored bool) ([]Hit, error) {
-	out := make([]Hit, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		raw, _ := h.Fields["hit"].(string)
-		hit, err := decodeStoredHit(h.ID, []byte(raw))
-		if err != nil {
-			return nil, err
-		}
-		if scored {
-			hit.Score = h.Score
-		}
-		out = append(out, hit)
-	}
-	return out, nil
 }
 
 // decodeStoredHit decodes the stored "hit" field of document id.

@@ -166,7 +166,7 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 }
 
 func (c *attachConn) Write(_ context.Context, msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := wire.Encode(msg)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type Target struct {
 	Ops    map[string]Op
 	Raw    bool
 	Seeded bool
+	// Options are what Server was started with; with Options.Bin set, a
+	// side-by-side run times every operation again through RawClient.
+	Options ServerOptions
 	// StartupMS is its median start-up to the first tools/list.
 	StartupMS float64 `json:"startup_ms"`
 }
@@ -40,6 +43,8 @@ type SideBySide struct {
 	Bundles int          `json:"bundles"`
 	Targets []TargetInfo `json:"targets"`
 	Ops     []SideOp     `json:"ops"`
+	// RawError says why the RawClient pass did not complete.
+	RawError string `json:"raw_error,omitempty"`
 }
 
 // TargetInfo describes a target in the report.
@@ -48,6 +53,10 @@ type TargetInfo struct {
 	Binary     string  `json:"binary"`
 	StartupMS  float64 `json:"startup_ms"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// RSSAnonMiB and RSSFileMiB are its resident set at the end of the
+	// run (before the raw pass), anonymous and file-backed.
+	RSSAnonMiB float64 `json:"rss_anon_mib,omitempty"`
+	RSSFileMiB float64 `json:"rss_file_mib,omitempty"`
 	// GCCPUPercent: see TransportReport.
 	GCCPUPercent float64  `json:"gc_cpu_percent,omitempty"`
 	Missing      []string `json:"missing_tools,omitempty"`
@@ -61,6 +70,10 @@ type SideOp struct {
 	RatioP50      float64             `json:"ratio_p50,omitempty"`
 	RatioP99      float64             `json:"ratio_p99,omitempty"`
 	FloorRatioP50 float64             `json:"floor_ratio_p50,omitempty"`
+	// RawRatioP50 and RawFloorRatioP50 are ours over compare and over the
+	// floor's ping on RawClient's clock.
+	RawRatioP50      float64 `json:"raw_ratio_p50,omitempty"`
+	RawFloorRatioP50 float64 `json:"raw_floor_ratio_p50,omitempty"`
 }
 
 // ListToolsOp is the tools/list operation.
@@ -159,24 +172,96 @@ func RunSideBySide(ctx context.Context, targets []*Target, names []string, lim L
 		}
 		out.Ops = append(out.Ops, so)
 	}
-	out.ratios()
 	for i, t := range targets {
 		if rss, err := t.Server.PeakRSSBytes(); err == nil {
 			out.Targets[i].PeakRSSMiB = float64(rss) / (1 << 20)
+		}
+		if anon, file, err := t.Server.RSSByKind(); err == nil {
+			out.Targets[i].RSSAnonMiB, out.Targets[i].RSSFileMiB = float64(anon)/(1<<20), float64(file)/(1<<20)
 		}
 		if pct, ok := t.Server.GCPercent(); ok {
 			out.Targets[i].GCCPUPercent = pct
 		}
 	}
+	if lim.RawPass {
+		if err := rawPass(ctx, targets, &out, lim, seed); err != nil {
+			out.RawError = err.Error()
+		}
+	}
+	out.ratios()
 	return out
+}
+
+// rawPass stops every target's server and times each operation again with
+// a RawClient on a fresh process of it (same database), alternating as the
+// first pass did, with the same argument sequences.
+func rawPass(ctx context.Context, targets []*Target, out *SideBySide, lim Limits, seed uint64) error {
+	clients := make([]*RawClient, len(targets))
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
+	for i, t := range targets {
+		if t.Options.Bin == "" {
+			return fmt.Errorf("%s: no server options to start it again", t.Name)
+		}
+		if err := t.Server.Close(); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+		c, err := StartRawClient(ctx, t.Options)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+		clients[i] = c
+	}
+	for k := range out.Ops {
+		so := &out.Ops[k]
+		var active []int
+		for i, t := range targets {
+			if r, ok := so.Results[t.Name]; ok && r.Skipped == "" {
+				active = append(active, i)
+			}
+		}
+		recs := make([]*Recorder, len(active))
+		rngs := make([]*rand.Rand, len(active))
+		for j := range active {
+			recs[j] = NewRecorder()
+			rngs[j] = rand.New(rand.NewPCG(seed+uint64(k)*7919, 2))
+		}
+		deadline := time.Now().Add(lim.Duration)
+		for i := 0; i < lim.Calls && ctx.Err() == nil && time.Now().Before(deadline); i++ {
+			for j := range active {
+				x := (i + j) % len(active)
+				t := targets[active[x]]
+				op := t.Ops[so.Op]
+				var args map[string]any
+				if op.Args != nil {
+					args = op.Args(rngs[x])
+				}
+				d, code := clients[active[x]].Do(ctx, op, args, !t.Raw)
+				recs[x].Add(d, code)
+			}
+		}
+		for j, i := range active {
+			recs[j].Stop()
+			sum := recs[j].Summary(so.Op, Stdio, out.Bundles, 1)
+			r := so.Results[targets[i].Name]
+			r.RawP50MS, r.RawP99MS, r.RawCalls, r.RawErrors = sum.P50MS, sum.P99MS, sum.Calls, errTotal(sum.Errors)
+			so.Results[targets[i].Name] = r
+		}
+	}
+	return nil
 }
 
 // ratios fills ours/compare and ours/floor (the floor's ping p50).
 func (s *SideBySide) ratios() {
-	var floorP50 float64
+	var floorP50, floorRawP50 float64
 	for _, o := range s.Ops {
 		if r, ok := o.Results["floor"]; ok && o.Op == FloorTool && r.Skipped == "" {
-			floorP50 = r.P50MS
+			floorP50, floorRawP50 = r.P50MS, r.RawP50MS
 		}
 	}
 	for i := range s.Ops {
@@ -190,9 +275,15 @@ func (s *SideBySide) ratios() {
 			if c.P99MS > 0 {
 				o.RatioP99 = ours.P99MS / c.P99MS
 			}
+			if c.RawP50MS > 0 && ours.RawP50MS > 0 {
+				o.RawRatioP50 = ours.RawP50MS / c.RawP50MS
+			}
 		}
 		if floorP50 > 0 {
 			o.FloorRatioP50 = ours.P50MS / floorP50
+		}
+		if floorRawP50 > 0 && ours.RawP50MS > 0 {
+			o.RawFloorRatioP50 = ours.RawP50MS / floorRawP50
 		}
 	}
 }
@@ -202,6 +293,9 @@ func (s SideBySide) Write(w io.Writer) {
 	fmt.Fprintf(w, "\n== side by side over stdio, %d bundles (same calls, alternating, one run)\n", s.Bundles)
 	for _, t := range s.Targets {
 		fmt.Fprintf(w, "%-8s %s: start-up to first tools/list median %.1f ms, peak RSS %.1f MiB", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		if t.RSSAnonMiB > 0 {
+			fmt.Fprintf(w, " (at the end: %.1f MiB anonymous, %.1f MiB file-backed)", t.RSSAnonMiB, t.RSSFileMiB)
+		}
 		if t.GCCPUPercent > 0 {
 			fmt.Fprintf(w, ", GC %.0f %% of CPU", t.GCCPUPercent)
 		}
@@ -215,9 +309,9 @@ func (s SideBySide) Write(w io.Writer) {
 	var head strings.Builder
 	head.WriteString("op\t")
 	for _, n := range names {
-		fmt.Fprintf(&head, "%s calls\t%s p50\t%s p99\t%s wire p50\t", n, n, n, n)
+		fmt.Fprintf(&head, "%s calls\t%s p50\t%s p99\t%s wire p50\t%s raw p50\t%s raw p99\t", n, n, n, n, n, n)
 	}
-	head.WriteString("ours/compare p50\tours/compare p99\tours/floor p50\t")
+	head.WriteString("ours/compare p50\tours/compare p99\tours/compare raw p50\tours/floor p50\tours/floor raw p50\t")
 	fmt.Fprintln(tw, head.String())
 	for _, o := range s.Ops {
 		var line strings.Builder
@@ -226,21 +320,24 @@ func (s SideBySide) Write(w io.Writer) {
 			r, ok := o.Results[n]
 			switch {
 			case !ok:
-				line.WriteString("\t\t\t\t")
+				line.WriteString("\t\t\t\t\t\t")
 			case r.Skipped != "":
-				line.WriteString("skipped\t-\t-\t-\t")
+				line.WriteString("skipped\t-\t-\t-\t-\t-\t")
 			default:
 				calls := fmt.Sprint(r.Calls)
-				if errs := errTotal(r.Errors); errs > 0 {
+				if errs := errTotal(r.Errors) + r.RawErrors; errs > 0 {
 					calls += fmt.Sprintf(" (%d err)", errs)
 				}
-				fmt.Fprintf(&line, "%s\t%.3f\t%.3f\t%.3f\t", calls, r.P50MS, r.P99MS, r.WireP50MS)
+				fmt.Fprintf(&line, "%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t", calls, r.P50MS, r.P99MS, r.WireP50MS, msOrDash(r.RawP50MS), msOrDash(r.RawP99MS))
 			}
 		}
-		line.WriteString(ratio(o.RatioP50) + "\t" + ratio(o.RatioP99) + "\t" + ratio(o.FloorRatioP50) + "\t")
+		line.WriteString(ratio(o.RatioP50) + "\t" + ratio(o.RatioP99) + "\t" + ratio(o.RawRatioP50) + "\t" + ratio(o.FloorRatioP50) + "\t" + ratio(o.RawFloorRatioP50) + "\t")
 		fmt.Fprintln(tw, line.String())
 	}
 	tw.Flush()
+	if s.RawError != "" {
+		fmt.Fprintf(w, "  raw pass not completed: %s\n", s.RawError)
+	}
 	for _, o := range s.Ops {
 		for _, n := range names {
 			if r, ok := o.Results[n]; ok && r.Skipped != "" {
@@ -258,6 +355,13 @@ func (s SideBySide) targetNames() []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+func msOrDash(x float64) string {
+	if x == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", x)
 }
 
 func ratio(x float64) string {
@@ -279,28 +383,32 @@ func errTotal(m map[string]int) int {
 func (s SideBySide) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n#### side by side over stdio, %d bundles\n\n", s.Bundles)
 	for _, t := range s.Targets {
-		fmt.Fprintf(w, "- %s (`%s`): start-up to the first tools/list, median %.1f ms; peak RSS %.1f MiB\n", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		fmt.Fprintf(w, "- %s (`%s`): start-up to the first tools/list, median %.1f ms; peak RSS %.1f MiB", t.Name, t.Binary, t.StartupMS, t.PeakRSSMiB)
+		if t.RSSAnonMiB > 0 {
+			fmt.Fprintf(w, " (at the end %.1f MiB anonymous, %.1f MiB file-backed)", t.RSSAnonMiB, t.RSSFileMiB)
+		}
+		fmt.Fprintln(w)
 	}
 	names := s.targetNames()
 	fmt.Fprint(w, "\n| op |")
 	for _, n := range names {
-		fmt.Fprintf(w, " %s p50 ms | %s p99 ms | %s wire p50 ms |", n, n, n)
+		fmt.Fprintf(w, " %s p50 ms | %s p99 ms | %s wire p50 ms | %s raw p50 ms |", n, n, n, n)
 	}
-	fmt.Fprintln(w, " ours/compare p50 | ours/floor p50 |")
-	fmt.Fprintln(w, "|---|"+strings.Repeat("---:|---:|---:|", len(names))+"---:|---:|")
+	fmt.Fprintln(w, " ours/compare p50 | ours/compare raw p50 | ours/floor p50 | ours/floor raw p50 |")
+	fmt.Fprintln(w, "|---|"+strings.Repeat("---:|---:|---:|---:|", len(names))+"---:|---:|---:|---:|")
 	for _, o := range s.Ops {
 		fmt.Fprintf(w, "| %s |", o.Op)
 		for _, n := range names {
 			r, ok := o.Results[n]
 			switch {
 			case !ok:
-				fmt.Fprint(w, " | | |")
+				fmt.Fprint(w, " | | | |")
 			case r.Skipped != "":
-				fmt.Fprint(w, " skipped | | |")
+				fmt.Fprint(w, " skipped | | | |")
 			default:
-				fmt.Fprintf(w, " %.3f | %.3f | %.3f |", r.P50MS, r.P99MS, r.WireP50MS)
+				fmt.Fprintf(w, " %.3f | %.3f | %.3f | %s |", r.P50MS, r.P99MS, r.WireP50MS, msOrDash(r.RawP50MS))
 			}
 		}
-		fmt.Fprintf(w, " %s | %s |\n", ratio(o.RatioP50), ratio(o.FloorRatioP50))
+		fmt.Fprintf(w, " %s | %s | %s | %s |\n", ratio(o.RatioP50), ratio(o.RawRatioP50), ratio(o.FloorRatioP50), ratio(o.RawFloorRatioP50))
 	}
 }

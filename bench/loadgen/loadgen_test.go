@@ -141,3 +141,15 @@ func TestPeakRSSOfThisProcess(t *testing.T) {
 }
 
 func osGetpid() int { return os.Getpid() }
+
+func TestRSSByKindOfThisProcess(t *testing.T) {
+	anon, file, err := RSSByKind(osGetpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	peak, err := PeakRSS(osGetpid())
+	require.NoError(t, err)
+	assert.Greater(t, anon, int64(0))
+	assert.Greater(t, file, int64(0), "the test binary's own pages")
+	assert.LessOrEqual(t, anon+file, peak+(16<<20), "now is at most the peak (plus what grew since reading it)")
+}

@@ -63,6 +63,10 @@ type TransportReport struct {
 	// catalog; PeakRSSMiB of the one that served the workloads.
 	SeedPeakRSSMiB float64 `json:"seed_peak_rss_mib,omitempty"`
 	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	// RSSAnonMiB and RSSFileMiB split the serving process's resident set
+	// at the end of the workloads into anonymous and file-backed pages.
+	RSSAnonMiB float64 `json:"rss_anon_mib,omitempty"`
+	RSSFileMiB float64 `json:"rss_file_mib,omitempty"`
 	// GCCPUPercent is the serving process's GC share of CPU (only with
 	// --env GODEBUG=gctrace=1).
 	GCCPUPercent float64 `json:"gc_cpu_percent,omitempty"`
@@ -106,6 +110,9 @@ func (rep Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "peak RSS: seeding %.1f MiB, serving %.1f MiB\n", tr.SeedPeakRSSMiB, tr.PeakRSSMiB)
 		} else {
 			fmt.Fprintf(w, "peak RSS: %.1f MiB\n", tr.PeakRSSMiB)
+		}
+		if tr.RSSAnonMiB > 0 {
+			fmt.Fprintf(w, "resident at the end: %.1f MiB anonymous, %.1f MiB file-backed\n", tr.RSSAnonMiB, tr.RSSFileMiB)
 		}
 		if tr.GCCPUPercent > 0 {
 			fmt.Fprintf(w, "GC share of CPU while serving: %.0f %%\n", tr.GCCPUPercent)
@@ -173,6 +180,9 @@ func (rep Report) WriteMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "- peak RSS (VmHWM): %.1f MiB while seeding, %.1f MiB while serving the workloads\n", tr.SeedPeakRSSMiB, tr.PeakRSSMiB)
 		} else {
 			fmt.Fprintf(w, "- peak RSS (VmHWM): %.1f MiB\n", tr.PeakRSSMiB)
+		}
+		if tr.RSSAnonMiB > 0 {
+			fmt.Fprintf(w, "- resident at the end: %.1f MiB anonymous, %.1f MiB file-backed\n", tr.RSSAnonMiB, tr.RSSFileMiB)
 		}
 		if tr.SeedFirstP50MS > 0 {
 			fmt.Fprintf(w, "- upsert p50 while seeding: first tenth %.2f ms, last tenth %.2f ms\n", tr.SeedFirstP50MS, tr.SeedLastP50MS)

@@ -306,6 +306,51 @@ func PeakRSS(pid int) (int64, error) {
 	return 0, errors.New("VmHWM not found")
 }
 
+// RSSByKind reads a process's resident set now, split into anonymous
+// memory (heap, stacks) and file-backed pages (its executable, the
+// database and index files it maps: clean pages the kernel may drop at
+// any time, and which its fault-around maps 64 KiB at a time), from
+// /proc (Linux only).
+func RSSByKind(pid int) (anon, file int64, err error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	var found int
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		key, rest, ok := strings.Cut(line, ":")
+		if !ok || (key != "RssAnon" && key != "RssFile") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		if key == "RssAnon" {
+			anon = kb * 1024
+		} else {
+			file = kb * 1024
+		}
+		found++
+	}
+	if found < 2 {
+		return 0, 0, errors.New("RssAnon/RssFile not found")
+	}
+	return anon, file, nil
+}
+
+// RSSByKind is the server process's resident set now, by kind.
+func (s *Server) RSSByKind() (anon, file int64, err error) {
+	if s.Cmd == nil || s.Cmd.Process == nil {
+		return 0, 0, errors.New("no process")
+	}
+	return RSSByKind(s.Cmd.Process.Pid)
+}
+
 // StopDaemon stops the daemon that owns dbPath (the attach transport's
 // first launch started it), waiting for it to exit.
 func StopDaemon(ctx context.Context, bin, dbPath string) error {

@@ -71,6 +71,12 @@ type OpResult struct {
 	// client's decoding of the result.
 	WireP50MS float64 `json:"wire_p50_ms,omitempty"`
 	WireP99MS float64 `json:"wire_p99_ms,omitempty"`
+	// RawP50MS and RawP99MS time the operation through RawClient in a
+	// second pass (side-by-side runs): the server's own answer time.
+	RawP50MS  float64 `json:"raw_p50_ms,omitempty"`
+	RawP99MS  float64 `json:"raw_p99_ms,omitempty"`
+	RawCalls  int     `json:"raw_calls,omitempty"`
+	RawErrors int     `json:"raw_errors,omitempty"`
 	WallS     float64 `json:"wall_s"`
 	PerSecond float64 `json:"ops_per_s"`
 	Note      string  `json:"note,omitempty"`

@@ -120,6 +120,9 @@ func schemaHas(schema any, prop string) bool {
 type Limits struct {
 	Calls    int
 	Duration time.Duration
+	// RawPass: a side-by-side run times every operation a second time
+	// through RawClient (the same limits again).
+	RawPass bool
 }
 
 // Run calls op from every session of s concurrently until limits.Calls

@@ -55,7 +55,10 @@ type options struct {
 	// (--compare), started with compareArgs.
 	compareBin  string
 	compareArgs []string
-	floor       bool
+	// raw: side-by-side runs time every operation again through a bare
+	// line client.
+	raw   bool
+	floor bool
 }
 
 var allOps = []string{"status", "search", "search-filter", "render", "route", "route-search", "list", "upsert", "mixed"}
@@ -96,6 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
 	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
 	fs.StringVar(&o.compareBin, "compare", "", "instead of the per-transport runs: run another stdio MCP server BIN side by side with --bin over stdio (same calls, alternating, one run) with the floor, and print both and the ratios")
+	fs.BoolVar(&o.raw, "raw", true, "with --compare: time every operation a second time through a bare line client (requests encoded before the clock, no SDK), the server's own answer time")
 	fs.Var(&cmpArgs, "compare-arg", "an argument for the --compare binary (repeatable)")
 	fs.BoolVar(&o.floor, "floor", true, "also measure the floor (a bare go-sdk server with one tool, started as `accords-bench floor`) in the same run, alternating with tools/list and status calls to the server")
 	fs.BoolVar(&o.compareAttach, "compare-attach", false, "instead of the workloads: alternate search calls between a standalone stdio server and a front end attached to a daemon (same catalog), and time launches attaching to the running daemon")
@@ -330,6 +334,9 @@ func measure(ctx context.Context, o options, transport string, logw io.Writer) (
 	if rss, err := srv.PeakRSSBytes(); err == nil {
 		tr.PeakRSSMiB = mib(rss)
 	}
+	if anon, file, err := srv.RSSByKind(); err == nil {
+		tr.RSSAnonMiB, tr.RSSFileMiB = mib(anon), mib(file)
+	}
 	if pct, ok := srv.GCPercent(); ok {
 		tr.GCCPUPercent = pct
 	}
@@ -349,10 +356,11 @@ func startFloor(ctx context.Context) (*loadgen.Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("floor server: %w", err)
 	}
-	t := &loadgen.Target{Name: "floor", Binary: self + " floor", Ops: loadgen.FloorOps(), Raw: true}
+	so := loadgen.ServerOptions{Bin: self, Args: []string{loadgen.FloorArg}, Transport: loadgen.Stdio}
+	t := &loadgen.Target{Name: "floor", Binary: self + " floor", Ops: loadgen.FloorOps(), Raw: true, Options: so}
 	var runs []float64
 	for i := range floorStartups {
-		srv, err := loadgen.StartServer(ctx, loadgen.ServerOptions{Bin: self, Args: []string{loadgen.FloorArg}, Transport: loadgen.Stdio})
+		srv, err := loadgen.StartServer(ctx, so)
 		if err != nil {
 			return nil, fmt.Errorf("floor server: %w", err)
 		}
@@ -415,7 +423,7 @@ func sideBySide(ctx context.Context, o options, logw io.Writer) (loadgen.SideByS
 		if len(side.args) > 0 {
 			bin += " " + strings.Join(side.args, " ")
 		}
-		targets = append(targets, &loadgen.Target{Name: side.name, Binary: bin, Server: srv, Ops: ops, Seeded: seeded, StartupMS: tr.StartupMS})
+		targets = append(targets, &loadgen.Target{Name: side.name, Binary: bin, Server: srv, Ops: ops, Seeded: seeded, StartupMS: tr.StartupMS, Options: m.so})
 	}
 	if o.floor {
 		floor, err := startFloor(ctx)
@@ -434,7 +442,10 @@ func sideBySide(ctx context.Context, o options, logw io.Writer) (loadgen.SideByS
 		names = append(names, loadgen.FloorTool)
 	}
 	logf("running %s side by side", strings.Join(names, ", "))
-	return loadgen.RunSideBySide(ctx, targets, names, loadgen.Limits{Calls: o.calls, Duration: o.duration}, o.seed, o.bundles), nil
+	if o.raw {
+		logf("then again through a bare line client (--raw)")
+	}
+	return loadgen.RunSideBySide(ctx, targets, names, loadgen.Limits{Calls: o.calls, Duration: o.duration, RawPass: o.raw}, o.seed, o.bundles), nil
 }
 
 // compareAttach seeds two copies of the catalog (one per side) and runs

@@ -240,15 +240,28 @@ func TestCompareSideBySide(t *testing.T) {
 		}
 		assert.Greater(t, o.RatioP50, 0.0, name)
 		assert.Greater(t, o.FloorRatioP50, 0.0, name)
+		for _, who := range []string{"ours", "compare"} {
+			r := o.Results[who]
+			assert.Equal(t, 25, r.RawCalls, "%s %s: the raw pass ran", who, name)
+			assert.Zero(t, r.RawErrors, "%s %s", who, name)
+			assert.Greater(t, r.RawP50MS, 0.0, "%s %s", who, name)
+		}
+		assert.Greater(t, o.RawRatioP50, 0.0, name)
+		assert.Greater(t, o.RawFloorRatioP50, 0.0, name)
 	}
+	assert.Empty(t, s.RawError)
+	assert.Positive(t, s.Targets[0].RSSAnonMiB)
+	assert.Positive(t, s.Targets[0].RSSFileMiB)
+	assert.Equal(t, 25, ops[loadgen.FloorTool].Results["floor"].RawCalls)
 	assert.Equal(t, 25, ops[loadgen.OpToolsList].Results["floor"].Calls, "the floor answers tools/list")
 	assert.Equal(t, 25, ops[loadgen.FloorTool].Results["floor"].Calls, "the floor's one tool")
 	assert.NotContains(t, ops[loadgen.FloorTool].Results, "ours")
 
 	self, err := os.Executable()
 	require.NoError(t, err)
-	s = runCompare("--compare", self, "--compare-arg", loadgen.FloorArg)
+	s = runCompare("--compare", self, "--compare-arg", loadgen.FloorArg, "--raw=false")
 	ops = byOp(s)
+	assert.Zero(t, ops["search"].Results["ours"].RawCalls, "--raw=false: no raw pass")
 	assert.Equal(t, 25, ops[loadgen.OpToolsList].Results["compare"].Calls)
 	assert.Contains(t, ops["search"].Results["compare"].Skipped, "not registered")
 	assert.Equal(t, 25, ops["search"].Results["ours"].Calls)

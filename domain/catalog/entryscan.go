@@ -19,6 +19,12 @@ func decodeBundleEntry(raw []byte, entryID string) (cookbookID, version string, 
 	if !json.Valid(raw) {
 		return decodeBundleEntrySlow(raw, entryID)
 	}
+	return decodeValidBundleEntry(raw, entryID)
+}
+
+// decodeValidBundleEntry is decodeBundleEntry for bytes known to be valid
+// JSON (an unpacked frame: see template), without the validity scan.
+func decodeValidBundleEntry(raw []byte, entryID string) (cookbookID, version string, e *Entry, err error) {
 	loc, ok := locateEntry(raw, entryID)
 	if !ok {
 		return decodeBundleEntrySlow(raw, entryID)

@@ -327,11 +327,27 @@ func setAt(node any, segs []string, val any) (any, error) {
 // ---------------------------------------------------------------------------
 // input_schema
 
+// compileInputSchema compiles an entry's input schema, or returns the
+// compiled form of the same schema (byte for byte in canonical JSON) from
+// compiledSchemas: compiling was a third of a render of a template not
+// cached, and the versions of a cookbook, like the cookbooks of one
+// connector, tend to repeat their schemas.
 func compileInputSchema(m map[string]any) (*jsonschema.Resolved, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
+	if rs := compiledSchemas.get(raw); rs != nil {
+		return rs, nil
+	}
+	rs, err := compileSchemaJSON(raw)
+	if err == nil {
+		compiledSchemas.put(raw, rs)
+	}
+	return rs, err
+}
+
+func compileSchemaJSON(raw []byte) (*jsonschema.Resolved, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, err

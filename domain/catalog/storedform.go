@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -148,7 +149,9 @@ func (s *Service) packPlainBundles(ctx context.Context) (int, error) {
 					next = append([]byte(nil), k...)
 					break
 				}
-				if packed(v) {
+				if packed(v) || !json.Valid(v) {
+					// Readers trust a frame to hold valid JSON; a damaged
+					// plain value stays as it is and is reported as before.
 					continue
 				}
 				if p := pack(v); len(p) < len(v) {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -186,4 +187,30 @@ func TestDamagedFramesAreStructuredErrors(t *testing.T) {
 			require.Error(t, err, "an upsert over a damaged frame cannot tell whether it changes anything")
 		})
 	}
+}
+
+// A plain bundle that is not valid JSON is not packed at open: readers
+// trust a frame's bytes to be valid JSON, so packing it would hide the
+// damage from them.
+func TestDamagedPlainBundlesAreNotPacked(t *testing.T) {
+	e := newEnv(t)
+	mustUpsert(t, e.svc, sample("cb", "1.0.0", 12), "")
+	mustUpsert(t, e.svc, sample("ok", "1.0.0", 12), "")
+	require.Equal(t, 2, e.unpackAll())
+	damaged := e.rawStored("cb", "1.0.0")
+	damaged = append(damaged[:len(damaged)-2], damaged[:len(damaged)/2]...) // long, repetitive, not JSON
+	require.False(t, json.Valid(damaged))
+	require.NoError(t, e.db.Update(func(tx store.Tx) error {
+		return tx.Bucket(store.BucketCatalog).Put(bundleKey("cb", "1.0.0"), damaged)
+	}))
+
+	e.reopen()
+	assert.True(t, packed(e.rawStored("ok", "1.0.0")))
+	assert.Equal(t, damaged, e.rawStored("cb", "1.0.0"), "left plain, as it was")
+	_, err := e.svc.Render(t.Context(), RenderRequest{CookbookID: "cb", TemplateID: "entry_0"})
+	require.Error(t, err)
+	assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code)
+	_, err = e.svc.Get(t.Context(), "cb", "")
+	require.Error(t, err)
+	assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code)
 }

@@ -70,3 +70,38 @@ func (t *cachedTemplate) inputSchema() (*jsonschema.Resolved, error) {
 	})
 	return t.schema, t.schemaErr
 }
+
+// schemaCacheSize bounds the compiled input schemas kept, and
+// schemaCacheMaxBytes the size of one kept: a few MiB at most.
+const (
+	schemaCacheSize     = 512
+	schemaCacheMaxBytes = 8 << 10
+)
+
+// schemaCache maps the canonical JSON of an input schema to its compiled
+// form. A compiled schema is never changed after Resolve (Validate keeps
+// its state per call), so one is shared by every template that has it.
+type schemaCache struct {
+	lru *lru.Cache[string, *jsonschema.Resolved]
+}
+
+var compiledSchemas = newSchemaCache()
+
+func newSchemaCache() *schemaCache {
+	c, err := lru.New[string, *jsonschema.Resolved](schemaCacheSize)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return &schemaCache{lru: c}
+}
+
+func (c *schemaCache) get(raw []byte) *jsonschema.Resolved {
+	rs, _ := c.lru.Get(string(raw))
+	return rs
+}
+
+func (c *schemaCache) put(raw []byte, rs *jsonschema.Resolved) {
+	if len(raw) <= schemaCacheMaxBytes {
+		c.lru.Add(string(raw), rs)
+	}
+}
