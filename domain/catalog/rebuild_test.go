@@ -251,11 +251,12 @@ func TestBackgroundRebuildFailureRetriedBySearch(t *testing.T) {
 func TestBackgroundRebuildStartsOverWhenTheLogIsPruned(t *testing.T) {
 	e := seededWithoutIndex(t)
 	g := newBuildGate(t)
-	opened := make(chan struct{})
+	opened, ended := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(ended) })
 	g.during = func() {
 		select {
 		case <-opened:
-		case <-g.release: // the test failed before Open returned
+		case <-ended: // the test failed before Open returned
 			return
 		}
 		mustUpsert(t, e.svc, sample("pruned", "1.0.0", 2), "")
