@@ -185,14 +185,17 @@ func (a *App) openCatalog() error {
 		a.Logger.Info("cookbook bundles are capped at the etcd store's limit", "max_bundle_bytes", store.EtcdMaxBundleBytes)
 		maxBundle = store.EtcdMaxBundleBytes
 	}
-	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: maxBundle})
+	// A rebuild runs in the background: the server answers at once (a
+	// large catalog takes longer to index than many clients wait for
+	// initialize); searches wait for the index.
+	cat, err := catalog.Open(ctx, a.DB, a.Config.IndexDir(), catalog.Options{Logger: a.Logger, MaxBundleBytes: maxBundle, BackgroundRebuild: true})
 	if err != nil {
 		return fmt.Errorf("open cookbook catalog: %w", err)
 	}
 	a.Catalog = cat
 	// Other replicas' cookbook writes reach this index through a watch.
 	cat.Follow(ctx)
-	if rep := cat.Report(); rep.Rebuilt || rep.CaughtUp > 0 {
+	if rep := cat.Report(); (rep.Rebuilt && !rep.Background) || rep.CaughtUp > 0 {
 		a.Logger.Info("catalog index repaired", "rebuilt", rep.Rebuilt, "reason", rep.Reason, "caught_up_revisions", rep.CaughtUp, "rev", rep.Rev)
 	}
 	return a.seedBuiltins(ctx)
@@ -458,6 +461,9 @@ func (a *App) Degraded() []string {
 	}
 	if ok, why := a.audit.Healthy(); !ok {
 		out = append(out, "audit receipts cannot be written: "+why)
+	}
+	if a.Catalog != nil && a.Catalog.Rebuilding() {
+		out = append(out, "search index is being rebuilt: searches wait until it is done")
 	}
 	if a.DB.Kind() == store.KindEtcd {
 		if err := a.DB.Ping(); err != nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
@@ -42,6 +43,9 @@ func (a *App) Doctor(ctx context.Context, scope string, env session.Defaults) []
 	if a.Catalog != nil {
 		in.Index = func(context.Context) doctor.IndexState {
 			docs, irev, srev, err := a.Catalog.SettledIndexStats()
+			if errors.Is(err, catalog.ErrIndexRebuilding) {
+				return doctor.IndexState{StoreRev: srev, Rebuilding: true}
+			}
 			return doctor.IndexState{Documents: int(docs), IndexRev: irev, StoreRev: srev, Err: err}
 		}
 	}

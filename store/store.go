@@ -176,6 +176,7 @@ func openLocked(path string, opts Options) (*bolt.DB, error) {
 	for range 3 {
 		var opened *os.File
 		b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
+			InitialMmapSize: initialMmapSize(path),
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				f, err := os.OpenFile(name, flag, perm)
 				opened = f
@@ -193,6 +194,20 @@ func openLocked(path string, opts Options) (*bolt.DB, error) {
 		_ = b.Close()
 	}
 	return nil, fmt.Errorf("open database %s: the file was replaced again and again while it was being opened", path)
+}
+
+// initialMmapSize maps at least 1 GiB beyond the file. A write that grows
+// the database past its mapping remaps it, which waits for every open read
+// transaction to end; the catalog's background index rebuild reads one
+// snapshot for seconds to minutes, and writes meanwhile (whose freed pages
+// cannot be reused while that snapshot is open) would otherwise stall
+// until it ends. The mapping is address space only: the file does not grow.
+func initialMmapSize(path string) int {
+	const headroom = 1 << 30
+	if fi, err := os.Stat(path); err == nil {
+		return int(fi.Size()) + headroom
+	}
+	return headroom
 }
 
 func stillThere(path string, f *os.File) bool {

@@ -130,3 +130,45 @@ func TestFailedMigrationLeavesVersionUnchanged(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestLongReadDoesNotStallWrites: a write that grows the file well past
+// its size at open commits while a read transaction stays open (the
+// catalog's background index rebuild holds one for its whole build); bbolt
+// would otherwise wait for the read to end before remapping.
+func TestLongReadDoesNotStallWrites(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "accords.db"), store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	reading, release := make(chan struct{}), make(chan struct{})
+	viewDone := make(chan error, 1)
+	go func() {
+		viewDone <- db.View(func(store.Tx) error {
+			close(reading)
+			<-release
+			return nil
+		})
+	}()
+	<-reading
+	wrote := make(chan error, 1)
+	go func() {
+		big := make([]byte, 1<<20)
+		for i := range 8 {
+			if err := db.Update(func(tx store.Tx) error {
+				return tx.Bucket(store.BucketMeta).Put(fmt.Appendf(nil, "big%d", i), big)
+			}); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	select {
+	case err := <-wrote:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("writes waited for the open read transaction")
+	}
+	close(release)
+	require.NoError(t, <-viewDone)
+}

@@ -14,11 +14,26 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// syncIndex brings the index in line with the store at start-up.
-func (s *Service) syncIndex(ctx context.Context, progress index.Progress) (OpenReport, error) {
+// syncIndex brings the index in line with the store at start-up. With
+// background set, a rebuild of a non-empty catalog runs on after it returns
+// (rebuild.go); an empty one builds in no time.
+func (s *Service) syncIndex(ctx context.Context, progress index.Progress, background bool) (OpenReport, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	want := s.storeRev.Load()
+	rebuild := func(reason string) (OpenReport, error) {
+		if background && want > 0 {
+			s.retireIndexLocked()
+			if s.startRebuild(reason, progress) == nil {
+				return OpenReport{}, errIndexClosed
+			}
+			return OpenReport{Rebuilt: true, Background: true, Reason: reason}, nil
+		}
+		if err := s.rebuildLocked(ctx, progress); err != nil {
+			return OpenReport{}, err
+		}
+		return OpenReport{Rebuilt: true, Reason: reason, Rev: s.indexRev.Load()}, nil
+	}
 	ix, err := index.Open(s.indexPath)
 	if err != nil {
 		reason := "index missing"
@@ -30,10 +45,7 @@ func (s *Service) syncIndex(ctx context.Context, progress index.Progress) (OpenR
 		} else {
 			s.logger.Warn("rebuilding catalog index", "reason", reason, "error", err.Error())
 		}
-		if err := s.rebuildLocked(ctx, progress); err != nil {
-			return OpenReport{}, err
-		}
-		return OpenReport{Rebuilt: true, Reason: reason, Rev: s.indexRev.Load()}, nil
+		return rebuild(reason)
 	}
 	have, err := ix.Rev()
 	if err != nil {
@@ -50,18 +62,12 @@ func (s *Service) syncIndex(ctx context.Context, progress index.Progress) (OpenR
 	case have > want:
 		// The database went back in time (restored backup): distrust it all.
 		s.logger.Warn("catalog index is ahead of the database; rebuilding", "index_rev", have, "db_rev", want)
-		if err := s.rebuildLocked(ctx, progress); err != nil {
-			return OpenReport{}, err
-		}
-		return OpenReport{Rebuilt: true, Reason: "index ahead of the database", Rev: s.indexRev.Load()}, nil
+		return rebuild("index ahead of the database")
 	}
 	n, err := s.catchUpLocked(ctx)
 	if err != nil {
 		s.logger.Warn("catalog index catch-up failed; rebuilding", "error", err.Error())
-		if err := s.rebuildLocked(ctx, progress); err != nil {
-			return OpenReport{}, err
-		}
-		return OpenReport{Rebuilt: true, Reason: "index behind the database", Rev: s.indexRev.Load()}, nil
+		return rebuild("index behind the database")
 	}
 	return OpenReport{CaughtUp: n, Reason: "index behind the database", Rev: s.indexRev.Load()}, nil
 }
@@ -230,7 +236,8 @@ func (s *Service) applyLocked(ctx context.Context, upd index.Update) error {
 }
 
 // Reindex rebuilds the whole index from the store (the reindex command and
-// automatic repair use it). progress receives documents done of total.
+// automatic repair use it), before it returns; a background rebuild running
+// is cancelled in its favour. progress receives documents done of total.
 func (s *Service) Reindex(ctx context.Context, progress index.Progress) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -243,20 +250,48 @@ func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) er
 	if err := s.db.Ping(); errors.Is(err, store.ErrUnavailable) {
 		return fmt.Errorf("rebuild catalog index: %w", err)
 	}
+	// This rebuild replaces a background one; builds share the folder, so
+	// wait for the cancelled one to let go of it.
+	s.supersedeRebuild()
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.idx != nil {
 		s.idx.Close()
 		s.idx = nil
 	}
-	// One read transaction gives a consistent snapshot to index; the
-	// revision recorded is the one of that snapshot.
+	rev, _, err := s.buildSnapshot(ctx, progress, nil)
+	if err != nil {
+		return err
+	}
+	s.indexRev.Store(rev)
+	ix, err := index.Open(s.indexPath)
+	if err != nil {
+		return fmt.Errorf("open rebuilt catalog index: %w", err)
+	}
+	s.idx = ix
+	return nil
+}
+
+// buildSnapshot builds the index folder from one read transaction, a
+// consistent snapshot, and returns that snapshot's revision (the one the
+// index records) and the documents indexed. hook, when set, runs once the
+// snapshot is taken (tests). The caller holds buildMu.
+func (s *Service) buildSnapshot(ctx context.Context, progress index.Progress, hook func(context.Context) error) (uint64, int, error) {
+	var rev uint64
+	docs := 0
 	err := s.db.View(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
 			return err
 		}
-		rev := readU64(root.Get(keyRev))
+		rev = readU64(root.Get(keyRev))
+		if hook != nil {
+			if err := hook(ctx); err != nil {
+				return err
+			}
+		}
 		total := 0
 		c := root.Cursor()
 		for k, v := c.Seek([]byte(pfxItem)); k != nil && bytes.HasPrefix(k, []byte(pfxItem)); k, v = c.Next() {
@@ -278,46 +313,61 @@ func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) er
 					continue
 				}
 				prev = id
-				docs, err := cookbookDocs(root, id)
+				cdocs, err := cookbookDocs(root, id)
 				if err != nil {
 					// One unreadable bundle must not take search down: skip
 					// it and say so.
 					s.logger.Error("skipping unreadable cookbook while indexing", "cookbook_id", id, "error", err.Error())
 					continue
 				}
-				for _, d := range docs {
+				for _, d := range cdocs {
 					if err := yield(d); err != nil {
 						return err
 					}
+					docs++
 				}
 			}
 			return nil
 		}}
-		if err := index.Build(ctx, s.indexPath, src, progress); err != nil {
-			return err
-		}
-		s.indexRev.Store(rev)
-		return nil
+		return index.Build(ctx, s.indexPath, src, progress)
 	})
 	if err != nil {
-		return fmt.Errorf("rebuild catalog index: %w", err)
+		return 0, 0, fmt.Errorf("rebuild catalog index: %w", err)
 	}
-	ix, err := index.Open(s.indexPath)
-	if err != nil {
-		return fmt.Errorf("open rebuilt catalog index: %w", err)
-	}
-	s.idx = ix
-	return nil
+	return rev, docs, nil
 }
 
 // fresh makes sure the index reflects the latest committed revision before
-// a read (a failed index update after a commit is repaired here).
+// a read (a failed index update after a commit is repaired here). It waits
+// for a background rebuild first, or for ctx; when the last one failed it
+// starts another and waits for that.
 func (s *Service) fresh(ctx context.Context) error {
-	if s.indexRev.Load() == s.storeRev.Load() {
+	if err := s.awaitRebuild(ctx); err != nil {
+		return err
+	}
+	if s.indexRev.Load() == s.storeRev.Load() && s.hasIndex() {
 		return nil
 	}
 	s.writeMu.Lock()
+	if !s.hasIndex() && s.background && !s.isClosed() {
+		// Under the write lock no other rebuild is installing an index.
+		r := s.startRebuild("the last rebuild failed", nil)
+		s.writeMu.Unlock()
+		if r == nil {
+			return errIndexClosed
+		}
+		if err := s.awaitRebuild(ctx); err != nil {
+			return err
+		}
+		s.writeMu.Lock()
+	}
 	defer s.writeMu.Unlock()
+	if !s.hasIndex() {
+		if s.isClosed() {
+			return errIndexClosed
+		}
+		return s.rebuildLocked(ctx, nil)
+	}
 	s.applyQueuedLocked(ctx)
 	if s.indexRev.Load() == s.storeRev.Load() {
 		return nil
@@ -380,10 +430,18 @@ func (s *Service) refresh(ctx context.Context, rebuild bool) {
 	}
 	s.raiseStoreRev(rev)
 	if rebuild {
+		// Synchronous, as before: it cancels a background rebuild and takes
+		// its place (the watch goroutine waits; searches wait either way).
 		s.logger.Warn("etcd compacted the history the catalog watch needed; rebuilding the index", "rev", rev)
 		if err := s.Reindex(ctx, nil); err != nil {
 			s.logger.Error("catalog index rebuild failed; it is repaired on the next read", "error", err.Error())
 		}
+		return
+	}
+	if s.rebuilding.Load() {
+		// The background rebuild catches up to the store when it swaps its
+		// index in, and a search catches up to storeRev; waiting here would
+		// hold the watch, and Follow's caller at start.
 		return
 	}
 	if err := s.fresh(ctx); err != nil {

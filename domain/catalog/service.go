@@ -19,14 +19,26 @@ type Options struct {
 	// MaxBundleBytes caps a stored bundle's canonical JSON
 	// (DefaultMaxBundleBytes when <= 0).
 	MaxBundleBytes int64
+	// BackgroundRebuild makes Open return before a rebuild it needs is
+	// done: the server answers at once, searches wait for the index, and
+	// writes commit meanwhile (see rebuild.go). Without it Open rebuilds
+	// before returning, which offline commands want.
+	BackgroundRebuild bool
+
+	// buildHook (tests) runs inside a background rebuild once its snapshot
+	// is taken, before the build; an error aborts the rebuild.
+	buildHook func(ctx context.Context) error
 }
 
 // OpenReport says what Open did with the index.
 type OpenReport struct {
-	Rebuilt  bool   `json:"rebuilt"`
-	Reason   string `json:"reason,omitempty"`
-	CaughtUp int    `json:"caught_up_revisions,omitempty"`
-	Rev      uint64 `json:"rev"`
+	Rebuilt bool   `json:"rebuilt"`
+	Reason  string `json:"reason,omitempty"`
+	// Background says the rebuild runs on after Open returned (Rev is
+	// then 0: there is no index yet).
+	Background bool   `json:"background,omitempty"`
+	CaughtUp   int    `json:"caught_up_revisions,omitempty"`
+	Rev        uint64 `json:"rev"`
 }
 
 // Service is the catalog: bundles in bbolt, entries in the bleve index.
@@ -63,6 +75,22 @@ type Service struct {
 	idxMu sync.RWMutex
 	idx   *index.Index
 
+	// background and buildHook are Open's options of the same names.
+	background bool
+	buildHook  func(ctx context.Context) error
+	// buildMu serialises index builds (one folder, one build at a time).
+	// bgMu guards bg (the background rebuild running, nil when none), bgErr
+	// (how the last one ended) and closed (Close ran: no background rebuild
+	// starts any more). rebuilding mirrors bg != nil for the write path;
+	// bgDone tracks the rebuild's goroutine.
+	buildMu    sync.Mutex
+	bgMu       sync.Mutex
+	bg         *rebuild
+	bgErr      error
+	closed     bool
+	rebuilding atomic.Bool
+	bgDone     sync.WaitGroup
+
 	// templates keeps decoded templates for Render.
 	templates *templateCache
 
@@ -78,7 +106,8 @@ type Service struct {
 // index against the catalog revision and rebuilding or catching it up when
 // it is missing, corrupt, from another mapping, ahead or behind (D8).
 func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*Service, error) {
-	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes, templates: newTemplateCache()}
+	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes, templates: newTemplateCache(),
+		background: opts.BackgroundRebuild, buildHook: opts.buildHook}
 	if s.maxBundleBytes <= 0 {
 		s.maxBundleBytes = DefaultMaxBundleBytes
 	}
@@ -98,7 +127,7 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 	if err := s.packStored(ctx); err != nil {
 		return nil, err
 	}
-	rep, err := s.syncIndex(ctx, opts.Progress)
+	rep, err := s.syncIndex(ctx, opts.Progress, s.background)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +138,15 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 // Reopen closes the index and opens the catalog again on the same
 // database, as Open does: after the daemon swapped in a restored file, the
 // store revision is re-read and the index (removed by the restore) is
-// rebuilt. The caller holds every other call off meanwhile.
+// rebuilt. The caller holds every other call off meanwhile. The rebuild
+// is done before Reopen returns (a restore reports the index it made).
 func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
 	if err := s.Close(); err != nil {
 		s.logger.Warn("closing the catalog index before reopening", "error", err.Error())
 	}
+	s.bgMu.Lock()
+	s.closed = false
+	s.bgMu.Unlock()
 	if err := s.db.Update(func(tx store.Tx) error {
 		root, err := catalogBucket(tx)
 		if err != nil {
@@ -128,7 +161,7 @@ func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
 	if err := s.packStored(ctx); err != nil {
 		return OpenReport{}, err
 	}
-	rep, err := s.syncIndex(ctx, nil)
+	rep, err := s.syncIndex(ctx, nil, false)
 	if err != nil {
 		return OpenReport{}, err
 	}
@@ -151,12 +184,20 @@ func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 // IndexRev is the catalog revision the index reflects.
 func (s *Service) IndexRev() uint64 { return s.indexRev.Load() }
 
-// Close applies the queued index updates and closes the index (the
-// database belongs to the caller).
+// Close cancels a background rebuild and waits for it, applies the
+// queued index updates and closes the index (the database belongs to the
+// caller).
 func (s *Service) Close() error {
 	if stop := s.stopFollow.Swap(nil); stop != nil {
 		(*stop)()
 	}
+	s.bgMu.Lock()
+	s.closed = true
+	if s.bg != nil {
+		s.bg.cancel()
+	}
+	s.bgMu.Unlock()
+	s.bgDone.Wait()
 	s.indexers.Wait()
 	s.writeMu.Lock()
 	s.applyQueuedLocked(context.Background())

@@ -40,6 +40,9 @@ func (s *Service) IndexStats() (docs, indexRev, storeRev uint64, err error) {
 	defer s.idxMu.RUnlock()
 	storeRev = s.storeRev.Load()
 	if s.idx == nil {
+		if s.rebuilding.Load() {
+			return 0, 0, storeRev, ErrIndexRebuilding
+		}
 		return 0, 0, storeRev, errors.New("index is not open")
 	}
 	if docs, err = s.idx.DocCount(); err != nil {

@@ -96,8 +96,9 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 	// and the next read to pay the whole catch-up. Past maxIndexLag
 	// revisions the committer brings the index up to date before handing
 	// over (its group's other writers have already returned), so the next
-	// group gathers what arrives meanwhile.
-	if s.indexLag() > maxIndexLag {
+	// group gathers what arrives meanwhile. Not during a background
+	// rebuild: there is no index to update, and the rebuild catches up.
+	if s.indexLag() > maxIndexLag && !s.rebuilding.Load() {
 		s.writeMu.Lock()
 		s.applyQueuedLocked(ctx)
 		s.writeMu.Unlock()
@@ -329,6 +330,12 @@ func (s *Service) applyQueuedLocked(ctx context.Context) {
 	batch := s.queued
 	s.queued = nil
 	s.queueMu.Unlock()
+	if !s.hasIndex() {
+		// Nothing to apply them to (a rebuild runs, or failed): whatever
+		// installs the next index catches up over the change log, which
+		// holds these revisions.
+		return
+	}
 	for len(batch) > 0 && batch[0].last <= s.indexRev.Load() {
 		batch = batch[1:] // already covered by a rebuild or a catch-up
 	}

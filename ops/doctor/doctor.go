@@ -227,7 +227,10 @@ type IndexState struct {
 	// StoreRev and IndexRev are the catalog revision in bbolt and the one
 	// the index was built at; they must match.
 	StoreRev, IndexRev uint64
-	Err                error
+	// Rebuilding says the daemon is rebuilding the index in the background
+	// (it started without a usable one).
+	Rebuilding bool
+	Err        error
 }
 
 // Database runs the checks that read the open database.
@@ -276,6 +279,8 @@ func indexCheck(ctx context.Context, in Inputs) Result {
 	}
 	st := in.Index(ctx)
 	switch {
+	case st.Rebuilding:
+		return ok("index", "being rebuilt in the background from the store (revision %d); searches wait until it is done", st.StoreRev)
 	case st.Err != nil:
 		return fail("index", "run accords-mcp reindex (the index is derived from the store and safe to rebuild)", "%v", st.Err)
 	case st.StoreRev != st.IndexRev:

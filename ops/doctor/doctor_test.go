@@ -59,3 +59,18 @@ func TestFilesFlagsLoosePermissions(t *testing.T) {
 	assert.True(t, Failed(rs))
 	assert.Equal(t, "vc_***xyz", redact("Get: token vc_tok_xyz", "vc_tok_xyz")[len("Get: token "):])
 }
+
+// TestIndexCheckRebuilding: an index the daemon is rebuilding in the
+// background is reported as such, not as an index to repair by hand.
+func TestIndexCheckRebuilding(t *testing.T) {
+	r := indexCheck(t.Context(), Inputs{Index: func(context.Context) IndexState {
+		return IndexState{StoreRev: 42, Rebuilding: true}
+	}})
+	assert.Equal(t, OK, r.Status, "%+v", r)
+	assert.Contains(t, r.Detail, "being rebuilt in the background")
+	assert.Contains(t, r.Detail, "revision 42")
+	r = indexCheck(t.Context(), Inputs{Index: func(context.Context) IndexState {
+		return IndexState{StoreRev: 42, IndexRev: 40}
+	}})
+	assert.NotEqual(t, OK, r.Status)
+}

@@ -284,3 +284,37 @@ func TestPlainBundlesOnEtcdArePackedInSteps(t *testing.T) {
 		require.Equal(t, hash, st.Hash, id)
 	}
 }
+
+// A replica that starts without an index rebuilds it in the background on
+// etcd too: it opens at once, follows the other replica's writes made
+// while it builds, and ends with every cookbook searchable and its index
+// at the catalog revision.
+func TestCatalogBackgroundRebuildOnEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a := openCatalog(t, openEtcd(t, srv, "/cat/"))
+	ctx := context.Background()
+	var ids []string
+	var words []string
+	upsert := func(i int) {
+		bd, info := bundle(t, i, "1.0.0")
+		_, err := a.Upsert(ctx, bd, catalog.UpsertOptions{})
+		require.NoError(t, err)
+		ids, words = append(ids, bd.CookbookID), append(words, info.Words[0])
+	}
+	for i := range 30 {
+		upsert(i)
+	}
+	b, err := catalog.Open(ctx, openEtcd(t, srv, "/cat/"), filepath.Join(t.TempDir(), "index"), catalog.Options{BackgroundRebuild: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	require.True(t, b.Report().Background, "%+v", b.Report())
+	b.Follow(ctx)
+	for i := 30; i < 40; i++ {
+		upsert(i)
+	}
+	require.NoError(t, b.WaitIndex(ctx))
+	for i, id := range ids {
+		require.Eventually(t, func() bool { return found(t, b, words[i], id) }, 5*time.Second, 10*time.Millisecond, "cookbook %d", i)
+	}
+	require.Eventually(t, func() bool { return b.IndexRev() == a.Rev() && b.Rev() == a.Rev() }, 5*time.Second, 10*time.Millisecond)
+}

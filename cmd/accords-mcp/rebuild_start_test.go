@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/accordsai/accords-mcp/bench/benchcat"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStartWithoutIndexAnswersBeforeTheRebuild: the binary started on a
+// catalog of a few thousand bundles whose index folder is gone answers
+// initialize while the index is still being rebuilt (before, it answered
+// nothing until the rebuild was done), and a search then waits for the
+// index and finds the catalog's cookbooks.
+func TestStartWithoutIndexAnswersBeforeTheRebuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a catalog of 3,000 bundles")
+	}
+	dir := filepath.Join(shortTemp(t), "db")
+	c := benchcat.Build(t, dir, 3000)
+	dbPath := c.DBPath()
+	c.Close()
+	require.NoError(t, os.RemoveAll(dbPath+".index"))
+
+	p := start(t, dbPath)
+	p.send(t, initMsg)
+	init := p.recv(t)
+	require.Equal(t, 1.0, init["id"])
+	log := p.stderr.String()
+	assert.Contains(t, log, "catalog index rebuild started in the background")
+	// The rebuild of 15,000 documents takes a second or more; initialize
+	// comes within tens of milliseconds of start.
+	assert.NotContains(t, log, `"msg":"catalog index rebuilt"`, "initialize waited for the rebuild")
+
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vaultclaw_cookbook_get","arguments":{"cookbook_id":"`+benchcat.Corpus.CookbookID(1234)+`"}}}`)
+	require.Equal(t, true, structured(t, p.recv(t))["ok"], "get needs no index")
+	p.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"vaultclaw_recipes_search","arguments":{"cookbook_id":"`+benchcat.Corpus.CookbookID(1234)+`"}}}`)
+	env := structured(t, p.recv(t))
+	require.Equal(t, true, env["ok"], env)
+	assert.Len(t, env["data"].(map[string]any)["items"], 5, "the search waited for the rebuilt index")
+	assert.Contains(t, p.stderr.String(), `"msg":"catalog index rebuilt"`)
+	require.NoError(t, p.stdin.Close())
+	require.Equal(t, 0, p.wait(t))
+}
