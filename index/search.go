@@ -153,11 +153,19 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	case text == "" && len(filters) == 0:
 		bq.AddMust(query.NewMatchAllQuery())
 	}
+	var top query.Query = bq
 	collect := ix.topScored
-	if text == "" {
+	switch {
+	case text == "":
 		collect = ix.listed
+	case len(filters) == 0:
+		// Text alone: its disjunction itself, not the boolean holding it,
+		// whose conjunction of one clause added a layer to every match and
+		// changed no score (it sets the query norm the disjunction sets
+		// itself, and adds the one score to zero).
+		top = textQuery(text, q.AllVersions)
 	}
-	items, total, err := collect(ctx, bq, limit)
+	items, total, err := collect(ctx, top, limit)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}

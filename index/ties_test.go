@@ -91,6 +91,7 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 				require.Len(t, res.Items, len(hits))
 				for k := range hits {
 					require.Equal(t, hits[k].CookbookID+hits[k].EntryID+hits[k].Version, res.Items[k].CookbookID+res.Items[k].EntryID+res.Items[k].Version)
+					require.Equal(t, hits[k].Score, res.Items[k].Score, "the same score, to the bit")
 				}
 			}
 		}
