@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,11 +33,104 @@ func decodeValidBundleEntry(raw []byte, entryID string) (cookbookID, version str
 	if loc.entry == nil {
 		return loc.cookbookID, loc.version, nil, nil
 	}
+	if got, ok := decodePlainEntry(loc.entry); ok {
+		return loc.cookbookID, loc.version, &got, nil
+	}
 	got, err := decodeEntry(loc.entry, fmt.Sprintf("entries[%d].", loc.index))
 	if err != nil {
 		return "", "", nil, err
 	}
 	return loc.cookbookID, loc.version, &got, nil
+}
+
+// entryWire and bindingWire are an entry and a binding as encoding/json
+// decodes them into the fields decodeEntry fills, one field at a time.
+type entryWire struct {
+	EntryID           string         `json:"entry_id"`
+	EntryType         string         `json:"entry_type"`
+	Title             string         `json:"title"`
+	Description       string         `json:"description"`
+	Tags              []string       `json:"tags"`
+	ConnectorID       string         `json:"connector_id"`
+	Verb              string         `json:"verb"`
+	PolicyVersion     string         `json:"policy_version"`
+	Request           map[string]any `json:"request"`
+	Plan              map[string]any `json:"plan"`
+	PlanInputDefaults map[string]any `json:"plan_input_defaults"`
+	BaseRequest       map[string]any `json:"base_request"`
+	BasePlan          map[string]any `json:"base_plan"`
+	InputSchema       map[string]any `json:"input_schema"`
+	Bindings          []bindingWire  `json:"bindings"`
+}
+
+type bindingWire struct {
+	TargetPath string `json:"target_path"`
+	InputKey   string `json:"input_key"`
+	Required   *bool  `json:"required"`
+	Default    any    `json:"default"`
+}
+
+// decodePlainEntry is decodeEntry in one pass of encoding/json instead of
+// one per field (decodeEntry was half of a render of a template not
+// cached), for the entries whose answer is plainly the same: every key of
+// the entry and of its bindings a known one, spelled exactly and once, and
+// every binding an object. Anything else, and any error, is declined
+// (false) and left to decodeEntry, whose answers and errors a fuzz target
+// compares this path with.
+func decodePlainEntry(raw []byte) (Entry, bool) {
+	if !plainKeys(raw) {
+		return Entry{}, false
+	}
+	var w entryWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Entry{}, false
+	}
+	e := Entry{EntryID: w.EntryID, EntryType: w.EntryType, Title: w.Title, Description: w.Description, Tags: w.Tags,
+		ConnectorID: w.ConnectorID, Verb: w.Verb, PolicyVersion: w.PolicyVersion, Request: w.Request, Plan: w.Plan,
+		PlanInputDefaults: w.PlanInputDefaults, BaseRequest: w.BaseRequest, BasePlan: w.BasePlan, InputSchema: w.InputSchema}
+	for _, b := range w.Bindings {
+		e.Bindings = append(e.Bindings, Binding{TargetPath: b.TargetPath, InputKey: b.InputKey, Required: b.Required, Default: b.Default})
+	}
+	return e, true
+}
+
+// plainKeys reports whether the entry object raw (valid JSON) has only
+// known keys, each spelled exactly (no escapes) and once, and whether its
+// "bindings", when an array, holds only objects with the same property.
+func plainKeys(raw []byte) bool {
+	s := scanner{b: raw}
+	return s.knownKeys(entryKeys, true)
+}
+
+// knownKeys reads one object whose keys must all be in known, each once;
+// with bindings, an array under "bindings" must hold only such objects
+// with bindingKeys. It reports false for anything else.
+func (s *scanner) knownKeys(known []string, bindings bool) bool {
+	if !s.open('{') {
+		return false
+	}
+	var seen uint64 // known has fewer than 64 keys
+	for more := s.first('}'); more; more = s.next('}') {
+		key, ok := s.plainString()
+		if !ok || !s.colon() {
+			return false
+		}
+		k := slices.Index(known, key)
+		if k < 0 || seen&(1<<k) != 0 {
+			return false
+		}
+		seen |= 1 << k
+		if bindings && key == "bindings" && s.open('[') {
+			for more := s.first(']'); more; more = s.next(']') {
+				if !s.knownKeys(bindingKeys, false) {
+					return false
+				}
+			}
+			continue
+		}
+		s.skip()
+	}
+	return true
 }
 
 // decodeBundleEntrySlow is decodeBundleEntry by full decoding.

@@ -51,6 +51,21 @@ var oddBundles = []string{
 	`{"cookbook_id":"cb","entries":[{"entry_id":"a"}]} trailing`,
 	"{\"cookbook_id\":\"c\x8fb\",\"entries\":[{\"entry_id\":\"a\xff\"},{\"entry_id\":\"a\"}]}",
 	`{"cookbook_id":"cb","entries":[{"entry_id":"a"}`, `[]`, `null`, `"x"`, ``, `{}`,
+	// Entries decodePlainEntry must take or leave exactly as decodeEntry would.
+	`{"entries":[{"entry_id":"a","Title":"folded extra","title":"t"}]}`,
+	`{"entries":[{"entry_id":"a","extra":{"x":1},"tags":null,"request":null}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[null,{"input_key":"k"}]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"input_key":"k","input_key":"j"}]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"Input_Key":"k"}]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"input_k\u0065y":"k"}]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"input_key":"k","required":null,"default":null,"note":"x"}]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"target_path":"/a","required":false,"default":{"d":[1,2.5e3]}}]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":{"input_key":"k"}}]}`,
+	`{"entries":[{"entry_id":"a","bindings":null,"plan":[1]}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"required":"yes"}]}]}`,
+	`{"entries":[{"entry_id":"a","tags":["x",7]}]}`,
+	`{"entries":[{"entry_id":"a","tags":[],"title":"t","title":"u"}]}`,
+	`{"entries":[{"entry_id":"a","input_schema":{"type":"object"},"base_request":{"request":{"a":null}}}]}`,
 }
 
 // decodeBundleEntry answers as the full decoding does, for the built-in
@@ -93,8 +108,19 @@ func TestDecodeBundleEntryMatchesFullDecoding(t *testing.T) {
 		ids := []string{"missing", ""}
 		for _, e := range b.Entries {
 			ids = append(ids, e.EntryID)
-			_, ok := locateEntry(raw, e.EntryID)
+			loc, ok := locateEntry(raw, e.EntryID)
 			require.True(t, ok, "a canonical bundle is read in one pass")
+			plain, ok := decodePlainEntry(loc.entry)
+			extra := e.Extra != nil
+			for _, bd := range e.Bindings {
+				extra = extra || bd.Extra != nil
+			}
+			if extra {
+				require.False(t, ok, "keys the format does not know are left to decodeEntry: %s", e.EntryID)
+				continue
+			}
+			require.True(t, ok, "a canonical entry is decoded in one pass: %s", e.EntryID)
+			require.Equal(t, e, plain)
 		}
 		check(raw, ids)
 	}
