@@ -146,14 +146,14 @@ func (h *Hasher) Sum(b []byte) string {
 	return PrefixHMAC + hex.EncodeToString(sum)
 }
 
-// SumArgs digests tool arguments canonically: objects are re-encoded with
-// sorted keys so equal arguments give equal digests whatever the client's
-// key order or whitespace. Arguments that are not valid JSON are digested as
-// sent.
 // maxCanonicalValues bounds the arguments SumArgs canonicalizes; it
 // matches the tool layer's limit on argument values.
 const maxCanonicalValues = 200_000
 
+// SumArgs digests tool arguments canonically: objects are re-encoded with
+// sorted keys so equal arguments give equal digests whatever the client's
+// key order or whitespace. Arguments that are not valid JSON are digested as
+// sent.
 func (h *Hasher) SumArgs(raw json.RawMessage) string {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
@@ -164,15 +164,29 @@ func (h *Hasher) SumArgs(raw json.RawMessage) string {
 		// tens of bytes per value.
 		return h.Sum(trimmed)
 	}
+	if canon, ok := canonicalObject(trimmed); ok {
+		return h.Sum(canon)
+	}
+	canon, ok := decodedCanonical(trimmed)
+	if !ok {
+		return h.Sum(trimmed)
+	}
+	return h.Sum(canon)
+}
+
+// decodedCanonical is the canonical form by decoding (UseNumber) and
+// encoding again: what canonicalObject reproduces without the decoded
+// value, and the answer for everything it declines.
+func decodedCanonical(trimmed []byte) ([]byte, bool) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return h.Sum(trimmed)
+		return nil, false
 	}
 	canon, err := json.Marshal(v)
 	if err != nil {
-		return h.Sum(trimmed)
+		return nil, false
 	}
-	return h.Sum(canon)
+	return canon, true
 }
