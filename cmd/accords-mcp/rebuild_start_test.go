@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/accordsai/accords-mcp/bench/benchcat"
 	"github.com/stretchr/testify/assert"
@@ -42,7 +44,10 @@ func TestStartWithoutIndexAnswersBeforeTheRebuild(t *testing.T) {
 	env := structured(t, p.recv(t))
 	require.Equal(t, true, env["ok"], env)
 	assert.Len(t, env["data"].(map[string]any)["items"], 5, "the search waited for the rebuilt index")
-	assert.Contains(t, p.stderr.String(), `"msg":"catalog index rebuilt"`)
+	// The server logs it before answering, but stderr comes through a pipe
+	// the test reads on its own goroutine.
+	assert.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), `"msg":"catalog index rebuilt"`) },
+		5*time.Second, 10*time.Millisecond)
 	require.NoError(t, p.stdin.Close())
 	require.Equal(t, 0, p.wait(t))
 }
