@@ -24,20 +24,11 @@ import (
 // two-word query in a large catalog often tie at the page boundary (scores
 // repeat when titles are alike), so this is the common case of a search.
 func (ix *Index) topScored(ctx context.Context, q query.Query, limit int) ([]Hit, uint64, error) {
-	adv, err := ix.bi.Advanced()
+	r, s, done, err := ix.searcher(ctx, q, search.SearcherOptions{})
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, 0, err
-	}
-	defer r.Close()
-	s, err := q.Searcher(ctx, r, ix.bi.Mapping(), search.SearcherOptions{})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer s.Close()
+	defer done()
 	dvr, err := r.DocValueReader([]string{"list_key"})
 	if err != nil {
 		return nil, 0, err
@@ -88,20 +79,11 @@ func (ix *Index) topScored(ctx context.Context, q query.Query, limit int) ([]Hit
 // search request would run it, with the page's stored hits read by
 // hitReader on the same snapshot.
 func (ix *Index) listed(ctx context.Context, q query.Query, limit int) ([]Hit, uint64, error) {
-	adv, err := ix.bi.Advanced()
+	r, s, done, err := ix.searcher(ctx, q, search.SearcherOptions{Score: "none"})
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, 0, err
-	}
-	defer r.Close()
-	s, err := q.Searcher(ctx, r, ix.bi.Mapping(), search.SearcherOptions{Score: "none"})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer s.Close()
+	defer done()
 	coll := collector.NewTopNCollector(limit, 0, search.ParseSortOrderStrings([]string{"list_key"}))
 	if err := coll.Collect(ctx, s, r); err != nil {
 		return nil, 0, err
@@ -116,6 +98,25 @@ func (ix *Index) listed(ctx context.Context, q query.Query, limit int) ([]Hit, u
 		out = append(out, h)
 	}
 	return out, coll.Total(), nil
+}
+
+// searcher opens a reader on the index's current snapshot and q's
+// searcher on it; done closes both.
+func (ix *Index) searcher(ctx context.Context, q query.Query, opts search.SearcherOptions) (index.IndexReader, search.Searcher, func(), error) {
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := q.Searcher(ctx, r, ix.bi.Mapping(), opts)
+	if err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	return r, s, func() { s.Close(); r.Close() }, nil
 }
 
 // storedHitOf decodes the stored "hit" field of a document.

@@ -96,15 +96,13 @@ func (c *canonWriter) object(depth int) bool {
 	c.i++ // '{'
 	base := len(c.out)
 	var members []member
-	c.ws()
-	if c.i < len(c.b) && c.b[c.i] == '}' {
-		c.i++
+	if c.empty('}') {
 		c.out = append(c.out, '{', '}')
 		return true
 	}
-	for {
+	for more := true; more; {
 		c.ws()
-		if c.i >= len(c.b) || c.b[c.i] != '"' {
+		if !c.peek('"') {
 			return false
 		}
 		key, ok := c.str()
@@ -112,7 +110,7 @@ func (c *canonWriter) object(depth int) bool {
 			return false
 		}
 		c.ws()
-		if c.i >= len(c.b) || c.b[c.i] != ':' {
+		if !c.peek(':') {
 			return false
 		}
 		c.i++
@@ -121,19 +119,9 @@ func (c *canonWriter) object(depth int) bool {
 			return false
 		}
 		members = append(members, member{key: key, start: start, end: len(c.out)})
-		c.ws()
-		if c.i >= len(c.b) {
+		if more, ok = c.after('}'); !ok {
 			return false
 		}
-		if c.b[c.i] == ',' {
-			c.i++
-			continue
-		}
-		if c.b[c.i] != '}' {
-			return false
-		}
-		c.i++
-		break
 	}
 	// The values were written in arrival order; write them again sorted,
 	// the last of a repeated key only (a decoded map keeps the last).
@@ -161,34 +149,49 @@ func (c *canonWriter) object(depth int) bool {
 func (c *canonWriter) array(depth int) bool {
 	c.i++ // '['
 	c.out = append(c.out, '[')
-	c.ws()
-	if c.i < len(c.b) && c.b[c.i] == ']' {
-		c.i++
+	if c.empty(']') {
 		c.out = append(c.out, ']')
 		return true
 	}
-	for n := 0; ; n++ {
+	for more, n := true, 0; more; n++ {
 		if n > 0 {
 			c.out = append(c.out, ',')
 		}
 		if !c.value(depth) {
 			return false
 		}
-		c.ws()
-		if c.i >= len(c.b) {
+		var ok bool
+		if more, ok = c.after(']'); !ok {
 			return false
 		}
-		if c.b[c.i] == ',' {
-			c.i++
-			continue
-		}
-		if c.b[c.i] != ']' {
-			return false
-		}
+	}
+	c.out = append(c.out, ']')
+	return true
+}
+
+// empty consumes closing when it comes first, reporting whether it did.
+func (c *canonWriter) empty(closing byte) bool {
+	c.ws()
+	if c.peek(closing) {
 		c.i++
-		c.out = append(c.out, ']')
 		return true
 	}
+	return false
+}
+
+// after reads what follows a member: a comma (more: another member comes)
+// or closing (the container ends); ok is false for anything else.
+func (c *canonWriter) after(closing byte) (more, ok bool) {
+	c.ws()
+	switch {
+	case c.peek(','):
+		c.i++
+		return true, true
+	case c.peek(closing):
+		c.i++
+		return false, true
+	}
+	return false, false
 }
 
 // str reads a string and returns its decoded value: a plain one (printable
