@@ -30,6 +30,10 @@ run -bench 'BenchmarkResolve' -benchtime 1000x ./domain/routing/
 run -bench 'BenchmarkGatewayOverheadMedian|BenchmarkSessionStatus' -benchtime 2000x ./gateway/
 run -bench 'BenchmarkAppend' -benchtime 2000x ./gateway/audit/
 run -bench 'BenchmarkEnvelopePath' -benchtime 5000x ./tools/
+# Argument digests for receipts, one pass against decoding; encoding an
+# answer for stdio against the SDK's encoder.
+run -bench 'BenchmarkSumArgs' -benchtime 20000x ./gateway/audit/
+run -bench 'BenchmarkEncodeSearchAnswer' -benchtime 100000x ./transport/wire/
 
 if [ "${#failed[@]}" -gt 0 ]; then
   printf 'FAILED: go test %s\n' "${failed[@]}" >&2
