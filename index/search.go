@@ -113,8 +113,10 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	bq := query.NewBooleanQuery(nil, nil, nil)
 	text := strings.TrimSpace(q.Text)
+	var tq query.Query
 	if text != "" {
-		bq.AddMust(textQuery(text, q.AllVersions))
+		tq = textQuery(text, q.AllVersions)
+		bq.AddMust(tq)
 	}
 	var filters []query.Query
 	term := func(field, value string) query.Query {
@@ -163,7 +165,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		// whose conjunction of one clause added a layer to every match and
 		// changed no score (it sets the query norm the disjunction sets
 		// itself, and adds the one score to zero).
-		top = textQuery(text, q.AllVersions)
+		top = tq
 	}
 	items, total, err := collect(ctx, top, limit)
 	if err != nil {
