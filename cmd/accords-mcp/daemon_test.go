@@ -23,7 +23,7 @@ import (
 type daemon struct {
 	vars   map[string]string
 	url    string
-	stderr *lockedBuf
+	stderr *syncBuffer
 	stop   func() int
 }
 
@@ -31,7 +31,7 @@ type daemon struct {
 func startServe(t *testing.T, vars map[string]string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
-	out, errb := &lockedBuf{}, &lockedBuf{}
+	out, errb := &syncBuffer{}, &syncBuffer{}
 	env := &environment{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: func(k string) string { return vars[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,19 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
-func testEnv(out, errOut *lockedBuf) *environment {
+func testEnv(out, errOut *syncBuffer) *environment {
 	return &environment{stdin: strings.NewReader(""), stdout: out, stderr: errOut, getenv: func(string) string { return "" }}
 }
 
@@ -42,9 +28,9 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startDevVault(t *testing.T, args ...string) (*lockedBuf, func() int) {
+func startDevVault(t *testing.T, args ...string) (*syncBuffer, func() int) {
 	t.Helper()
-	out, errOut := &lockedBuf{}, &lockedBuf{}
+	out, errOut := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, testEnv(out, errOut), append([]string{"dev-vault"}, args...)) }()
@@ -73,7 +59,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	pid := regexp.MustCompile(`approval needed: (apj_\S+)`).FindStringSubmatch(out.String())[1]
 	assert.Contains(t, out.String(), "POST /v0/connectors/execute-job -> 202")
 
-	aout, aerr := &lockedBuf{}, &lockedBuf{}
+	aout, aerr := &syncBuffer{}, &syncBuffer{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr}))
 	assert.Contains(t, aout.String(), pid)
 	// A header, and the expiry with its date and zone.
@@ -81,7 +67,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	require.Len(t, lines, 2, aout.String())
 	assert.Regexp(t, `^PENDING_ID\s+KIND\s+VERB\s+JOB\s+EXPIRES$`, lines[0])
 	assert.Regexp(t, `\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$`, lines[1])
-	aout = &lockedBuf{}
+	aout = &syncBuffer{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr, "--json"}))
 	var pend struct {
 		Items []struct {
@@ -95,7 +81,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	assert.Equal(t, pid, pend.Items[0].PendingID)
 	assert.Equal(t, jobID, pend.Items[0].JobID)
 	assert.WithinDuration(t, time.Now().Add(15*time.Minute), pend.Items[0].ExpiresAt, time.Minute)
-	aout = &lockedBuf{}
+	aout = &syncBuffer{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve", pid, "--addr", addr}), aerr.String())
 	assert.Equal(t, "approve: "+pid+" is now SUCCEEDED\n", aout.String())
 	assert.Equal(t, 1, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "deny", pid, "--addr", addr}))
@@ -125,7 +111,7 @@ func TestDevVaultUnixSocketAndDeny(t *testing.T) {
 	_, err = c.ListConnectors(context.Background(), s)
 	require.NoError(t, err)
 
-	aout, aerr := &lockedBuf{}, &lockedBuf{}
+	aout, aerr := &syncBuffer{}, &syncBuffer{}
 	assert.Equal(t, 0, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "pending", "--socket", sock}))
 	assert.Equal(t, "no approvals waiting\n", aout.String())
 	assert.Equal(t, 1, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "deny", "apj_missing", "--socket", sock}))
