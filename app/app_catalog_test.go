@@ -1,18 +1,17 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/ops/doctor"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,7 +62,7 @@ func TestStartWithoutIndexRebuildsInBackground(t *testing.T) {
 	require.NoError(t, a.Close())
 	require.NoError(t, os.RemoveAll(cfg.IndexDir()))
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	a, err = Open(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	require.NoError(t, err)
 	defer a.Close()
@@ -82,22 +81,4 @@ func TestStartWithoutIndexRebuildsInBackground(t *testing.T) {
 			assert.Contains(t, r.Detail, "consistent with the store")
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -8,31 +8,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
-
-// lockedBuffer is the transport's output; the read loop writes parse-error
-// replies while the test writes responses.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // FuzzStdioFraming feeds arbitrary bytes, followed by a valid ping request,
 // to the stdio transport and answers every call it delivers. Properties: no
@@ -62,7 +43,7 @@ func FuzzStdioFraming(f *testing.F) {
 		}
 		const sentinel = `{"jsonrpc":"2.0","id":"fuzz-sentinel","method":"ping"}`
 		input := append(append(append([]byte(nil), garbage...), '\n'), sentinel+"\n"...)
-		out := &lockedBuffer{}
+		out := &syncbuf.Buffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		conn, err := (&StdioTransport{In: bytes.NewReader(input), Out: out}).Connect(ctx)

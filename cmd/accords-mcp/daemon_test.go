@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,7 @@ import (
 type daemon struct {
 	vars   map[string]string
 	url    string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	stop   func() int
 }
 
@@ -31,7 +32,7 @@ type daemon struct {
 func startServe(t *testing.T, vars map[string]string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
-	out, errb := &syncBuffer{}, &syncBuffer{}
+	out, errb := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	env := &environment{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: func(k string) string { return vars[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/session"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func testEnv(out, errOut *syncBuffer) *environment {
+func testEnv(out, errOut *syncbuf.Buffer) *environment {
 	return &environment{stdin: strings.NewReader(""), stdout: out, stderr: errOut, getenv: func(string) string { return "" }}
 }
 
@@ -28,9 +29,9 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startDevVault(t *testing.T, args ...string) (*syncBuffer, func() int) {
+func startDevVault(t *testing.T, args ...string) (*syncbuf.Buffer, func() int) {
 	t.Helper()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, testEnv(out, errOut), append([]string{"dev-vault"}, args...)) }()
@@ -59,7 +60,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	pid := regexp.MustCompile(`approval needed: (apj_\S+)`).FindStringSubmatch(out.String())[1]
 	assert.Contains(t, out.String(), "POST /v0/connectors/execute-job -> 202")
 
-	aout, aerr := &syncBuffer{}, &syncBuffer{}
+	aout, aerr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr}))
 	assert.Contains(t, aout.String(), pid)
 	// A header, and the expiry with its date and zone.
@@ -67,7 +68,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	require.Len(t, lines, 2, aout.String())
 	assert.Regexp(t, `^PENDING_ID\s+KIND\s+VERB\s+JOB\s+EXPIRES$`, lines[0])
 	assert.Regexp(t, `\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$`, lines[1])
-	aout = &syncBuffer{}
+	aout = &syncbuf.Buffer{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "pending", "--addr", addr, "--json"}))
 	var pend struct {
 		Items []struct {
@@ -81,7 +82,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	assert.Equal(t, pid, pend.Items[0].PendingID)
 	assert.Equal(t, jobID, pend.Items[0].JobID)
 	assert.WithinDuration(t, time.Now().Add(15*time.Minute), pend.Items[0].ExpiresAt, time.Minute)
-	aout = &syncBuffer{}
+	aout = &syncbuf.Buffer{}
 	require.Equal(t, 0, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve", pid, "--addr", addr}), aerr.String())
 	assert.Equal(t, "approve: "+pid+" is now SUCCEEDED\n", aout.String())
 	assert.Equal(t, 1, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "deny", pid, "--addr", addr}))
@@ -111,7 +112,7 @@ func TestDevVaultUnixSocketAndDeny(t *testing.T) {
 	_, err = c.ListConnectors(context.Background(), s)
 	require.NoError(t, err)
 
-	aout, aerr := &syncBuffer{}, &syncBuffer{}
+	aout, aerr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	assert.Equal(t, 0, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "pending", "--socket", sock}))
 	assert.Equal(t, "no approvals waiting\n", aout.String())
 	assert.Equal(t, 1, run(context.Background(), testEnv(aout, aerr), []string{"dev-vault", "deny", "apj_missing", "--socket", sock}))

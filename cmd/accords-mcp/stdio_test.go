@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,25 +50,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	out    *bufio.Reader
-	stderr *syncBuffer
-}
-
-// syncBuffer collects stderr while the process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	stderr *syncbuf.Buffer
 }
 
 // start launches the binary serving stdio in its own process
@@ -119,7 +102,7 @@ func launch(t *testing.T, dbPath string, env ...string) *proc {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -431,7 +414,7 @@ func TestExplicitDaemonTakesOverFromAnAutoOne(t *testing.T) {
 
 	srv := exec.Command(binary(t), "serve", "--http", "127.0.0.1:0")
 	srv.Env = append(os.Environ(), "ACCORDS_MCP_DB="+dbPath, "VC_AGENT_TOKEN=")
-	errb := &syncBuffer{}
+	errb := &syncbuf.Buffer{}
 	srv.Stderr = errb
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })

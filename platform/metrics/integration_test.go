@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,12 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/prometheus/common/expfmt"
@@ -136,7 +135,7 @@ capabilities = ["catalog_view"]
 func TestLogsAreQuietAndCorrelated(t *testing.T) {
 	for _, level := range []string{"info", "debug"} {
 		t.Run(level, func(t *testing.T) {
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			lv := slog.LevelInfo
 			if level == "debug" {
 				lv = slog.LevelDebug
@@ -159,18 +158,6 @@ func TestLogsAreQuietAndCorrelated(t *testing.T) {
 		})
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // previousSeries are the families /metrics served before the client library
 // replaced the hand-written registry: name, type, HELP and label names are

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
@@ -92,7 +92,7 @@ func TestExportFailureIsLogged(t *testing.T) {
 		w.WriteHeader(http.StatusBadRequest)
 	}))
 	defer col.Close()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	p, err := Start(config.Tracing{TracesURL: col.URL + "/v1/traces"}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	require.NoError(t, err)
 	_, span := p.Tracer().Start(context.Background(), "x")
@@ -100,16 +100,3 @@ func TestExportFailureIsLogged(t *testing.T) {
 	_ = p.Shutdown()
 	assert.Contains(t, logs.String(), "tracing: spans not exported")
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -120,27 +121,10 @@ type launchedClient struct {
 	name string
 	cs   *mcp.ClientSession
 	cmd  *exec.Cmd
-	errb *lockedBuffer
+	errb *syncbuf.Buffer
 
 	mu       sync.Mutex
 	progress []string // progress tokens received
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // launch starts `accords-mcp` as a stdio client configures it (no
@@ -164,7 +148,7 @@ func (h *home) launchLegacy(name string, extra ...string) *launchedClient {
 
 func (h *home) launchWith(name string, opts *mcp.ClientSessionOptions, extra ...string) *launchedClient {
 	h.t.Helper()
-	c := &launchedClient{name: name, errb: &lockedBuffer{}}
+	c := &launchedClient{name: name, errb: &syncbuf.Buffer{}}
 	cmd := exec.Command(binary(h.t))
 	cmd.Env = append(append([]string(nil), h.env...), extra...)
 	cmd.Stderr = c.errb
