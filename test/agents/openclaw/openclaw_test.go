@@ -83,7 +83,7 @@ func TestOpenClawAgentCallsAccordsTools(t *testing.T) {
 
 	peerCalls := second.stop()
 	n, err := summarize(peerCalls, runStart, runEnd)
-	require.NoError(t, err, "second stdio client (stderr: %s)", second.stderr.tail())
+	require.NoError(t, err, "second stdio client (stderr: %s)", stderrTail(second.stderr))
 	t.Logf("second stdio client: %d calls, all ok, during the OpenClaw run", n)
 
 	out := parseAgentOutput(t, stdout)

@@ -3,7 +3,6 @@
 package openclaw
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -51,7 +51,7 @@ func stopDaemon(t *testing.T, bin string, env []string) {
 // binary on the same database, calling tools in a loop while OpenClaw runs.
 type peer struct {
 	cs     *mcp.ClientSession
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -75,17 +75,17 @@ func startPeer(t *testing.T, bin string, env []string) *peer {
 	defer cancel()
 	cmd := exec.Command(bin)
 	cmd.Env = env
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "accords-agents-peer", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
 	if err != nil {
-		t.Fatalf("second stdio client: connect: %v\nstderr: %s", err, stderr.tail())
+		t.Fatalf("second stdio client: connect: %v\nstderr: %s", err, stderrTail(stderr))
 	}
 	p := &peer{cs: cs, stderr: stderr, done: make(chan struct{})}
 	t.Cleanup(func() { _ = cs.Close() })
 	if c := p.call(ctx, statusTool, map[string]any{}); !c.ok {
-		t.Fatalf("second stdio client: first %s failed: %s\nstderr: %s", statusTool, c.problem, stderr.tail())
+		t.Fatalf("second stdio client: first %s failed: %s\nstderr: %s", statusTool, c.problem, stderrTail(stderr))
 	}
 	return p
 }
@@ -170,20 +170,5 @@ func summarize(calls []peerCall, runStart, runEnd time.Time) (int, error) {
 	return len(calls), nil
 }
 
-// syncBuffer collects a child's stderr for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(tail(b.buf.Bytes(), 3000))
-}
+// stderrTail is the end of a child's stderr, for failure messages.
+func stderrTail(b *syncbuf.Buffer) string { return string(tail([]byte(b.String()), 3000)) }
