@@ -110,9 +110,11 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 		s.AddReceivingMiddleware(mw)
 	}
 	// Then: every call sees the shutdown signal and ends with its HTTP
-	// POST; the principal is resolved first of all.
+	// POST; the principal is resolved before any of that, once the
+	// request's stack is grown.
 	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
+	s.AddReceivingMiddleware(stackMiddleware)
 	return s
 }
 
