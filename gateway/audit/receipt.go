@@ -108,6 +108,14 @@ func seal(r *Receipt) ([]byte, error) {
 // canonical encoding of the decoded receipt (any byte-level edit, added
 // field or reformatting counts as an alteration).
 func decodeStrict(raw []byte) (Receipt, bool, error) {
+	if r, ok := parseCanonical(raw); ok {
+		return r, true, nil
+	}
+	return decodeStrictSlow(raw)
+}
+
+// decodeStrictSlow is decodeStrict through encoding/json.
+func decodeStrictSlow(raw []byte) (Receipt, bool, error) {
 	var r Receipt
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
