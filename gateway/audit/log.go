@@ -185,6 +185,13 @@ type Options struct {
 	// StartupStretch is how many of the newest receipts Open verifies
 	// (default 4096).
 	StartupStretch int
+	// VerifyDelay is how long after Open that verification begins
+	// (default 0: at once). A server sets it so that a launching client's
+	// handshake does not share the machine with thousands of receipt
+	// hashes; Integrity (a write tool's admission, a health check) and
+	// Close cut the wait short, and nothing is committed before the
+	// verification has run.
+	VerifyDelay time.Duration
 	// OnStartProblem, when set, is told of a verification failure found
 	// at start, before Integrity reports it.
 	OnStartProblem func(*Problem)
@@ -241,6 +248,9 @@ type Log struct {
 	// no receipt is signed and no write tool admitted before the newest
 	// stretch is known to be intact, while start-up itself does not wait.
 	verified chan struct{}
+	// hurry, closed once, ends VerifyDelay's wait.
+	hurry     chan struct{}
+	hurryOnce sync.Once
 
 	healthy atomic.Bool
 	lastErr atomic.Value // string
@@ -300,7 +310,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		opts.StartupStretch = DefaultStartupStretch
 	}
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{}),
-		verified: make(chan struct{})}
+		verified: make(chan struct{}), hurry: make(chan struct{})}
 	var startProblem *Problem
 	err := db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
@@ -343,6 +353,14 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 // when the log is intact, then lets Integrity and the writer go on.
 func (l *Log) verifyStart(recorded *Problem) {
 	defer close(l.verified)
+	if d := l.opts.VerifyDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-l.hurry:
+			t.Stop()
+		}
+	}
 	var p *Problem
 	err := l.db.View(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
@@ -383,7 +401,8 @@ func (l *Log) verifyStart(recorded *Problem) {
 	}
 }
 
-// Verified is closed once the start-up verification has finished.
+// Verified is closed once the start-up verification has finished (after
+// VerifyDelay, unless something cut that short).
 func (l *Log) Verified() <-chan struct{} { return l.verified }
 
 // buckets are the audit sub-buckets of one transaction.
@@ -635,10 +654,15 @@ func (l *Log) Key() *Key { return l.key }
 // DB is the database the log lives in.
 func (l *Log) DB() *store.DB { return l.db }
 
+// verifyNow starts the start-up verification if VerifyDelay still holds
+// it back.
+func (l *Log) verifyNow() { l.hurryOnce.Do(func() { close(l.hurry) }) }
+
 // Integrity reports the unacknowledged verification failure, if any: write
 // tools are refused while it stands and no checkpoint is signed.
 // It waits for the start-up verification.
 func (l *Log) Integrity() *Problem {
+	l.verifyNow()
 	<-l.verified
 	return l.problem.Load()
 }
@@ -664,6 +688,7 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 	it := item{ts: r.Timestamp, ack: r.Type == TypeAcknowledgement}
 	if wait || it.ack {
 		it.done = make(chan error, 1)
+		l.verifyNow() // the caller waits for the writer
 	}
 	l.mu.Lock()
 	if l.closed {
@@ -723,6 +748,7 @@ func (l *Log) Checkpoint() error { return l.send(item{sign: true}) }
 
 func (l *Log) send(it item) error {
 	it.done = make(chan error, 1)
+	l.verifyNow()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -787,6 +813,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	close(l.queue)
 	l.mu.Unlock()
+	l.verifyNow()
 	<-l.done
 	if l.anchors != nil {
 		l.anchors.close(10 * time.Second)
