@@ -162,3 +162,30 @@ func BenchmarkGrowthPer1000(b *testing.B) {
 	b.ReportMetric(float64(inUse()-used0)/float64(b.N), "bytes-in-use/1000calls")
 	b.ReportMetric(float64(size()-size0)/float64(b.N), "file-bytes/1000calls")
 }
+
+// BenchmarkAppendBetweenCalls is a read tool's append as calls arrive one
+// at a time: the writer has gone to sleep (lingering, or waiting for the
+// queue) before each append, as it does between the calls of a client.
+func BenchmarkAppendBetweenCalls(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	l, err := Open(db, Options{Key: testKey(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	<-l.Verified()
+	r := receipt(1, "default", time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(100 * time.Microsecond)
+		b.StartTimer()
+		if _, err := l.Append(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

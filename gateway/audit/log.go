@@ -248,6 +248,11 @@ type Log struct {
 	// no receipt is signed and no write tool admitted before the newest
 	// stretch is known to be intact, while start-up itself does not wait.
 	verified chan struct{}
+	// nudge wakes a writer that lingers: it sleeps without receiving, so
+	// a receipt nobody waits for is queued without waking it (a futex
+	// wake on the caller's path), and callers that wait, a closing log or
+	// a half-full queue nudge it.
+	nudge chan struct{}
 	// hurry, closed once, ends VerifyDelay's wait.
 	hurry     chan struct{}
 	hurryOnce sync.Once
@@ -310,7 +315,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		opts.StartupStretch = DefaultStartupStretch
 	}
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{}),
-		verified: make(chan struct{}), hurry: make(chan struct{})}
+		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1)}
 	var startProblem *Problem
 	err := db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
@@ -708,7 +713,11 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 		}
 		l.backlog.Add(1)
 		l.queue <- it
+		urgent := l.urgent(it)
 		l.mu.Unlock()
+		if urgent {
+			l.wake()
+		}
 		if it.done == nil {
 			// Nobody waits for its number (read calls): it is committed
 			// with the next group, or once commits succeed again.
@@ -728,7 +737,11 @@ func (l *Log) append(r Receipt, wait bool) (Ref, error) {
 	l.tip = r.Hash
 	l.backlog.Add(1)
 	l.queue <- it
+	urgent := l.urgent(it)
 	l.mu.Unlock()
+	if urgent {
+		l.wake()
+	}
 	ref := Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
 	if it.done == nil {
 		return ref, nil
@@ -756,7 +769,20 @@ func (l *Log) send(it item) error {
 	}
 	l.queue <- it
 	l.mu.Unlock()
+	l.wake()
 	return <-it.done
+}
+
+// urgent reports whether queuing it must wake a lingering writer: someone
+// waits for its commit, or the queue is half full.
+func (l *Log) urgent(it item) bool { return it.done != nil || len(l.queue) >= cap(l.queue)/2 }
+
+// wake nudges the writer out of its linger.
+func (l *Log) wake() {
+	select {
+	case l.nudge <- struct{}{}:
+	default:
+	}
 }
 
 // Acknowledge records that an operator accepts the log as it is: a signed
@@ -813,6 +839,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	close(l.queue)
 	l.mu.Unlock()
+	l.wake()
 	l.verifyNow()
 	<-l.done
 	if l.anchors != nil {
@@ -845,7 +872,7 @@ func (l *Log) run() {
 		}
 		batch = append(batch[:0], it)
 		waited := it.done != nil
-		lingering := false
+		lingering, lingered := false, false
 	gather:
 		for len(batch) < cap(batch) {
 			select {
@@ -860,8 +887,9 @@ func (l *Log) run() {
 			}
 			// Queue empty. Commit now if someone waits (write tools,
 			// flushes); otherwise gather more receipts into this commit,
-			// for at most Linger from the first empty queue.
-			if waited || l.opts.Linger < 0 {
+			// for at most Linger from the first empty queue, asleep until
+			// then or until nudged (see nudge), then take what came.
+			if waited || lingered || l.opts.Linger < 0 {
 				break gather
 			}
 			if !lingering {
@@ -869,15 +897,9 @@ func (l *Log) run() {
 				linger.Reset(l.opts.Linger)
 			}
 			select {
-			case next, ok := <-l.queue:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, next)
-				waited = waited || next.done != nil
+			case <-l.nudge:
 			case <-linger.C:
-				lingering = false
-				break gather
+				lingering, lingered = false, true
 			}
 		}
 		if lingering {
