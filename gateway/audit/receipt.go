@@ -94,14 +94,20 @@ func chainHash(r Receipt) (string, []byte, error) {
 	return PrefixSHA256 + hex.EncodeToString(sum[:]), body, nil
 }
 
-// seal computes r.Hash and returns the stored bytes.
+// seal computes r.Hash and returns the stored bytes: the hashed encoding
+// with the hash added as its last field, which is what encoding r again
+// would write (hash is last and omitempty, and its text needs no escape).
 func seal(r *Receipt) ([]byte, error) {
-	h, _, err := chainHash(*r)
+	h, body, err := chainHash(*r)
 	if err != nil {
 		return nil, err
 	}
 	r.Hash = h
-	return json.Marshal(r)
+	raw := make([]byte, 0, len(body)+len(`,"hash":""`)+len(h))
+	raw = append(raw, body[:len(body)-1]...)
+	raw = append(raw, `,"hash":"`...)
+	raw = append(raw, h...)
+	return append(raw, `"}`...), nil
 }
 
 // decodeStrict decodes stored bytes and reports whether they are exactly the

@@ -181,3 +181,25 @@ func TestReceiptFieldsFollowTheStruct(t *testing.T) {
 		assert.Equal(t, opts == "omitempty", receiptFields[i].omit, "field %s", name)
 	}
 }
+
+// TestSealWritesTheCanonicalEncoding: seal builds the stored bytes from the
+// hashed encoding instead of encoding the receipt a second time; they must
+// be exactly what encoding/json writes for the sealed receipt.
+func TestSealWritesTheCanonicalEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	odd := receipt(1, "ten<ant>&\u2028", time.Now())
+	odd.Tool = "bad\xff\xfeutf8\x00\n\"quoted\""
+	for i := range 2000 {
+		rc := randomReceipt(r)
+		if i == 0 {
+			rc = odd
+		}
+		rc.Hash = ""
+		raw, err := seal(&rc)
+		require.NoError(t, err)
+		want, err := json.Marshal(rc)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(raw))
+		require.Equal(t, rc.Hash, chainHashRaw(raw, rc.Hash))
+	}
+}
