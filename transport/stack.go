@@ -13,23 +13,8 @@ import (
 // grows the stack by doubling, copying every frame each time: three or four
 // copies of an ever deeper stack were 8 % of a render's CPU. Growing it
 // once, while it is still shallow, costs one copy of a few frames.
+// growStack (stack_*.s, stack_other.go) does it.
 const stackHeadroom = 32 << 10
-
-// growStack makes the runtime enlarge the calling goroutine's stack to
-// hold stackHeadroom more bytes: a frame that size does not fit, so the
-// stack is grown (to the next power of two that fits it) before the call
-// starts. The stack keeps that size when the frame returns.
-//
-//go:noinline
-func growStack() {
-	var pad [stackHeadroom]byte
-	keep(&pad)
-}
-
-// keep stops the compiler from dropping pad.
-//
-//go:noinline
-func keep(*[stackHeadroom]byte) {}
 
 // stackMiddleware grows a request's stack before anything else runs.
 func stackMiddleware(next mcp.MethodHandler) mcp.MethodHandler {

@@ -35,25 +35,31 @@ func TestStackMiddlewarePassesTheRequestThrough(t *testing.T) {
 }
 
 // BenchmarkRequestStack measures a request goroutine that goes about 30 KiB
-// deep, as go-sdk starts one for each request: "grown" grows its stack
-// first (growStack), "doubling" lets the runtime grow it frame by frame.
+// deep ("deep"), as go-sdk starts one for each request, and one that stays
+// shallow (a cheap call): "grown" grows its stack first (growStack),
+// "doubling" lets the runtime grow it frame by frame.
 func BenchmarkRequestStack(b *testing.B) {
-	for _, grow := range []bool{false, true} {
-		name := "doubling"
-		if grow {
-			name = "grown"
-		}
-		b.Run(name, func(b *testing.B) {
-			done := make(chan int)
-			for b.Loop() {
-				go func() {
-					if grow {
-						growStack()
-					}
-					done <- deep(100)
-				}()
-				<-done
+	for _, depth := range []struct {
+		name   string
+		frames int
+	}{{"shallow", 2}, {"deep", 100}} {
+		for _, grow := range []bool{false, true} {
+			name := depth.name + "/doubling"
+			if grow {
+				name = depth.name + "/grown"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				done := make(chan int)
+				for b.Loop() {
+					go func() {
+						if grow {
+							growStack()
+						}
+						done <- deep(depth.frames)
+					}()
+					<-done
+				}
+			})
+		}
 	}
 }
