@@ -2,6 +2,9 @@
 
 package transport
 
+// stackHeadroom is the frame growStack declares, as in the assembly.
+const stackHeadroom = 32 << 10
+
 // growStack makes the runtime enlarge the calling goroutine's stack to
 // hold stackHeadroom more bytes: a frame that size does not fit, so the
 // stack is grown (to the next power of two that fits it) before the call
