@@ -1287,21 +1287,21 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 		start := l.base.Size // receipts 1..start are gone already
 		count := l.head.Seq - start
 		var last uint64
-		var lastHash string
+		var lastRaw []byte
 		c := b.receipts.Cursor()
 		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < l.pruneLimit(); k, v = c.Next() {
 			seq := u64(k)
 			overCount := ret.MaxCount > 0 && count-uint64(deleted) > ret.MaxCount
-			tooOld := !cutoff.IsZero() && olderThan(timestampOf(v), cutoff)
-			if !overCount && !tooOld {
+			if !overCount && (cutoff.IsZero() || !olderThan(timestampOf(v), cutoff)) {
 				break
 			}
-			last, lastHash = seq, hashOf(v)
+			last, lastRaw = seq, v
 			deleted++
 		}
 		if deleted == 0 {
 			return nil
 		}
+		lastHash := hashOf(lastRaw)
 		frontier, err := loadRange(b.tree, last)
 		if err != nil {
 			return fmt.Errorf("prune: %w", err)

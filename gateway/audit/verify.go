@@ -760,8 +760,12 @@ func chainHashRaw(raw []byte, hash string) string {
 	return PrefixSHA256 + hex.EncodeToString(sum[:])
 }
 
-// hashOf and timestampOf read one field of stored receipt bytes.
+// hashOf and timestampOf read one field of stored receipt bytes (in one
+// pass when they are canonical, as the writer stores them).
 func hashOf(raw []byte) string {
+	if rc, ok := parseCanonical(raw); ok {
+		return rc.Hash
+	}
 	var r struct {
 		Hash string `json:"hash"`
 	}
@@ -770,6 +774,9 @@ func hashOf(raw []byte) string {
 }
 
 func timestampOf(raw []byte) string {
+	if rc, ok := parseCanonical(raw); ok {
+		return rc.Timestamp
+	}
 	var r struct {
 		Timestamp string `json:"timestamp"`
 	}
