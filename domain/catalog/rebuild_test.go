@@ -12,6 +12,7 @@ import (
 	"github.com/accordsai/accords-mcp/index"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/within"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,21 +59,6 @@ func (g *buildGate) hook(ctx context.Context) error {
 	}
 }
 
-// within runs fn and fails the test when it has not returned in 10 s.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still waiting after 10 s", what)
-	}
-}
-
 // openBackground opens the catalog with background rebuilds and g's hook;
 // Open must return while the hook holds the build.
 func (e *env) openBackground(t *testing.T, g *buildGate) {
@@ -80,11 +66,11 @@ func (e *env) openBackground(t *testing.T, g *buildGate) {
 	db, err := store.Open(e.dbPath(), store.Options{})
 	require.NoError(t, err)
 	e.db = db
-	within(t, "Open with the rebuild held", func() {
+	within.Run(t, "Open with the rebuild held", func() {
 		e.svc, err = Open(context.Background(), db, e.indexPath(), Options{BackgroundRebuild: true, buildHook: g.hook})
 	})
 	require.NoError(t, err)
-	within(t, "the rebuild to start", func() { <-g.started })
+	within.Run(t, "the rebuild to start", func() { <-g.started })
 }
 
 // seededWithoutIndex is a closed catalog of three cookbooks whose index
@@ -116,7 +102,7 @@ func TestBackgroundRebuildServesWhileBuilding(t *testing.T) {
 	assert.ErrorIs(t, err, ErrIndexRebuilding)
 
 	ctx := t.Context()
-	within(t, "reads that need no index", func() {
+	within.Run(t, "reads that need no index", func() {
 		st, err := e.svc.Get(ctx, "alpha", "")
 		require.NoError(t, err)
 		assert.Equal(t, "1.0.0", st.Bundle.Version)
@@ -129,7 +115,7 @@ func TestBackgroundRebuildServesWhileBuilding(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotNil(t, res)
 	})
-	within(t, "an upsert during the rebuild", func() {
+	within.Run(t, "an upsert during the rebuild", func() {
 		mustUpsert(t, e.svc, sample("gamma", "1.0.0", 3), "")
 		mustUpsert(t, e.svc, sample("alpha", "2.0.0", 1), "")
 		_, err := e.svc.Delete(ctx, "beta", "1.0.0")
@@ -153,7 +139,7 @@ func TestBackgroundRebuildServesWhileBuilding(t *testing.T) {
 	}
 	g.open()
 	var ids []string
-	within(t, "the search after the rebuild", func() { ids = <-found })
+	within.Run(t, "the search after the rebuild", func() { ids = <-found })
 	// Latest versions only: alpha@2.0.0 (1 entry), gamma (3); beta deleted.
 	assert.ElementsMatch(t, []string{"alpha@2.0.0/entry_0", "gamma@1.0.0/entry_0", "gamma@1.0.0/entry_1", "gamma@1.0.0/entry_2"}, ids)
 	assert.False(t, e.svc.Rebuilding())
@@ -179,7 +165,7 @@ func TestBackgroundRebuildCloseCancels(t *testing.T) {
 	g := newBuildGate(t)
 	e.openBackground(t, g)
 	mustUpsert(t, e.svc, sample("during", "1.0.0", 1), "")
-	within(t, "Close during the rebuild", func() { require.NoError(t, e.svc.Close()) })
+	within.Run(t, "Close during the rebuild", func() { require.NoError(t, e.svc.Close()) })
 	e.svc = nil
 	_, err := index.Open(e.indexPath())
 	assert.Error(t, err, "a cancelled rebuild left an index behind")
@@ -283,8 +269,8 @@ func TestReindexSupersedesBackgroundRebuild(t *testing.T) {
 	e.openBackground(t, g)
 	found := make(chan []string, 1)
 	go func() { found <- searchIDs(t, e.svc, index.Query{CookbookID: "alpha"}) }()
-	within(t, "Reindex during a background rebuild", func() { require.NoError(t, e.svc.Reindex(t.Context(), nil)) })
-	within(t, "the search that waited", func() { assert.Len(t, <-found, 2) })
+	within.Run(t, "Reindex during a background rebuild", func() { require.NoError(t, e.svc.Reindex(t.Context(), nil)) })
+	within.Run(t, "the search that waited", func() { assert.Len(t, <-found, 2) })
 	assert.False(t, e.svc.Rebuilding())
 	assert.Equal(t, e.svc.Rev(), e.svc.IndexRev())
 }

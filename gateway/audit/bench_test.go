@@ -11,18 +11,30 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// BenchmarkAppendSync is one durable commit per receipt (write tools).
-func BenchmarkAppendSync(b *testing.B) {
+// benchLog opens a log with opts (and the test key) on a new database;
+// closeAll closes both, at the end of each round of the benchmark.
+func benchLog(b *testing.B, opts Options) (db *store.DB, l *Log, closeAll func()) {
+	b.Helper()
 	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	l, err := Open(db, Options{Key: testKey(b)})
+	opts.Key = testKey(b)
+	l, err = Open(db, opts)
 	if err != nil {
+		db.Close()
 		b.Fatal(err)
 	}
-	defer l.Close()
+	return db, l, func() {
+		_ = l.Close()
+		_ = db.Close()
+	}
+}
+
+// BenchmarkAppendSync is one durable commit per receipt (write tools).
+func BenchmarkAppendSync(b *testing.B) {
+	_, l, closeAll := benchLog(b, Options{})
+	defer closeAll()
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
 	for range b.N {
@@ -35,16 +47,8 @@ func BenchmarkAppendSync(b *testing.B) {
 // BenchmarkAppend is the read-tool path: enqueue only; the writer
 // group-commits in the background.
 func BenchmarkAppend(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	l, err := Open(db, Options{Key: testKey(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	_, l, closeAll := benchLog(b, Options{})
+	defer closeAll()
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
 	for range b.N {
@@ -62,16 +66,8 @@ func BenchmarkAppend(b *testing.B) {
 // and the amortised group commit and checkpoint signing, measured as
 // appends plus a final flush over b.N receipts.
 func BenchmarkWriterPerReceipt(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	l, err := Open(db, Options{Key: testKey(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	_, l, closeAll := benchLog(b, Options{})
+	defer closeAll()
 	r := receipt(1, "default", time.Now())
 	b.ResetTimer()
 	for range b.N {
@@ -88,16 +84,8 @@ func BenchmarkWriterPerReceipt(b *testing.B) {
 // chaining, the receipt's hashes and its leaf hash (the writer is stopped
 // from competing by a large queue and no flush in the timed loop).
 func BenchmarkEnqueue(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	l, err := Open(db, Options{Key: testKey(b), QueueSize: b.N + 1, Linger: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	_, l, closeAll := benchLog(b, Options{QueueSize: b.N + 1, Linger: time.Hour})
+	defer closeAll()
 	r := receipt(1, "default", time.Now())
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -115,16 +103,8 @@ func BenchmarkEnqueue(b *testing.B) {
 // call ids and digests), and the file's growth. Retention (default 90
 // days and 100,000 receipts) bounds the total at about 100 times this.
 func BenchmarkGrowthPer1000(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	l, err := Open(db, Options{Key: testKey(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	db, l, closeAll := benchLog(b, Options{})
+	defer closeAll()
 	digest := "hmac-sha256:" + strings.Repeat("ab", 32)
 	inUse := func() int {
 		n := 0
@@ -167,16 +147,8 @@ func BenchmarkGrowthPer1000(b *testing.B) {
 // at a time: the writer has gone to sleep (lingering, or waiting for the
 // queue) before each append, as it does between the calls of a client.
 func BenchmarkAppendBetweenCalls(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "a.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	l, err := Open(db, Options{Key: testKey(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	_, l, closeAll := benchLog(b, Options{})
+	defer closeAll()
 	<-l.Verified()
 	r := receipt(1, "default", time.Now())
 	b.ReportAllocs()

@@ -9,23 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/test/within"
 )
 
-// within runs fn and fails unless it returns in time: with an hour's
-// VerifyDelay, anything that waited for it would hang instead.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s waited for VerifyDelay", what)
-	}
-}
+// With an hour's VerifyDelay, anything that waited for it would hang:
+// within.Run fails those steps instead.
 
 func TestVerifyDelayHoldsTheStartUpCheckBack(t *testing.T) {
 	db := openDB(t)
@@ -39,7 +27,7 @@ func TestVerifyDelayHoldsTheStartUpCheckBack(t *testing.T) {
 	// Nothing is committed before the verification.
 	assert.Nil(t, rawGet(t, db, 1))
 	// Close cuts the wait short, verifies, then commits what is queued.
-	within(t, "Close", func() { require.NoError(t, l.Close()) })
+	within.Run(t, "Close", func() { require.NoError(t, l.Close()) })
 	assert.NotNil(t, rawGet(t, db, 1))
 	rep := verifyDB(t, db)
 	require.True(t, rep.OK, "%+v", rep.Problem)
@@ -62,7 +50,7 @@ func TestVerifyDelayEndsForWhatWaitsOnIt(t *testing.T) {
 			db := openDB(t)
 			l := open(t, db, Options{VerifyDelay: time.Hour})
 			defer l.Close()
-			within(t, name, func() { require.NoError(t, wait(l)) })
+			within.Run(t, name, func() { require.NoError(t, wait(l)) })
 			select {
 			case <-l.Verified():
 			default:
