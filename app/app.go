@@ -423,16 +423,21 @@ func (a *App) openAudit() error {
 		return fmt.Errorf("load audit key: %w", err)
 	}
 	// Replicas on one etcd store append to one chain. The newest receipts
-	// are verified beside start-up, once a launching client's handshake
-	// has had the machine (sooner when a write tool, a health check or
-	// Close needs the verdict); a failure is logged as soon as it is found
-	// (before Integrity reports it).
-	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence, Shared: a.DB.Kind() == store.KindEtcd,
-		VerifyDelay: auditVerifyDelay,
+	// are verified beside start-up; on bbolt once a launching client's
+	// handshake has had the machine (sooner when a write tool, a health
+	// check or Close needs the verdict). On etcd at once, while the store
+	// is known to answer: a read that fails counts as a damaged log, and
+	// an outage during the delay would have been taken for one. A failure
+	// is logged as soon as it is found (before Integrity reports it).
+	shared := a.DB.Kind() == store.KindEtcd
+	opts := audit.Options{Key: a.AuditKey, Retention: retention, Cadence: cadence, Shared: shared,
 		OnStartProblem: func(p *audit.Problem) {
 			a.Logger.Error("audit log failed verification: write tools are refused and nothing is signed until an operator acknowledges it",
 				"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
 		}}
+	if !shared {
+		opts.VerifyDelay = auditVerifyDelay
+	}
 	defer func() { a.auditOpts = opts }()
 	if anchor != nil {
 		opts.Anchor = anchor
