@@ -49,33 +49,51 @@ func (db *DB) JoinFleet(id string) (*Fleet, error) {
 		f.Leave()
 		return nil, fmt.Errorf("join the replica fleet: %w", ErrUnavailableWrap(err))
 	}
-	f.count(ctx, cli, pfx)
+	rev := f.count(ctx, cli, pfx, 0)
+	if afterFleetCount != nil {
+		afterFleetCount()
+	}
 	go func() {
 		for ctx.Err() == nil {
-			for resp := range cli.Watch(ctx, pfx, clientv3.WithPrefix()) {
+			// The watch starts right after the revision counted, so a
+			// replica that joins or leaves between the count and the
+			// watch is not missed (a watch from "now" would miss it, and
+			// the count would stay wrong until the next change).
+			opts := []clientv3.OpOption{clientv3.WithPrefix()}
+			if rev > 0 {
+				opts = append(opts, clientv3.WithRev(rev+1))
+			}
+			for resp := range cli.Watch(ctx, pfx, opts...) {
 				if resp.Err() != nil {
-					break
+					break // compacted past rev, or the connection broke
 				}
-				f.count(ctx, cli, pfx)
+				rev = f.count(ctx, cli, pfx, rev)
 			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
-				f.count(ctx, cli, pfx) // after a broken watch
+				rev = f.count(ctx, cli, pfx, rev) // after a broken watch
 			}
 		}
 	}()
 	return f, nil
 }
 
-func (f *Fleet) count(ctx context.Context, cli *clientv3.Client, pfx string) {
+// afterFleetCount runs between JoinFleet's first count and its watch
+// (tests: a replica joining in that gap).
+var afterFleetCount func()
+
+// count reads how many members the list holds and returns the revision it
+// read at (last when the read failed, and the last count stays).
+func (f *Fleet) count(ctx context.Context, cli *clientv3.Client, pfx string, last int64) int64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	resp, err := cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return // keep the last count
+		return last
 	}
 	f.live.Store(max(resp.Count, 1))
+	return resp.Header.Revision
 }
 
 // Live is the number of replicas whose membership lease is alive, this
