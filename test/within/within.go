@@ -12,7 +12,9 @@ import (
 const Limit = 10 * time.Second
 
 // Run runs fn on its own goroutine and fails the test, naming what, when
-// fn has not returned within Limit.
+// fn has not returned within Limit. A require failing inside fn ends only
+// fn's goroutine; Run then stops the test itself, as the failure would
+// have on the test's goroutine.
 func Run(t testing.TB, what string, fn func()) {
 	t.Helper()
 	runFor(t, Limit, what, fn)
@@ -21,12 +23,17 @@ func Run(t testing.TB, what string, fn func()) {
 func runFor(t testing.TB, limit time.Duration, what string, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
+	returned := false
 	go func() {
 		defer close(done)
 		fn()
+		returned = true
 	}()
 	select {
 	case <-done:
+		if !returned {
+			t.FailNow()
+		}
 	case <-time.After(limit):
 		t.Fatalf("%s: still waiting after %s", what, limit)
 	}

@@ -1,6 +1,7 @@
 package within
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -8,13 +9,15 @@ import (
 // fakeT records a failure instead of stopping a test.
 type fakeT struct {
 	testing.TB
-	failed string
+	failed  string
+	stopped bool
 }
 
 func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.failed = format
 }
+func (f *fakeT) FailNow() { f.stopped = true }
 
 func TestRunReturnsWhenTheStepDoes(t *testing.T) {
 	ran := false
@@ -35,5 +38,20 @@ func TestRunFailsAStepThatHangs(t *testing.T) {
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("failed after %s, before the limit", d)
+	}
+}
+
+// A step whose require failed (runtime.Goexit on its goroutine) stops the
+// test instead of letting it go on.
+func TestRunStopsTheTestWhenTheStepFailedNow(t *testing.T) {
+	f := &fakeT{}
+	Run(f, "a failing step", func() { runtime.Goexit() })
+	if !f.stopped {
+		t.Fatal("the test went on after its step called FailNow")
+	}
+	f = &fakeT{}
+	Run(f, "a passing step", func() {})
+	if f.stopped || f.failed != "" {
+		t.Fatal("a step that returned failed the test")
 	}
 }
