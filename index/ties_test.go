@@ -47,6 +47,12 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 	for i := range 150 {
 		for e := range 4 {
 			docs = append(docs, doc(fmt.Sprintf("cb%03d", i), 1+i%3, e))
+			if i%5 == 0 {
+				// An older version: exact-id clauses must skip it.
+				older := doc(fmt.Sprintf("cb%03d", i), 4+i%3, e)
+				older.Version, older.Latest = "0.9.0", false
+				docs = append(docs, older)
+			}
 		}
 	}
 	ix := openBuilt(t, path, 1, docs)
@@ -61,12 +67,12 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 	require.Greater(t, ix.segments(), uint64(1))
 
 	ties := 0
-	for _, text := range []string{"alpha", "beta gamma", "delta alpha beta", "gamma", "zeta", "alpha c1"} {
+	for _, text := range []string{"alpha", "beta gamma", "delta alpha beta", "gamma", "zeta", "alpha c1", "e1", "cb010", "cb005"} {
 		for _, filter := range []string{"", "c0"} {
 			for _, limit := range []int{1, 2, 5, 10, 37, 600, 1000} {
 				q := Query{Text: text, ConnectorID: filter, Limit: limit}
 				bq := query.NewBooleanQuery(nil, nil, nil)
-				bq.AddMust(textQuery(text, false))
+				bq.AddMust(plainTextQuery(text))
 				if filter != "" {
 					c := query.NewTermQuery(filter)
 					c.SetField("connector_id")
@@ -125,4 +131,28 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plainTextQuery is textQuery (latest versions) as bleve's own queries
+// compose it, without the lighter forms Search uses for the exact-id
+// clauses and for filters: what Search must answer exactly like.
+func plainTextQuery(text string) query.Query {
+	match := func(field string, boost float64) query.Query {
+		m := query.NewMatchQuery(text)
+		m.SetField(field)
+		m.SetBoost(boost)
+		return m
+	}
+	exact := func(field string, boost float64) query.Query {
+		t := query.NewTermQuery(text)
+		t.SetField(field)
+		t.SetBoost(boost)
+		older := query.NewTermQuery("0")
+		older.SetField("latest")
+		return query.NewBooleanQuery([]query.Query{t}, nil, []query.Query{older})
+	}
+	return query.NewDisjunctionQuery([]query.Query{
+		match("title", boostTitle), match("text", boostText), exact("entry_id", boostExactID),
+		exact("verb", boostExactField), exact("cookbook_id", boostExactField), exact("tags", boostExactField),
+	})
 }
