@@ -177,8 +177,8 @@ func TestReceiptFieldsFollowTheStruct(t *testing.T) {
 	require.Equal(t, rt.NumField(), len(receiptFields))
 	for i := range rt.NumField() {
 		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		assert.Equal(t, `"`+name+`":`, receiptFields[i].key, "field %d", i)
-		assert.Equal(t, opts == "omitempty", receiptFields[i].omit, "field %s", name)
+		assert.Equal(t, `"`+name+`":`, receiptFields[i].Key, "field %d", i)
+		assert.Equal(t, opts == "omitempty", receiptFields[i].Omit, "field %s", name)
 	}
 }
 
