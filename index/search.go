@@ -99,9 +99,11 @@ const (
 // come back in the same order. A query without text lists every match in
 // that tie-break order (score 0).
 //
-// Text queries are collected by topScored, which reads the tie-break key
-// (list_key) of a match only when its score ties with one it is ordered
-// against: a bleve sort on it would read it for every match.
+// Text queries of the latest versions are mostly answered by topText,
+// which merges the text's term searchers itself; the rest are collected by
+// topScored. Both read the tie-break key (list_key) of a match only when
+// its score ties with one it is ordered against: a bleve sort on it would
+// read it for every match.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -176,6 +178,15 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		// Text and filters: the disjunction filtered, without those two
 		// layers either.
 		top = &filteredQuery{text: tq, filter: filter}
+	}
+	if text != "" && !q.AllVersions {
+		items, total, ok, err := ix.topText(ctx, text, filter, limit)
+		if err != nil {
+			return Result{}, fmt.Errorf("search: %w", err)
+		}
+		if ok {
+			return Result{Items: items, Total: total}, nil
+		}
 	}
 	items, total, err := collect(ctx, top, limit)
 	if err != nil {

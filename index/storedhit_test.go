@@ -20,8 +20,7 @@ func TestStoredHitFieldsFollowTheStruct(t *testing.T) {
 	var tags []string
 	var walk func(rt reflect.Type)
 	walk = func(rt reflect.Type) {
-		for i := range rt.NumField() {
-			f := rt.Field(i)
+		for f := range rt.Fields() {
 			switch {
 			case f.Anonymous:
 				walk(f.Type)

@@ -28,17 +28,10 @@ func (ix *Index) topScored(ctx context.Context, q query.Query, limit int) ([]Hit
 		return nil, 0, err
 	}
 	defer done()
-	dvr, err := r.DocValueReader([]string{"list_key"})
+	top, err := newTieHeap(r, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	top := &tieHeap{limit: limit, key: func(c *candidate) string {
-		if !c.keyed {
-			c.keyed = true
-			_ = dvr.VisitDocValues(c.id, func(_ string, term []byte) { c.key = string(term) })
-		}
-		return c.key
-	}}
 	sctx := &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0), IndexReader: r}
 	var total uint64
 	for {
@@ -58,19 +51,44 @@ func (ix *Index) topScored(ctx context.Context, q query.Query, limit int) ([]Hit
 		top.offer(dm.Score, dm.IndexInternalID)
 		sctx.DocumentMatchPool.Put(dm)
 	}
-	best := top.c
-	slices.SortFunc(best, func(a, b *candidate) int { return -top.compare(a, b) })
+	out, err := top.page(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// newTieHeap returns an empty heap of the limit best matches whose
+// list_keys it reads from r.
+func newTieHeap(r index.IndexReader, limit int) (*tieHeap, error) {
+	dvr, err := r.DocValueReader([]string{"list_key"})
+	if err != nil {
+		return nil, err
+	}
+	return &tieHeap{limit: limit, key: func(c *candidate) string {
+		if !c.keyed {
+			c.keyed = true
+			_ = dvr.VisitDocValues(c.id, func(_ string, term []byte) { c.key = string(term) })
+		}
+		return c.key
+	}}, nil
+}
+
+// page returns the heap's matches best first, with their stored hits.
+func (h *tieHeap) page(r index.IndexReader) ([]Hit, error) {
+	best := h.c
+	slices.SortFunc(best, func(a, b *candidate) int { return -h.compare(a, b) })
 	out := make([]Hit, 0, len(best))
 	hits := newHitReader(r)
 	for _, c := range best {
-		h, err := hits.hit(c.id)
+		hit, err := hits.hit(c.id)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		h.Score = c.score
-		out = append(out, h)
+		hit.Score = c.score
+		out = append(out, hit)
 	}
-	return out, total, nil
+	return out, nil
 }
 
 // listed returns the first limit matches of q in list_key order, unscored,
