@@ -296,6 +296,7 @@ type Index struct {
 	mu   sync.RWMutex // guards bi against Close
 	bi   bleve.Index
 	cmp  compactor
+	keys keyCache
 }
 
 // Open opens the index at path. A missing, unreadable or foreign index is

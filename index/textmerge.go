@@ -51,7 +51,7 @@ func (ix *Index) topText(ctx context.Context, text string, filter query.Query, l
 			return nil, 0, false, err
 		}
 	}
-	top, err := newTieHeap(r, limit)
+	top, err := newTieHeap(r, limit, &ix.keys)
 	if err != nil {
 		return nil, 0, false, err
 	}

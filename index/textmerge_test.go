@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +19,8 @@ import (
 // through topText exactly as bleve's own search of the plain query sorted
 // by score then list_key does: the same hits in the same order, scores
 // equal to the bit, the same total. The index has several segments,
-// deleted documents and older versions; the texts repeat words, mix case,
+// deleted documents and older versions, and is rewritten and merged half
+// way; the texts repeat words, mix case,
 // hold stop words and punctuation, and run past the terms topText takes.
 func TestTopTextEqualsBleve(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
@@ -59,6 +62,20 @@ func TestTopTextEqualsBleve(t *testing.T) {
 	fast := 0
 	const runs = 400
 	for run := range runs {
+		if run == runs/2 {
+			// Half way: rewrite some cookbooks and merge every segment
+			// into one, so the documents renumber and the kept list_keys
+			// of the old segments must not be used.
+			for i := range 3 {
+				old := fmt.Sprintf("cb%03d", 40*i+1)
+				require.NoError(t, ix.Apply(context.Background(), Update{Cookbooks: []string{old},
+					Docs: []Doc{doc(old, 4, 0, true), doc(old, 4, 2, true)}, Rev: uint64(10 + i)}))
+			}
+			require.Eventually(t, func() bool {
+				// Segments still being persisted are merged by a later try.
+				return scorchOf(ix.bi).ForceMerge(context.Background(), nil) == nil && ix.segments() == 1
+			}, 20*time.Second, 50*time.Millisecond)
+		}
 		var words []string
 		for range 1 + r.IntN(12) {
 			word := w()
@@ -109,4 +126,38 @@ func TestTopTextEqualsBleve(t *testing.T) {
 	// topScored; most take the merge.
 	require.Greater(t, fast, runs/2)
 	require.Less(t, fast, runs)
+}
+
+// Searches running at once share the kept list_keys and answer as they do
+// alone (run with -race: the cache is written by whichever reads first).
+func TestConcurrentSearchesShareKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	words := strings.Fields("alpha beta gamma delta")
+	var docs []Doc
+	for i := range 400 {
+		docs = append(docs, Doc{CookbookID: fmt.Sprintf("cb%03d", i), Version: "1.0.0", VersionSort: versionSort(1), Latest: true,
+			EntryID: "e", EntryType: "recipe.verb.v1", Title: words[r.IntN(4)] + " " + words[r.IntN(4)]})
+	}
+	ix := openBuilt(t, filepath.Join(t.TempDir(), "x.index"), 1, docs)
+	queries := []Query{{Text: "alpha beta", Limit: 5}, {Text: "gamma", Limit: 20}, {Text: "delta alpha", Limit: 3}}
+	want := make([]Result, len(queries))
+	for i, q := range queries {
+		res, err := ix.Search(context.Background(), q)
+		require.NoError(t, err)
+		want[i] = res
+	}
+	ix.keys = keyCache{} // start cold, so the goroutines race to fill it
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for k := range 30 {
+				i := (g + k) % len(queries)
+				res, err := ix.Search(context.Background(), queries[i])
+				if assert.NoError(t, err) {
+					assert.Equal(t, want[i], res)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
