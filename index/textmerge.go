@@ -8,28 +8,31 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/search/scorer"
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
 // topText is topScored for a text query of the latest versions in its
-// common shape, without bleve's disjunction searchers: textQuery is a
-// disjunction of two match queries (each a disjunction of the text's terms
-// in one field) and four exact-id terms, and when those four are not in the
-// index the page comes from the terms' own searchers merged here by
-// document. bleve's two levels of disjunction searchers (a merge, a scorer
-// and a pooled match for every document at each level) were half of a
-// search's time.
+// common shape, without bleve's searchers: textQuery is a disjunction of
+// two match queries (each a disjunction of the text's terms in one field)
+// and four exact-id terms, and when those four are not in the index the
+// page comes from the terms' postings merged here by document. bleve's two
+// levels of disjunction searchers over its term searchers (a merge, a
+// scorer and a pooled match for every document at each level) were most
+// of a search's time.
 //
-// The scores are bleve's to the bit: the term searchers are bleve's, and
-// what the disjunctions add is redone in their order of operations. Each
+// The scores are bleve's to the bit, its arithmetic redone in its order of
+// operations. A term's posting scores as its TermQueryScorer scores it
+// (checked against that scorer on every term's first posting, every
+// search: a differing bleve sends the search to topScored). Each
 // disjunction orders its clauses by match count (bleve's sort, so equal
 // counts end up as bleve leaves them), sums its clauses' weights in that
 // order for the query norm, and scores a document as the sum of its
 // matching clauses' scores in that order times the share of its clauses
 // that match. Any other shape (a field analyzed to no terms, or to more
 // than bleve's slice disjunction takes, an exact term in the index)
-// answers ok false and goes to topScored.
+// answers ok false and goes to topScored as well.
 func (ix *Index) topText(ctx context.Context, text string, filter query.Query, limit int) (hits []Hit, total uint64, ok bool, err error) {
 	adv, err := ix.bi.Advanced()
 	if err != nil {
@@ -55,7 +58,8 @@ func (ix *Index) topText(ctx context.Context, text string, filter query.Query, l
 	if err != nil {
 		return nil, 0, false, err
 	}
-	if total, err = p.collect(top, f); err != nil {
+	total, ok, err = p.collect(top, f)
+	if !ok || err != nil {
 		return nil, 0, false, err
 	}
 	if hits, err = top.page(r); err != nil {
@@ -73,16 +77,61 @@ type textPlan struct {
 	m          mapping.IndexMapping
 	clauses    [6]textClause
 	titleFirst bool // title's clause sorts before text's in the top disjunction
+	docs       uint64
+	queryNorm  float64
+	cursors    []*termCursor
 	owned      []search.Searcher
 }
 
-// textClause is a match query's term searchers in bleve's order with
-// their current matches, or an exact term that matches nothing.
+// textClause is a match query's terms in bleve's order, or an exact term
+// that matches nothing.
 type textClause struct {
-	terms  []search.Searcher
-	currs  []*search.DocumentMatch
+	terms  []*termCursor
 	weight float64
 	count  uint64
+}
+
+// termCursor is one term's postings read as bleve's term searcher reads
+// and scores them, without the pooled match it wraps each one in.
+type termCursor struct {
+	tfr                     index.TermFieldReader
+	tfd                     index.TermFieldDoc
+	term, field             string
+	boost, idf, queryWeight float64
+	ok                      bool    // positioned on a match
+	at                      uint64  // its document number
+	score                   float64 // and score
+}
+
+// count is the term searcher's Count: the term's documents.
+func (t *termCursor) count() uint64 { return t.tfr.Count() }
+
+// weight is bleve's TermQueryScorer.Weight.
+func (t *termCursor) weight() float64 {
+	sum := t.boost * t.idf
+	return sum * sum
+}
+
+// next reads the term's next match and scores it as TermQueryScorer.Score
+// does under the default (tf-idf) model.
+func (t *termCursor) next() error {
+	d, err := t.tfr.Next(t.tfd.Reset())
+	if err != nil || d == nil {
+		t.ok = false
+		return err
+	}
+	var tf float64
+	if d.Freq < scorer.MaxSqrtCache {
+		tf = scorer.SqrtCache[int(d.Freq)]
+	} else {
+		tf = math.Sqrt(float64(d.Freq))
+	}
+	score := tf * d.Norm * t.idf
+	if t.queryWeight != 1.0 {
+		score = score * t.queryWeight
+	}
+	t.ok, t.at, t.score = true, d.ID.Value(), score
+	return nil
 }
 
 func (p *textPlan) own(s search.Searcher, err error) (search.Searcher, error) {
@@ -96,19 +145,33 @@ func (p *textPlan) close() {
 	for _, s := range p.owned {
 		_ = s.Close()
 	}
+	for _, t := range p.cursors {
+		_ = t.tfr.Close()
+	}
 }
 
-func (p *textPlan) term(t, field string, boost float64) (search.Searcher, error) {
-	tq := query.NewTermQuery(t)
-	tq.SetField(field)
-	tq.SetBoost(boost)
-	return p.own(tq.Searcher(p.ctx, p.r, p.m, search.SearcherOptions{}))
+// term opens t's postings in field, with bleve's idf for it (the term
+// searcher's: 1 + ln(documents / (documents with the term + 1))).
+func (p *textPlan) term(t, field string, boost float64) (*termCursor, error) {
+	tfr, err := p.r.TermFieldReader(p.ctx, []byte(t), field, true, true, false)
+	if err != nil {
+		return nil, err
+	}
+	c := &termCursor{tfr: tfr, term: t, field: field, boost: boost,
+		idf: 1.0 + math.Log(float64(p.docs)/float64(tfr.Count()+1.0))}
+	p.cursors = append(p.cursors, c)
+	return c, nil
 }
 
-// build makes the clauses' searchers and gives every term the top
-// disjunction's query norm (it overwrites the match queries' own), or
-// reports false for a shape it does not take.
+// build opens the clauses' terms and gives each the top disjunction's
+// query norm (it overwrites the match queries' own), or reports false for
+// a shape it does not take.
 func (p *textPlan) build(text string) (bool, error) {
+	docs, err := p.r.DocCount()
+	if err != nil {
+		return false, err
+	}
+	p.docs = docs
 	for i, f := range []struct {
 		field string
 		boost float64
@@ -123,43 +186,39 @@ func (p *textPlan) build(text string) (bool, error) {
 		}
 		c := &p.clauses[i]
 		for _, tok := range tokens {
-			s, err := p.term(string(tok.Term), f.field, f.boost)
+			t, err := p.term(string(tok.Term), f.field, f.boost)
 			if err != nil {
 				return false, err
 			}
-			c.terms = append(c.terms, s)
+			c.terms = append(c.terms, t)
 		}
-		sort.Sort(searcher.OrderedSearcherList(c.terms))
-		for _, s := range c.terms {
-			c.weight += s.Weight()
-			c.count += s.Count()
+		c.terms = inBleveOrder(c.terms, func(t *termCursor) uint64 { return t.count() })
+		for _, t := range c.terms {
+			c.weight += t.weight()
+			c.count += t.count()
 		}
 	}
 	for i, f := range []struct {
 		field string
 		boost float64
 	}{{"entry_id", boostExactID}, {"verb", boostExactField}, {"cookbook_id", boostExactField}, {"tags", boostExactField}} {
-		s, err := p.term(text, f.field, f.boost)
-		if err != nil || s.Count() != 0 {
+		t, err := p.term(text, f.field, f.boost)
+		if err != nil || t.count() != 0 {
 			return false, err
 		}
-		p.clauses[2+i] = textClause{weight: s.Weight()}
+		p.clauses[2+i] = textClause{weight: t.weight()}
 	}
-	order := make(searcher.OrderedSearcherList, len(p.clauses))
-	for i := range p.clauses {
-		order[i] = countOnly{n: p.clauses[i].count, clause: i}
-	}
-	sort.Sort(order)
+	order := inBleveOrder([]int{0, 1, 2, 3, 4, 5}, func(c int) uint64 { return p.clauses[c].count })
 	sumOfSquaredWeights := 0.0
-	for _, o := range order {
-		sumOfSquaredWeights += p.clauses[o.(countOnly).clause].weight
+	for _, c := range order {
+		sumOfSquaredWeights += p.clauses[c].weight
 	}
-	queryNorm := 1.0 / math.Sqrt(sumOfSquaredWeights)
-	for _, s := range p.owned {
-		s.SetQueryNorm(queryNorm)
+	p.queryNorm = 1.0 / math.Sqrt(sumOfSquaredWeights)
+	for _, t := range p.cursors {
+		t.queryWeight = t.boost * t.idf * p.queryNorm
 	}
-	for _, o := range order {
-		if c := o.(countOnly).clause; c < 2 {
+	for _, c := range order {
+		if c < 2 {
 			p.titleFirst = c == 0
 			break
 		}
@@ -167,48 +226,84 @@ func (p *textPlan) build(text string) (bool, error) {
 	return true, nil
 }
 
+// inBleveOrder returns items in the order bleve's disjunction searcher
+// puts its clauses in: sort.Sort of searcher.OrderedSearcherList by count,
+// whose order of equal counts depends on nothing but the counts, so the
+// same sort of stand-ins with the same counts leaves them the same way.
+func inBleveOrder[T any](items []T, count func(T) uint64) []T {
+	order := make(searcher.OrderedSearcherList, len(items))
+	for i, it := range items {
+		order[i] = countOnly{n: count(it), item: i}
+	}
+	sort.Sort(order)
+	out := make([]T, len(items))
+	for i, o := range order {
+		out[i] = items[o.(countOnly).item]
+	}
+	return out
+}
+
+// checkScores compares every positioned term's score with what bleve's own
+// TermQueryScorer makes of the same posting: a guard against a bleve whose
+// scoring has changed under this copy of it.
+func (p *textPlan) checkScores(sctx *search.SearchContext) bool {
+	for _, t := range p.cursors {
+		if !t.ok {
+			continue
+		}
+		sc := scorer.NewTermQueryScorer([]byte(t.term), t.field, t.boost, p.docs, t.tfr.Count(), 0, search.SearcherOptions{})
+		sc.SetQueryNorm(p.queryNorm)
+		dm := sc.Score(sctx, &t.tfd)
+		same := dm.Score == t.score && sc.Weight() == t.weight()
+		sctx.DocumentMatchPool.Put(dm)
+		if !same {
+			return false
+		}
+	}
+	return true
+}
+
 // collect visits every matching document, scoring it as the top
 // disjunction would, offers those the filter accepts to top, and counts
-// them.
-func (p *textPlan) collect(top *tieHeap, f *filterCursor) (uint64, error) {
+// them. It reports false when checkScores finds bleve scoring otherwise.
+func (p *textPlan) collect(top *tieHeap, f *filterCursor) (uint64, bool, error) {
 	title, body := &p.clauses[0], &p.clauses[1]
-	poolSize := len(title.terms) + len(body.terms) + 1
+	poolSize := 1
 	if f.s != nil {
 		poolSize += f.s.DocumentMatchPoolSize()
 	}
 	sctx := &search.SearchContext{DocumentMatchPool: search.NewDocumentMatchPool(poolSize, 0), IndexReader: p.r}
-	for _, c := range []*textClause{title, body} {
-		c.currs = make([]*search.DocumentMatch, len(c.terms))
-		for i, s := range c.terms {
-			var err error
-			if c.currs[i], err = s.Next(sctx); err != nil {
-				return 0, err
-			}
+	for _, t := range p.cursors[:len(title.terms)+len(body.terms)] {
+		if err := t.next(); err != nil {
+			return 0, false, err
 		}
+	}
+	if !p.checkScores(sctx) {
+		return 0, false, nil
 	}
 	var total uint64
 	for n := 0; ; n++ {
 		if n&1023 == 0 {
 			if err := p.ctx.Err(); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 		}
-		low, _ := title.lowest(nil)
-		doc, at := body.lowest(low)
-		if doc == nil {
-			return total, nil
+		low := body.lowest(title.lowest(nil))
+		if low == nil {
+			return total, true, nil
 		}
-		keep, err := f.accepts(sctx, doc)
+		at := low.at
+		keep, err := f.accepts(sctx, low.tfd.ID)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if keep {
 			total++
-			top.offer(p.score(at), doc.IndexInternalID)
+			top.offer(p.score(at), low.tfd.ID)
 		}
 		for _, c := range []*textClause{title, body} {
-			if err := c.advance(sctx, at); err != nil {
-				return 0, err
+			if err := c.advance(at); err != nil {
+				return 0, false, err
 			}
 		}
 	}
@@ -237,18 +332,14 @@ func (p *textPlan) score(at uint64) float64 {
 }
 
 // lowest returns whichever of low (which may be nil) and the clause's
-// current matches has the lowest document number, and that number.
-func (c *textClause) lowest(low *search.DocumentMatch) (*search.DocumentMatch, uint64) {
-	best := low
-	for _, d := range c.currs {
-		if d != nil && (best == nil || d.IndexInternalID.Value() < best.IndexInternalID.Value()) {
-			best = d
+// positioned terms is on the lowest document number.
+func (c *textClause) lowest(low *termCursor) *termCursor {
+	for _, t := range c.terms {
+		if t.ok && (low == nil || t.at < low.at) {
+			low = t
 		}
 	}
-	if best == nil {
-		return nil, 0
-	}
-	return best, best.IndexInternalID.Value()
+	return low
 }
 
 // score is the clause's score of document at, as bleve's disjunction
@@ -256,28 +347,25 @@ func (c *textClause) lowest(low *search.DocumentMatch) (*search.DocumentMatch, u
 func (c *textClause) score(at uint64) (float64, bool) {
 	var sum float64
 	matched := 0
-	for _, d := range c.currs {
-		if d != nil && d.IndexInternalID.Value() == at {
-			sum += d.Score
+	for _, t := range c.terms {
+		if t.ok && t.at == at {
+			sum += t.score
 			matched++
 		}
 	}
 	if matched == 0 {
 		return 0, false
 	}
-	return sum * (float64(matched) / float64(len(c.currs))), true
+	return sum * (float64(matched) / float64(len(c.terms))), true
 }
 
 // advance moves every term positioned on document at to its next match.
-func (c *textClause) advance(sctx *search.SearchContext, at uint64) error {
-	for i, d := range c.currs {
-		if d == nil || d.IndexInternalID.Value() != at {
-			continue
-		}
-		sctx.DocumentMatchPool.Put(d)
-		var err error
-		if c.currs[i], err = c.terms[i].Next(sctx); err != nil {
-			return err
+func (c *textClause) advance(at uint64) error {
+	for _, t := range c.terms {
+		if t.ok && t.at == at {
+			if err := t.next(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -291,31 +379,31 @@ type filterCursor struct {
 	done bool
 }
 
-func (f *filterCursor) accepts(sctx *search.SearchContext, doc *search.DocumentMatch) (bool, error) {
+func (f *filterCursor) accepts(sctx *search.SearchContext, doc index.IndexInternalID) (bool, error) {
 	switch {
 	case f.s == nil:
 		return true, nil
 	case f.done:
 		return false, nil
-	case f.ref == nil || f.ref.IndexInternalID.Compare(doc.IndexInternalID) < 0:
+	case f.ref == nil || f.ref.IndexInternalID.Compare(doc) < 0:
 		if f.ref != nil {
 			sctx.DocumentMatchPool.Put(f.ref)
 		}
 		var err error
-		if f.ref, err = f.s.Advance(sctx, doc.IndexInternalID); err != nil || f.ref == nil {
+		if f.ref, err = f.s.Advance(sctx, doc); err != nil || f.ref == nil {
 			f.done = true
 			return false, err
 		}
 	}
-	return f.ref.IndexInternalID.Equals(doc.IndexInternalID), nil
+	return f.ref.IndexInternalID.Equals(doc), nil
 }
 
 // countOnly stands for a clause in bleve's ordering of a disjunction's
 // clauses, which reads nothing but their counts.
 type countOnly struct {
 	search.Searcher
-	n      uint64
-	clause int
+	n    uint64
+	item int
 }
 
 func (c countOnly) Count() uint64 { return c.n }
