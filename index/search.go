@@ -214,21 +214,17 @@ func decodeStoredHit(id string, raw []byte) (Hit, error) {
 // storedHitFields is storedHit's encoding in struct order (a test holds it
 // to the struct's tags).
 var storedHitFields = []canonjson.Field[storedHit]{
-	hitField(`"cookbook_id":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.CookbookID) }),
-	hitField(`"version":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.Version) }),
-	hitField(`"entry_id":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.EntryID) }),
-	hitField(`"entry_type":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.EntryType) }),
-	hitField(`"title":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.Set(&h.Title) }),
-	hitField(`"connector_id":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.Set(&h.ConnectorID) }),
-	hitField(`"verb":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.Set(&h.Verb) }),
-	hitField(`"tags":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.List(&h.Tags) }),
-	hitField(`"latest":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Bool(&h.Latest) }),
-	hitField(`"score":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Float(&h.Score) }),
-	hitField(`"vs":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.VersionSort) }),
-}
-
-func hitField(key string, omit bool, read func(*canonjson.Scanner, *storedHit) bool) canonjson.Field[storedHit] {
-	return canonjson.Field[storedHit]{Key: key, Omit: omit, Read: read}
+	canonjson.NewField(`"cookbook_id":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.CookbookID) }),
+	canonjson.NewField(`"version":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.Version) }),
+	canonjson.NewField(`"entry_id":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.EntryID) }),
+	canonjson.NewField(`"entry_type":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.EntryType) }),
+	canonjson.NewField(`"title":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.Set(&h.Title) }),
+	canonjson.NewField(`"connector_id":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.Set(&h.ConnectorID) }),
+	canonjson.NewField(`"verb":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.Set(&h.Verb) }),
+	canonjson.NewField(`"tags":`, true, func(p *canonjson.Scanner, h *storedHit) bool { return p.List(&h.Tags) }),
+	canonjson.NewField(`"latest":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Bool(&h.Latest) }),
+	canonjson.NewField(`"score":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Float(&h.Score) }),
+	canonjson.NewField(`"vs":`, false, func(p *canonjson.Scanner, h *storedHit) bool { return p.Str(&h.VersionSort) }),
 }
 
 // textQuery matches text against the latest versions' words (title, text)
@@ -237,12 +233,7 @@ func hitField(key string, omit bool, read func(*canonjson.Scanner, *storedHit) b
 // alone each excludes older ones itself, which costs only when the id
 // matches at all.
 func textQuery(text string, allVersions bool) query.Query {
-	match := func(field string, boost float64) query.Query {
-		m := query.NewMatchQuery(text)
-		m.SetField(field)
-		m.SetBoost(boost)
-		return m
-	}
+	match := func(field string, boost float64) query.Query { return matchQuery(text, field, boost) }
 	exact := func(field string, boost float64) query.Query {
 		return &exactQuery{term: text, field: field, boost: boost, allVersions: allVersions}
 	}
@@ -258,6 +249,14 @@ func textQuery(text string, allVersions bool) query.Query {
 		clauses = append(clauses, match("old_title", boostTitle), match("old_text", boostText))
 	}
 	return query.NewDisjunctionQuery(clauses)
+}
+
+// matchQuery is text matched against the words of field.
+func matchQuery(text, field string, boost float64) query.Query {
+	m := query.NewMatchQuery(text)
+	m.SetField(field)
+	m.SetBoost(boost)
+	return m
 }
 
 // exactQuery is a text query's clause matching the whole text as one

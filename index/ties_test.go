@@ -137,12 +137,7 @@ func TestTopScoredEqualsTheIndexSort(t *testing.T) {
 // compose it, without the lighter forms Search uses for the exact-id
 // clauses and for filters: what Search must answer exactly like.
 func plainTextQuery(text string) query.Query {
-	match := func(field string, boost float64) query.Query {
-		m := query.NewMatchQuery(text)
-		m.SetField(field)
-		m.SetBoost(boost)
-		return m
-	}
+	match := func(field string, boost float64) query.Query { return matchQuery(text, field, boost) }
 	exact := func(field string, boost float64) query.Query {
 		t := query.NewTermQuery(text)
 		t.SetField(field)

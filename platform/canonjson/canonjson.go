@@ -23,6 +23,11 @@ type Field[T any] struct {
 	Read func(*Scanner, *T) bool
 }
 
+// NewField is a Field, for tables written one field a line.
+func NewField[T any](key string, omit bool, read func(*Scanner, *T) bool) Field[T] {
+	return Field[T]{Key: key, Omit: omit, Read: read}
+}
+
 // Parse decodes raw into a T field by field, or declines (false) when raw
 // is not exactly the canonical encoding the fields describe.
 func Parse[T any](raw []byte, fields []Field[T]) (T, bool) {
