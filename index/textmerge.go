@@ -5,19 +5,22 @@ import (
 	"math"
 	"sort"
 
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/blevesearch/bleve/v2/search/scorer"
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // topText is topScored for a text query of the latest versions in its
 // common shape, without bleve's searchers: textQuery is a disjunction of
 // two match queries (each a disjunction of the text's terms in one field)
 // and four exact-id terms, and when those four are not in the index the
-// page comes from the terms' postings merged here by document. bleve's two
+// page comes from the terms' postings, read segment by segment as scorch's
+// term field reader reads them, merged here by document. bleve's two
 // levels of disjunction searchers over its term searchers (a merge, a
 // scorer and a pooled match for every document at each level) were most
 // of a search's time.
@@ -31,7 +34,8 @@ import (
 // order for the query norm, and scores a document as the sum of its
 // matching clauses' scores in that order times the share of its clauses
 // that match. Any other shape (a field analyzed to no terms, or to more
-// than bleve's slice disjunction takes, an exact term in the index)
+// than bleve's slice disjunction takes, an exact term in the index, an
+// index that is not scorch's)
 // answers ok false and goes to topScored as well.
 func (ix *Index) topText(ctx context.Context, text string, filter query.Query, limit int) (hits []Hit, total uint64, ok bool, err error) {
 	adv, err := ix.bi.Advanced()
@@ -78,6 +82,8 @@ type textPlan struct {
 	clauses    [6]textClause
 	titleFirst bool // title's clause sorts before text's in the top disjunction
 	docs       uint64
+	segs       []*scorch.SegmentSnapshot
+	offsets    []uint64 // of segs' first documents
 	queryNorm  float64
 	cursors    []*termCursor
 	owned      []search.Searcher
@@ -91,20 +97,32 @@ type textClause struct {
 	count  uint64
 }
 
-// termCursor is one term's postings read as bleve's term searcher reads
-// and scores them, without the pooled match it wraps each one in.
+// termCursor is one term's postings, segment by segment, read and scored
+// as bleve's term searcher reads and scores them, without its term field
+// reader's per-posting work (bleve's Posting.Norm, a square root and a
+// division for every posting, was 6 % of a search) or the pooled match it
+// wraps each one in.
 type termCursor struct {
-	tfr                     index.TermFieldReader
-	tfd                     index.TermFieldDoc
 	term, field             string
 	boost, idf, queryWeight float64
+	docs                    uint64 // the term's documents: the term searcher's Count
+	segs                    []termSegment
+	seg                     int     // the segment being read
 	ok                      bool    // positioned on a match
 	at                      uint64  // its document number
 	score                   float64 // and score
+	// first is the term's first posting as bleve's reader reports it,
+	// for checkScores.
+	first    index.TermFieldDoc
+	hasFirst bool
 }
 
-// count is the term searcher's Count: the term's documents.
-func (t *termCursor) count() uint64 { return t.tfr.Count() }
+// termSegment is the term's postings in one segment, whose documents are
+// numbered from offset in the snapshot.
+type termSegment struct {
+	itr    segment.PostingsIterator
+	offset uint64
+}
 
 // weight is bleve's TermQueryScorer.Weight.
 func (t *termCursor) weight() float64 {
@@ -115,23 +133,58 @@ func (t *termCursor) weight() float64 {
 // next reads the term's next match and scores it as TermQueryScorer.Score
 // does under the default (tf-idf) model.
 func (t *termCursor) next() error {
-	d, err := t.tfr.Next(t.tfd.Reset())
-	if err != nil || d == nil {
-		t.ok = false
-		return err
+	for t.seg < len(t.segs) {
+		ts := &t.segs[t.seg]
+		p, err := ts.itr.Next()
+		if err != nil {
+			t.ok = false
+			return err
+		}
+		if p == nil {
+			t.seg++
+			continue
+		}
+		freq := p.Frequency()
+		norm := postingNorm(p)
+		var tf float64
+		if freq < scorer.MaxSqrtCache {
+			tf = scorer.SqrtCache[int(freq)]
+		} else {
+			tf = math.Sqrt(float64(freq))
+		}
+		score := tf * norm * t.idf
+		if t.queryWeight != 1.0 {
+			score = score * t.queryWeight
+		}
+		t.ok, t.at, t.score = true, p.Number()+ts.offset, score
+		if !t.hasFirst {
+			t.hasFirst = true
+			t.first = index.TermFieldDoc{ID: index.NewIndexInternalID(nil, t.at), Freq: freq, Norm: p.Norm()}
+		}
+		return nil
 	}
-	var tf float64
-	if d.Freq < scorer.MaxSqrtCache {
-		tf = scorer.SqrtCache[int(d.Freq)]
-	} else {
-		tf = math.Sqrt(float64(d.Freq))
-	}
-	score := tf * d.Norm * t.idf
-	if t.queryWeight != 1.0 {
-		score = score * t.queryWeight
-	}
-	t.ok, t.at, t.score = true, d.ID.Value(), score
+	t.ok = false
 	return nil
+}
+
+// normBits is what zapx's postings hold for a field's length; norms holds
+// Posting.Norm of the short lengths, computed by the same expression.
+type normBits interface{ NormUint64() uint64 }
+
+var norms = func() (n [256]float64) {
+	for i := range n {
+		n[i] = float64(float32(1.0 / math.Sqrt(float64(uint32(i)))))
+	}
+	return n
+}()
+
+func postingNorm(p segment.Posting) float64 {
+	if nb, ok := p.(normBits); ok {
+		if l := nb.NormUint64(); l < uint64(len(norms)) {
+			return norms[l]
+		}
+	}
+	return p.Norm()
 }
 
 func (p *textPlan) own(s search.Searcher, err error) (search.Searcher, error) {
@@ -145,20 +198,26 @@ func (p *textPlan) close() {
 	for _, s := range p.owned {
 		_ = s.Close()
 	}
-	for _, t := range p.cursors {
-		_ = t.tfr.Close()
-	}
 }
 
-// term opens t's postings in field, with bleve's idf for it (the term
-// searcher's: 1 + ln(documents / (documents with the term + 1))).
+// term opens t's postings in field in every segment, as scorch's term
+// field reader does (deleted documents excepted), with bleve's idf for it
+// (the term searcher's: 1 + ln(documents / (documents with the term + 1))).
 func (p *textPlan) term(t, field string, boost float64) (*termCursor, error) {
-	tfr, err := p.r.TermFieldReader(p.ctx, []byte(t), field, true, true, false)
-	if err != nil {
-		return nil, err
+	c := &termCursor{term: t, field: field, boost: boost}
+	for i, ss := range p.segs {
+		dict, err := ss.Segment().Dictionary(field)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := dict.PostingsList([]byte(t), ss.Deleted(), nil)
+		if err != nil {
+			return nil, err
+		}
+		c.docs += pl.Count()
+		c.segs = append(c.segs, termSegment{itr: pl.Iterator(true, true, false, nil), offset: p.offsets[i]})
 	}
-	c := &termCursor{tfr: tfr, term: t, field: field, boost: boost,
-		idf: 1.0 + math.Log(float64(p.docs)/float64(tfr.Count()+1.0))}
+	c.idf = 1.0 + math.Log(float64(p.docs)/float64(c.docs+1.0))
 	p.cursors = append(p.cursors, c)
 	return c, nil
 }
@@ -167,11 +226,21 @@ func (p *textPlan) term(t, field string, boost float64) (*termCursor, error) {
 // query norm (it overwrites the match queries' own), or reports false for
 // a shape it does not take.
 func (p *textPlan) build(text string) (bool, error) {
+	is, ok := p.r.(*scorch.IndexSnapshot)
+	if !ok {
+		return false, nil
+	}
 	docs, err := p.r.DocCount()
 	if err != nil {
 		return false, err
 	}
 	p.docs = docs
+	p.segs = is.Segments()
+	var off uint64
+	for _, ss := range p.segs {
+		p.offsets = append(p.offsets, off)
+		off += ss.Segment().Count()
+	}
 	for i, f := range []struct {
 		field string
 		boost float64
@@ -192,10 +261,10 @@ func (p *textPlan) build(text string) (bool, error) {
 			}
 			c.terms = append(c.terms, t)
 		}
-		c.terms = inBleveOrder(c.terms, func(t *termCursor) uint64 { return t.count() })
+		c.terms = inBleveOrder(c.terms, func(t *termCursor) uint64 { return t.docs })
 		for _, t := range c.terms {
 			c.weight += t.weight()
-			c.count += t.count()
+			c.count += t.docs
 		}
 	}
 	for i, f := range []struct {
@@ -203,7 +272,7 @@ func (p *textPlan) build(text string) (bool, error) {
 		boost float64
 	}{{"entry_id", boostExactID}, {"verb", boostExactField}, {"cookbook_id", boostExactField}, {"tags", boostExactField}} {
 		t, err := p.term(text, f.field, f.boost)
-		if err != nil || t.count() != 0 {
+		if err != nil || t.docs != 0 {
 			return false, err
 		}
 		p.clauses[2+i] = textClause{weight: t.weight()}
@@ -243,17 +312,18 @@ func inBleveOrder[T any](items []T, count func(T) uint64) []T {
 	return out
 }
 
-// checkScores compares every positioned term's score with what bleve's own
-// TermQueryScorer makes of the same posting: a guard against a bleve whose
-// scoring has changed under this copy of it.
+// checkScores compares every positioned term's first score with what
+// bleve's own TermQueryScorer makes of the same posting as bleve's reader
+// reports it: a guard against a bleve whose scoring (or norms) changed
+// under this copy of it.
 func (p *textPlan) checkScores(sctx *search.SearchContext) bool {
 	for _, t := range p.cursors {
 		if !t.ok {
 			continue
 		}
-		sc := scorer.NewTermQueryScorer([]byte(t.term), t.field, t.boost, p.docs, t.tfr.Count(), 0, search.SearcherOptions{})
+		sc := scorer.NewTermQueryScorer([]byte(t.term), t.field, t.boost, p.docs, t.docs, 0, search.SearcherOptions{})
 		sc.SetQueryNorm(p.queryNorm)
-		dm := sc.Score(sctx, &t.tfd)
+		dm := sc.Score(sctx, &t.first)
 		same := dm.Score == t.score && sc.Weight() == t.weight()
 		sctx.DocumentMatchPool.Put(dm)
 		if !same {
@@ -282,6 +352,7 @@ func (p *textPlan) collect(top *tieHeap, f *filterCursor) (uint64, bool, error) 
 		return 0, false, nil
 	}
 	var total uint64
+	var id index.IndexInternalID
 	for n := 0; ; n++ {
 		if n&1023 == 0 {
 			if err := p.ctx.Err(); err != nil {
@@ -293,13 +364,14 @@ func (p *textPlan) collect(top *tieHeap, f *filterCursor) (uint64, bool, error) 
 			return total, true, nil
 		}
 		at := low.at
-		keep, err := f.accepts(sctx, low.tfd.ID)
+		id = index.NewIndexInternalID(id, at)
+		keep, err := f.accepts(sctx, id)
 		if err != nil {
 			return 0, false, err
 		}
 		if keep {
 			total++
-			top.offer(p.score(at), low.tfd.ID)
+			top.offer(p.score(at), id)
 		}
 		for _, c := range []*textClause{title, body} {
 			if err := c.advance(at); err != nil {
