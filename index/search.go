@@ -311,28 +311,41 @@ func (q *filteredQuery) Searcher(ctx context.Context, r index.IndexReader, m map
 		ts.Close()
 		return nil, err
 	}
-	var ref *search.DocumentMatch
-	started, done := false, false
+	fc := &filterCursor{s: fs}
 	accept := func(sctx *search.SearchContext, d *search.DocumentMatch) bool {
-		var err error
-		switch {
-		case done:
-			return false
-		case !started:
-			started = true
-			ref, err = fs.Advance(sctx, d.IndexInternalID)
-		case ref.IndexInternalID.Compare(d.IndexInternalID) < 0:
-			sctx.DocumentMatchPool.Put(ref)
-			ref, err = fs.Advance(sctx, d.IndexInternalID)
-		}
-		if err != nil || ref == nil {
-			// An error ends the filter's matches, as in bleve's boolean.
-			done = true
-			return false
-		}
-		return ref.IndexInternalID.Equals(d.IndexInternalID)
+		// An error ends the filter's matches, as in bleve's boolean.
+		keep, _ := fc.accepts(sctx, d.IndexInternalID)
+		return keep
 	}
 	return &closeBoth{FilteringSearcher: searcher.NewFilteringSearcher(ctx, ts, accept), other: fs}, nil
+}
+
+// filterCursor is a filter's searcher advanced along the documents it is
+// asked about, in increasing order (filteredQuery's and topText's); without
+// a searcher it accepts all. An error ends its matches.
+type filterCursor struct {
+	s    search.Searcher
+	ref  *search.DocumentMatch
+	done bool
+}
+
+func (f *filterCursor) accepts(sctx *search.SearchContext, doc index.IndexInternalID) (bool, error) {
+	switch {
+	case f.s == nil:
+		return true, nil
+	case f.done:
+		return false, nil
+	case f.ref == nil || f.ref.IndexInternalID.Compare(doc) < 0:
+		if f.ref != nil {
+			sctx.DocumentMatchPool.Put(f.ref)
+		}
+		var err error
+		if f.ref, err = f.s.Advance(sctx, doc); err != nil || f.ref == nil {
+			f.done = true
+			return false, err
+		}
+	}
+	return f.ref.IndexInternalID.Equals(doc), nil
 }
 
 // closeBoth is a filtering searcher that also closes its filter's

@@ -443,33 +443,6 @@ func (c *textClause) advance(at uint64) error {
 	return nil
 }
 
-// filterCursor is a filter's searcher advanced along the documents it is
-// asked about, as filteredQuery's is; without a searcher it accepts all.
-type filterCursor struct {
-	s    search.Searcher
-	ref  *search.DocumentMatch
-	done bool
-}
-
-func (f *filterCursor) accepts(sctx *search.SearchContext, doc index.IndexInternalID) (bool, error) {
-	switch {
-	case f.s == nil:
-		return true, nil
-	case f.done:
-		return false, nil
-	case f.ref == nil || f.ref.IndexInternalID.Compare(doc) < 0:
-		if f.ref != nil {
-			sctx.DocumentMatchPool.Put(f.ref)
-		}
-		var err error
-		if f.ref, err = f.s.Advance(sctx, doc); err != nil || f.ref == nil {
-			f.done = true
-			return false, err
-		}
-	}
-	return f.ref.IndexInternalID.Equals(doc), nil
-}
-
 // countOnly stands for a clause in bleve's ordering of a disjunction's
 // clauses, which reads nothing but their counts.
 type countOnly struct {
