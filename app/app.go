@@ -454,7 +454,10 @@ func (a *App) openAudit() error {
 		return err
 	}
 	a.Metrics.Gauge(metrics.NameAuditBroken, "1 while the audit log has an unacknowledged verification failure.", func() (float64, bool) {
-		if a.audit.current() != nil && a.audit.Integrity() != nil {
+		if a.audit.current() == nil {
+			return 0, true
+		}
+		if p, _ := a.audit.Integrity(); p != nil {
 			return 1, true
 		}
 		return 0, true
@@ -471,7 +474,10 @@ func AuditKeySpec(cfg config.Config) audit.KeySpec {
 // /healthz).
 func (a *App) Degraded() []string {
 	var out []string
-	if p := a.audit.Integrity(); p != nil {
+	switch p, err := a.audit.Integrity(); {
+	case err != nil:
+		out = append(out, "audit start-up verification is waiting for the store: write tools are refused (retryable MCP_STORE_UNAVAILABLE)")
+	case p != nil:
 		out = append(out, fmt.Sprintf("audit log failed verification (%s at receipt %d): write tools refused until acknowledged", p.Kind, p.Seq))
 	}
 	if ok, why := a.audit.Healthy(); !ok {

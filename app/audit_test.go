@@ -64,7 +64,9 @@ func TestBrokenChainAtStartIsLoud(t *testing.T) {
 	a, err = app.Open(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	require.NoError(t, err, "the server still starts: reads go on")
 	defer a.Close()
-	require.NotNil(t, a.Audit.Integrity(), "found by the start-up verification (Integrity waits for it)")
+	p, err := a.Audit.Integrity()
+	require.NoError(t, err)
+	require.NotNil(t, p, "found by the start-up verification (Integrity waits for it)")
 	assert.Contains(t, logs.String(), `"level":"ERROR"`, "logged before Integrity reports it")
 	assert.Contains(t, logs.String(), "audit log failed verification")
 
@@ -90,7 +92,7 @@ func TestBrokenChainAtStartIsLoud(t *testing.T) {
 	assert.Equal(t, "audit_chain_broken", env.Details()["reason"])
 	require.True(t, mcptest.Call(t, cs.ClientSession, "vaultclaw_session_status", nil).OK)
 
-	ref, err := a.Audit.Acknowledge("alice", "receipt 3 lost in the disk incident", a.Audit.Integrity())
+	ref, err := a.Audit.Acknowledge("alice", "receipt 3 lost in the disk incident", p)
 	require.NoError(t, err)
 	assert.NotZero(t, ref.Seq)
 	require.True(t, mcptest.Call(t, cs.ClientSession, "vaultclaw_session_configure", map[string]any{"token": "vc_tok_x"}).OK)

@@ -14,7 +14,7 @@ type auditRef struct{ p atomic.Pointer[audit.Log] }
 func (r *auditRef) set(l *audit.Log)        { r.p.Store(l) }
 func (r *auditRef) current() *audit.Log     { return r.p.Load() }
 func (r *auditRef) Healthy() (bool, string) { return r.p.Load().Healthy() }
-func (r *auditRef) Integrity() *audit.Problem {
+func (r *auditRef) Integrity() (*audit.Problem, error) {
 	return r.p.Load().Integrity()
 }
 func (r *auditRef) Append(rec audit.Receipt) (audit.Ref, error) { return r.p.Load().Append(rec) }

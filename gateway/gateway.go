@@ -48,7 +48,7 @@ type Recorder interface {
 	AppendSync(audit.Receipt) (audit.Ref, error)
 	Healthy() (bool, string)
 	// Integrity is the unacknowledged verification failure, if any.
-	Integrity() *audit.Problem
+	Integrity() (*audit.Problem, error)
 }
 
 // Options configure the gateway.

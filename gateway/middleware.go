@@ -202,7 +202,8 @@ func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Princi
 	// Only write tools ask: Integrity waits for the start-up verification,
 	// which read tools need not.
 	if t.Writes() {
-		if e := chainBroken(g.opts.Audit.Integrity(), t); e != nil {
+		p, err := g.opts.Audit.Integrity()
+		if e := chainBroken(p, err, t); e != nil {
 			return e
 		}
 	}
@@ -216,7 +217,13 @@ func (g *Gateway) admit(ctx context.Context, pol *policy.Policy, p caller.Princi
 	return g.limit(p, c, t.Name)
 }
 
-func chainBroken(p *audit.Problem, t tools.Tool) *apperr.Error {
+// chainBroken refuses t while the audit log has an unacknowledged
+// verification failure, or (retryably) while its start-up verification
+// waits for an unreachable store.
+func chainBroken(p *audit.Problem, err error, t tools.Tool) *apperr.Error {
+	if err != nil {
+		return apperr.StoreUnavailable("the audit log's start-up verification", err).With("reason", "audit_unverified").With("tool", t.Name)
+	}
 	if p == nil {
 		return nil
 	}

@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,13 +182,15 @@ func TestToolResultsCarryAProvableReceiptReference(t *testing.T) {
 	}
 }
 
-// integrityRecorder reports a verification failure until acknowledged.
+// integrityRecorder reports a verification failure until acknowledged, or
+// a verification that cannot reach the store.
 type integrityRecorder struct {
 	*audit.Log
 	problem *audit.Problem
+	err     error
 }
 
-func (r *integrityRecorder) Integrity() *audit.Problem { return r.problem }
+func (r *integrityRecorder) Integrity() (*audit.Problem, error) { return r.problem, r.err }
 
 func TestBrokenChainRefusesWriteToolsOnly(t *testing.T) {
 	rec := &integrityRecorder{problem: &audit.Problem{Kind: audit.ProblemRemoved, Seq: 812, Message: "receipt 812 removed"}}
@@ -199,6 +203,20 @@ func TestBrokenChainRefusesWriteToolsOnly(t *testing.T) {
 	assert.Contains(t, env.Error.Message, "accords-mcp audit acknowledge")
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK, "read tools go on")
 	rec.problem = nil
+	require.True(t, call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken}).OK)
+}
+
+func TestUnverifiedAuditLogRefusesWriteToolsRetryably(t *testing.T) {
+	rec := &integrityRecorder{err: &audit.UnverifiedError{Cause: fmt.Errorf("%w: context deadline exceeded", store.ErrUnavailable)}}
+	h := newHarness(t, setup{recorder: func(l *audit.Log) Recorder { rec.Log = l; return rec }})
+	cs := h.stdio()
+	env := call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken})
+	require.Equal(t, apperr.CodeStoreUnavailable, env.Code(), "not a broken chain: the log is not yet checked")
+	assert.True(t, env.Error.Retryable)
+	assert.Equal(t, "audit_unverified", env.Details()["reason"])
+	assert.NotContains(t, env.Error.Message, "acknowledge")
+	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK, "read tools go on")
+	rec.err = nil
 	require.True(t, call(t, cs, "vaultclaw_session_configure", map[string]any{"token": secretToken}).OK)
 }
 

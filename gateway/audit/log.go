@@ -256,6 +256,14 @@ type Log struct {
 	// hurry, closed once, ends VerifyDelay's wait.
 	hurry     chan struct{}
 	hurryOnce sync.Once
+	// attempted is closed once the start-up verification has run or
+	// failed to reach the store; waiting holds the store's error while the
+	// verification waits for it, and stopping (closed by Close) makes it
+	// give up after one last attempt.
+	attempted     chan struct{}
+	attemptedOnce sync.Once
+	waiting       atomic.Pointer[UnverifiedError]
+	stopping      chan struct{}
 
 	healthy atomic.Bool
 	lastErr atomic.Value // string
@@ -315,7 +323,8 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		opts.StartupStretch = DefaultStartupStretch
 	}
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{}),
-		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1)}
+		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1),
+		attempted: make(chan struct{}), stopping: make(chan struct{})}
 	var startProblem *Problem
 	err := db.Update(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
@@ -352,12 +361,33 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	return l, nil
 }
 
+// UnverifiedError is Integrity's answer while the start-up verification
+// cannot read the store (a shared store out of reach): the log is not
+// known to be damaged, only not yet checked. It wraps the store's error,
+// so it is retryable (MCP_STORE_UNAVAILABLE).
+type UnverifiedError struct{ Cause error }
+
+func (e *UnverifiedError) Error() string {
+	return "the audit log's start-up verification is waiting for the store: " + e.Cause.Error()
+}
+
+func (e *UnverifiedError) Unwrap() error { return e.Cause }
+
+// Retry bounds of a start-up verification that cannot reach the store.
+const (
+	verifyRetryMin = 100 * time.Millisecond
+	verifyRetryMax = 5 * time.Second
+)
+
 // verifyStart verifies the newest stretch (in a read transaction; the
 // writer waits for it) and records a failure; a failure recorded earlier
 // (recorded) stands unless a new one replaces it. It applies retention
-// when the log is intact, then lets Integrity and the writer go on.
+// when the log is intact, then lets Integrity and the writer go on. A
+// store out of reach is not a failure: the verification tries again
+// until it can read, or gives up when the log closes.
 func (l *Log) verifyStart(recorded *Problem) {
 	defer close(l.verified)
+	defer l.attemptedOnce.Do(func() { close(l.attempted) })
 	if d := l.opts.VerifyDelay; d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -366,15 +396,23 @@ func (l *Log) verifyStart(recorded *Problem) {
 			t.Stop()
 		}
 	}
-	var p *Problem
-	err := l.db.View(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
+	p, err := l.checkStart()
+	for wait, last := verifyRetryMin, false; err != nil && errors.Is(err, store.ErrUnavailable); wait = min(2*wait, verifyRetryMax) {
+		if last {
+			return // closed unverified: the writer commits nothing
 		}
-		p = l.checkStretch(b)
-		return nil
-	})
+		l.waiting.Store(&UnverifiedError{Cause: err})
+		l.attemptedOnce.Do(func() { close(l.attempted) })
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-l.stopping:
+			t.Stop()
+			last = true
+		}
+		p, err = l.checkStart()
+	}
+	l.waiting.Store(nil)
 	if err != nil {
 		p = &Problem{Kind: ProblemCorrupt, Message: err.Error()}
 	}
@@ -404,6 +442,33 @@ func (l *Log) verifyStart(recorded *Problem) {
 	if l.opts.OnStartProblem != nil {
 		l.opts.OnStartProblem(p)
 	}
+}
+
+// checkStart runs checkStretch in a read transaction. A transaction
+// error wins over what checkStretch made of reads that failed.
+func (l *Log) checkStart() (*Problem, error) {
+	var p *Problem
+	err := l.db.View(func(tx store.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		p = l.checkStretch(b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// unverified is the error the start-up verification gave up with (the
+// log closed while the store was out of reach), or nil once verified.
+func (l *Log) unverified() error {
+	if u := l.waiting.Load(); u != nil {
+		return u
+	}
+	return nil
 }
 
 // Verified is closed once the start-up verification has finished (after
@@ -664,12 +729,26 @@ func (l *Log) DB() *store.DB { return l.db }
 func (l *Log) verifyNow() { l.hurryOnce.Do(func() { close(l.hurry) }) }
 
 // Integrity reports the unacknowledged verification failure, if any: write
-// tools are refused while it stands and no checkpoint is signed.
-// It waits for the start-up verification.
-func (l *Log) Integrity() *Problem {
+// tools are refused while it stands and no checkpoint is signed. It waits
+// for the start-up verification; while that cannot reach the store it
+// returns an *UnverifiedError instead (retryable: the log is not known to
+// be damaged, and write tools wait for the verification as they would for
+// the store).
+func (l *Log) Integrity() (*Problem, error) {
 	l.verifyNow()
-	<-l.verified
-	return l.problem.Load()
+	select {
+	case <-l.verified:
+	case <-l.attempted:
+		if u := l.waiting.Load(); u != nil {
+			return nil, u
+		}
+		// The verification has just read the store and is finishing.
+		<-l.verified
+	}
+	if err := l.unverified(); err != nil {
+		return nil, err // it gave up: the log closed while the store was out of reach
+	}
+	return l.problem.Load(), nil
 }
 
 // Append numbers and chains r and queues it; it returns at once with the
@@ -841,6 +920,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	l.wake()
 	l.verifyNow()
+	close(l.stopping)
 	<-l.done
 	if l.anchors != nil {
 		l.anchors.close(10 * time.Second)
@@ -850,7 +930,21 @@ func (l *Log) Close() error {
 
 func (l *Log) run() {
 	defer close(l.done)
-	<-l.verified
+	held, open := l.holdUntilVerified()
+	if err := l.unverified(); err != nil {
+		l.refuse(held, err)
+		for it := range l.queue {
+			l.refuse([]item{it}, err)
+		}
+		return
+	}
+	if len(held) > 0 {
+		l.commit(held)
+	}
+	if !open {
+		l.shutdown()
+		return
+	}
 	batch := make([]item, 0, 512)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -906,6 +1000,37 @@ func (l *Log) run() {
 			linger.Stop()
 		}
 		l.commit(batch)
+	}
+}
+
+// holdUntilVerified takes what is queued until the start-up verification
+// has finished, so that callers never block on a full queue while it
+// waits for an unreachable store (receipts are bounded by MaxBacklog, as
+// those of commits that fail). open is false when the queue was closed.
+func (l *Log) holdUntilVerified() (held []item, open bool) {
+	for {
+		select {
+		case <-l.verified:
+			return held, true
+		case it, ok := <-l.queue:
+			if !ok {
+				<-l.verified
+				return held, false
+			}
+			held = append(held, it)
+		}
+	}
+}
+
+// refuse tells whoever waits for items that they were not committed.
+func (l *Log) refuse(items []item, err error) {
+	for _, it := range items {
+		if it.isReceipt() {
+			l.backlog.Add(-1)
+		}
+		if it.done != nil {
+			it.done <- err
+		}
 	}
 }
 

@@ -260,7 +260,7 @@ func TestVerifyDetectsTamperingTheChainAloneMissed(t *testing.T) {
 			l, err := Open(f.db, Options{Key: f.key})
 			require.NoError(t, err)
 			if !tc.withSaved {
-				require.NotNil(t, l.Integrity(), "start-up check missed %q", tc.name)
+				require.NotNil(t, integrity(t, l), "start-up check missed %q", tc.name)
 			}
 			require.NoError(t, l.Close())
 		})
@@ -275,7 +275,7 @@ func TestAcknowledgeLiftsABreakAndVerificationGoesOn(t *testing.T) {
 	})
 	l, err := Open(f.db, Options{Key: f.key, Cadence: Cadence{Every: 4}})
 	require.NoError(t, err)
-	p := l.Integrity()
+	p := integrity(t, l)
 	require.NotNil(t, p)
 	assert.Equal(t, ProblemAltered, p.Kind)
 	before, err := NewestCheckpoint(f.db)
@@ -290,10 +290,10 @@ func TestAcknowledgeLiftsABreakAndVerificationGoesOn(t *testing.T) {
 	require.NoError(t, l.Close())
 	l, err = Open(f.db, Options{Key: f.key, Cadence: Cadence{Every: 4}})
 	require.NoError(t, err)
-	require.NotNil(t, l.Integrity())
+	require.NotNil(t, integrity(t, l))
 	ref, err := l.Acknowledge("alice", "restored from the incident ticket 42", p)
 	require.NoError(t, err)
-	assert.Nil(t, l.Integrity())
+	assert.Nil(t, integrity(t, l))
 	assert.Equal(t, uint64(12), ref.Seq)
 	for i := 13; i <= 20; i++ {
 		appendOK(t, l, receipt(i, "default", time.Now()))
@@ -454,7 +454,7 @@ func TestLegacyLogIsAdoptedAtStart(t *testing.T) {
 	assert.Equal(t, ProblemUnsigned, rep.Problem.Kind)
 
 	l := open(t, db, Options{})
-	assert.Nil(t, l.Integrity())
+	assert.Nil(t, integrity(t, l))
 	appendOK(t, l, receipt(10, "default", time.Now()))
 	require.NoError(t, l.Close())
 	rep = verifyDB(t, db)
@@ -526,6 +526,6 @@ func TestStartupFlagsAStoredIntegrityProblemAfterRestart(t *testing.T) {
 	f.update(t, func(b buckets) { require.NoError(t, b.receipts.Delete(store.U64(6))) })
 	l, err := Open(f.db, Options{Key: f.key})
 	require.NoError(t, err)
-	require.NotNil(t, l.Integrity())
+	require.NotNil(t, integrity(t, l))
 	require.NoError(t, l.Close())
 }

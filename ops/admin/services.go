@@ -229,7 +229,9 @@ func Acknowledge(l *audit.Log, operator, text string) (string, error) {
 	}
 	p := rep.Problem
 	if p == nil {
-		p = l.Integrity()
+		if p, err = l.Integrity(); err != nil {
+			return "", err
+		}
 	}
 	if p == nil {
 		return "", ErrNothingToAcknowledge
