@@ -1,0 +1,32 @@
+package app
+
+import (
+	"github.com/accordsai/accords-mcp/platform/resident"
+)
+
+// NewResidentGovernor makes the governor of the serving process's
+// file-backed resident set (see package resident), bounded by
+// Config.MappedResidentMax, with the executable as its first source. Run
+// it from the start; GovernResident adds the app's mappings once open.
+func NewResidentGovernor(max int64, onError func(source string, err error)) *resident.Governor {
+	g := resident.New(resident.Options{Budget: max, OnError: onError})
+	if exe, err := resident.Executable(); err == nil {
+		g.Add("executable", exe)
+	} else if onError != nil {
+		onError("executable", err)
+	}
+	return g
+}
+
+// GovernResident adds the database file's and the index segments' mappings
+// to g.
+func (a *App) GovernResident(g *resident.Governor) {
+	g.Add("database", func(release func(resident.Range)) error {
+		return a.DB.Mapped(func(addr uintptr, n int) { release(resident.Range{Addr: addr, Len: n}) })
+	})
+	if a.Catalog != nil {
+		g.Add("index", func(release func(resident.Range)) error {
+			return a.Catalog.IndexMapped(func(addr uintptr, n int) { release(resident.Range{Addr: addr, Len: n}) })
+		})
+	}
+}
