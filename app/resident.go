@@ -1,6 +1,7 @@
 package app
 
 import (
+	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/resident"
 )
 
@@ -19,8 +20,15 @@ func NewResidentGovernor(max int64, onError func(source string, err error)) *res
 }
 
 // GovernResident adds the database file's and the index segments' mappings
-// to g.
+// to g, and its figures to /metrics.
 func (a *App) GovernResident(g *resident.Governor) {
+	a.Metrics.Gauge(metrics.NameMappedBytes, "File-backed resident set: pages of the database, index and executable files mapped in.", func() (float64, bool) {
+		n, err := resident.FileResident()
+		return float64(n), err == nil
+	})
+	a.Metrics.Registry.NewCounterFunc(metrics.NameMappedRelease, "Times the mapped pages were released for passing ACCORDS_MCP_MAPPED_RESIDENT_MAX.", func() float64 {
+		return float64(g.Trims())
+	})
 	g.Add("database", func(release func(resident.Range)) error {
 		return a.DB.Mapped(func(addr uintptr, n int) { release(resident.Range{Addr: addr, Len: n}) })
 	})

@@ -210,6 +210,12 @@ func (r *Registry) NewGaugeFunc(name, help string, fn func() (float64, bool)) {
 	r.reg.MustRegister(&gaugeFunc{desc: prometheus.NewDesc(name, help, nil, nil), fn: fn})
 }
 
+// NewCounterFunc registers a counter read from fn at each scrape (a count
+// kept elsewhere that only grows).
+func (r *Registry) NewCounterFunc(name, help string, fn func() float64) {
+	r.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
 // GaugeVec is a settable gauge with labels (build info).
 type GaugeVec struct {
 	name   string

@@ -24,6 +24,8 @@ const (
 	NameGoroutines    = "accords_mcp_goroutines"
 	NameAuditAnchors  = "accords_mcp_audit_anchor_total"
 	NameAuditBroken   = "accords_mcp_audit_integrity_failure"
+	NameMappedBytes   = "accords_mcp_mapped_resident_bytes"
+	NameMappedRelease = "accords_mcp_mapped_releases_total"
 )
 
 // Tool call outcomes.
