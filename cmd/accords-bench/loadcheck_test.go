@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +38,7 @@ func TestLoadCheck(t *testing.T) {
 	require.Positive(t, docSearch)
 	require.Positive(t, docFloor)
 
-	bin := buildServer(t)
+	bin := testbin.AccordsMCP(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--bin", bin, "--transport", "stdio", "--bundles", strconv.Itoa(bundles),
 		"--ops", "search", "--calls", "1000", "--duration", "60s", "--startup-runs", "1", "--json"}, &stdout, &stderr)

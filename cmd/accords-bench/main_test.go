@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +38,7 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and drives the server binary")
 	}
-	bin := buildServer(t)
+	bin := testbin.AccordsMCP(t)
 
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--bin", bin, "--bundles", "30", "--calls", "30", "--clients", "3",
@@ -79,14 +79,6 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-func buildServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "accords-mcp")
-	out, err := exec.Command("go", "build", "-o", bin, "../accords-mcp").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
 // TestKeptDatabaseIsReused runs twice on one --db directory: the first run
 // seeds and writes the marker, the second reuses the catalog without
 // seeding; a different seed starts over. Over HTTP an explicit policy file
@@ -95,7 +87,7 @@ func TestKeptDatabaseIsReused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and drives the server binary")
 	}
-	bin := buildServer(t)
+	bin := testbin.AccordsMCP(t)
 	db := t.TempDir()
 	policy := filepath.Join(t.TempDir(), "policy.toml")
 	require.NoError(t, os.WriteFile(policy, []byte(benchPolicy), 0o600))
@@ -152,7 +144,7 @@ func TestCompareAttach(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and drives the server binary")
 	}
-	bin := buildServer(t)
+	bin := testbin.AccordsMCP(t)
 	db := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--bin", bin, "--db", db, "--compare-attach", "--bundles", "10", "--calls", "40",
@@ -186,7 +178,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }
 
 // TestCompareSideBySide runs --compare twice: against a second copy of
@@ -198,7 +192,7 @@ func TestCompareSideBySide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and drives the server binary")
 	}
-	bin := buildServer(t)
+	bin := testbin.AccordsMCP(t)
 	second := filepath.Join(t.TempDir(), "accords-mcp-copy")
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)

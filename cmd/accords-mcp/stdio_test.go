@@ -10,41 +10,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/accordsai/accords-mcp/test/syncbuf"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // binary builds the real command once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "accords-mcp-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "accords-mcp")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
+func binary(t *testing.T) string { return testbin.AccordsMCP(t) }
 
 type proc struct {
 	cmd    *exec.Cmd

@@ -39,6 +39,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -361,7 +362,7 @@ var jsonCommentRe = regexp.MustCompile(`^#\s?([\[{"].*)$`)
 func TestDocsRunAsWritten(t *testing.T) {
 	needTools(t)
 	root := repoRoot(t)
-	bin := filepath.Dir(accordsBinary(t, root))
+	bin := filepath.Dir(testbin.AccordsMCP(t))
 
 	// The blocks' go commands use this machine's module and build caches,
 	// which the moved HOME would otherwise hide.

@@ -14,44 +14,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	testbin.Remove()
 	os.Exit(code)
-}
-
-// accordsBinary builds the command once for the tests of this package.
-func accordsBinary(t *testing.T, root string) string {
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "accords-docs-test-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "accords-mcp")
-		build := exec.Command("go", "build", "-o", binPath, "./cmd/accords-mcp")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("%w: %s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
 }
 
 // checkCommandLine runs an accords-mcp command line of a service file with
@@ -102,7 +75,7 @@ func unitFiles(text string) map[string]string {
 // documents show, and checks that the command lines they run exist.
 func TestServiceFilesParse(t *testing.T) {
 	root := repoRoot(t)
-	bin := accordsBinary(t, root)
+	bin := testbin.AccordsMCP(t)
 	units, plists := 0, 0
 	for _, doc := range docs(t, root) {
 		for _, b := range parse(t, doc) {

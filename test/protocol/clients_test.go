@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/test/approvaltest"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,16 +158,6 @@ type tsReport struct {
 	} `json:"handoff"`
 }
 
-// buildBinary builds accords-mcp for the stdio client.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "accords-mcp")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/accords-mcp")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
-
 // TestTypeScriptClient: the TypeScript SDK client (2025-11-25) lists and
 // calls every tool over Streamable HTTP and over stdio (the built binary,
 // standalone and attached to the shared daemon it starts), and receives
@@ -181,7 +172,7 @@ func TestTypeScriptClient(t *testing.T) {
 	// What a session lists (the discovery tools come with dynamic toolsets).
 	want := len(e.App.Gateway.Visible().Tools())
 
-	bin := buildBinary(t)
+	bin := testbin.AccordsMCP(t)
 	stdioEnv := func(db string) []string {
 		return []string{"ACCORDS_MCP_DB=" + db, "ACCORDS_MCP_SECRET_KEY=" + strings.Repeat("cd", 32),
 			"ACCORDS_MCP_AUDIT_KEY_FILE=" + filepath.Join(t.TempDir(), "audit.key"),

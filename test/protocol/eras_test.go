@@ -17,6 +17,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/approval/task"
 	"github.com/accordsai/accords-mcp/test/approvaltest"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 	done := testenv.IsolateConfigDir()
 	code := m.Run()
 	done()
+	testbin.Remove()
 	os.Exit(code)
 }
 

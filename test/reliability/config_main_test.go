@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/accordsai/accords-mcp/test/testenv"
 )
 
@@ -13,5 +14,6 @@ func TestMain(m *testing.M) {
 	cleanup := testenv.IsolateConfigDir()
 	code := m.Run()
 	cleanup()
+	testbin.Remove()
 	os.Exit(code)
 }

@@ -2,49 +2,22 @@ package reliability
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
-)
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
 )
 
 // binary builds cmd/accords-mcp once per test run. It is built without
 // -race even under go test -race: an instrumented server is several times
 // slower, so a kill would find far fewer writes in flight. Races in the
 // server are the in-process concurrency test's job.
-func binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "accords-reliability-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "accords-mcp")
-		args := []string{"build", "-o", binPath}
-		out, err := exec.Command("go", append(args, "../../cmd/accords-mcp")...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
+func binary(t testing.TB) string { return testbin.AccordsMCP(t) }
 
 // startStdio starts the binary on dbPath over stdio with one session.
 func startStdio(t testing.TB, dbPath string) *loadgen.Server {

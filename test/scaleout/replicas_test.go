@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,36 +27,15 @@ import (
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
 	"github.com/accordsai/accords-mcp/test/approvaltest"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // binary builds cmd/accords-mcp once (without -race: the replicas are
 // the system under test, not the race detector's subject).
-func binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "accords-scaleout-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "accords-mcp")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/accords-mcp").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
+func binary(t testing.TB) string { return testbin.AccordsMCP(t) }
 
 const simToken = "vc_tok_scaleout_tests_0123456789"
 
@@ -513,3 +491,6 @@ func TestReplicasTaskCreatedOnOneCompletedAfterItDies(t *testing.T) {
 	done := c2.AwaitTask(t, id)
 	require.Equal(t, "completed", done.Status, "another replica finished the task of the dead one")
 }
+
+// TestMain removes the built command after the tests.
+func TestMain(m *testing.M) { testbin.Main(m) }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +41,7 @@ const (
 // default database of a temporary HOME.
 func TestOpenClawAgentCallsAccordsTools(t *testing.T) {
 	rt := installRuntime(t)
-	bin := buildServer(t)
+	bin := testbin.AccordsMCP(t)
 
 	home := tempHome(t)
 	token := "vc_tok_openclaw_" + randomHex(t, 12)
@@ -364,15 +365,6 @@ func tempHome(t *testing.T) string {
 	return home
 }
 
-// buildServer builds cmd/accords-mcp from this checkout.
-func buildServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "accords-mcp")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/accordsai/accords-mcp/cmd/accords-mcp").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
-
 func randomHex(t *testing.T, n int) string {
 	t.Helper()
 	b := make([]byte, n)
@@ -389,3 +381,6 @@ func envValue(env []string, key string) string {
 	}
 	return ""
 }
+
+// TestMain removes the built command after the tests.
+func TestMain(m *testing.M) { testbin.Main(m) }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/test/testbin"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,11 +50,12 @@ type report struct {
 	} `json:"attached"`
 }
 
+// TestMain removes the built command after the tests.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 func TestTypeScriptSDKClientValidatesEveryResult(t *testing.T) {
 	dir := install(t)
-	bin := filepath.Join(t.TempDir(), "accords-mcp")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/accordsai/accords-mcp/cmd/accords-mcp").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := testbin.AccordsMCP(t)
 
 	const token = "vc_tok_tssdk"
 	sim := httptest.NewServer(vaultsim.New(vaultsim.Options{AgentToken: token}))
