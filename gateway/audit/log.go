@@ -1008,18 +1008,44 @@ func (l *Log) run() {
 // waits for an unreachable store (receipts are bounded by MaxBacklog, as
 // those of commits that fail). open is false when the queue was closed.
 func (l *Log) holdUntilVerified() (held []item, open bool) {
+	attempted := l.attempted
 	for {
 		select {
 		case <-l.verified:
 			return held, true
+		case <-attempted:
+			attempted = nil // closed: once is enough
+			held = l.answerWaiting(held)
 		case it, ok := <-l.queue:
 			if !ok {
 				<-l.verified
 				return held, false
 			}
-			held = append(held, it)
+			held = append(held, l.answerWaiting([]item{it})...)
 		}
 	}
+}
+
+// answerWaiting tells whoever waits on items, while the verification waits
+// for the store, that their commit did not happen, as a failed commit
+// does: a receipt stays held and is committed once the log is verified; a
+// flush, checkpoint or prune is dropped. It returns what stays held.
+func (l *Log) answerWaiting(items []item) []item {
+	u := l.waiting.Load()
+	if u == nil {
+		return items
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if it.done != nil {
+			it.done <- u
+			it.done = nil
+		}
+		if it.isReceipt() {
+			kept = append(kept, it)
+		}
+	}
+	return kept
 }
 
 // refuse tells whoever waits for items that they were not committed.

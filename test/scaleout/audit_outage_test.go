@@ -17,7 +17,9 @@ import (
 // after the log opened) neither takes the log for a damaged one nor stops
 // serving: Integrity says the verification is waiting for the store (a
 // retryable MCP_STORE_UNAVAILABLE for write tools), receipts queue up
-// without blocking their callers even past the queue's size, and once
+// without blocking their callers even past the queue's size (one whose
+// caller waits for its commit is told at once that it did not happen, and
+// stays queued, as with any failed commit), and once
 // etcd is back the verification runs, finds the log intact, and the
 // queued receipts are committed onto one chain that verifies. Nothing
 // marks the shared log as failed for the other replicas.
@@ -54,6 +56,13 @@ func TestSharedAuditLogStartVerificationWaitsOutAnEtcdOutage(t *testing.T) {
 		}
 	})
 
+	within.Run(t, "a write call's receipt and a flush while etcd is down", func() {
+		_, err := l2.AppendSync(audit.Receipt{CallID: "sync-during", Tool: "t", Outcome: "ok",
+			Timestamp: time.Now().UTC().Format(time.RFC3339Nano)})
+		require.True(t, errors.Is(err, store.ErrUnavailable), "answered at once, retryable: %v", err)
+		require.True(t, errors.Is(l2.Flush(), store.ErrUnavailable))
+	})
+
 	srv.Restart(t)
 	within.Run(t, "the verification once etcd is back", func() {
 		for {
@@ -77,7 +86,7 @@ func TestSharedAuditLogStartVerificationWaitsOutAnEtcdOutage(t *testing.T) {
 	require.True(t, rep.OK, "%+v", rep.Problem)
 	rs, err := audit.List(db3, audit.Filter{Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, rs, 60, "every receipt, those queued during the outage too, once")
+	require.Len(t, rs, 61, "every receipt, those queued during the outage too (the write call's among them), once")
 	l3, err := audit.Open(db3, audit.Options{Key: auditKey(t), Shared: true})
 	require.NoError(t, err)
 	p, err := l3.Integrity()
