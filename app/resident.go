@@ -29,12 +29,14 @@ func (a *App) GovernResident(g *resident.Governor) {
 	a.Metrics.Registry.NewCounterFunc(metrics.NameMappedRelease, "Times the mapped pages were released for passing ACCORDS_MCP_MAPPED_RESIDENT_MAX.", func() float64 {
 		return float64(g.Trims())
 	})
-	g.Add("database", func(release func(resident.Range)) error {
-		return a.DB.Mapped(func(addr uintptr, n int) { release(resident.Range{Addr: addr, Len: n}) })
-	})
+	g.Add("database", func(release func(resident.Range)) error { return a.DB.Mapped(asRanges(release)) })
 	if a.Catalog != nil {
-		g.Add("index", func(release func(resident.Range)) error {
-			return a.Catalog.IndexMapped(func(addr uintptr, n int) { release(resident.Range{Addr: addr, Len: n}) })
-		})
+		g.Add("index", func(release func(resident.Range)) error { return a.Catalog.IndexMapped(asRanges(release)) })
 	}
+}
+
+// asRanges adapts release to the (address, length) callbacks of the store
+// and the index, which know nothing of package resident.
+func asRanges(release func(resident.Range)) func(addr uintptr, n int) {
+	return func(addr uintptr, n int) { release(resident.Range{Addr: addr, Len: n}) }
 }
