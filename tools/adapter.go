@@ -18,11 +18,21 @@ import (
 // MCPTool is the protocol description of t: schemas and all four annotation
 // hints set explicitly. No title: clients show the name without one, and
 // every agent pays for tools/list on every start (budget test in app).
+//
+// The input schema goes to the SDK already encoded: its HTTP handler encodes
+// the called tool's input schema again on every request to look for header
+// annotations, and encoding a *jsonschema.Schema is far dearer than copying
+// bytes. The bytes are what tools/list sent before.
 func (t Tool) MCPTool() *mcp.Tool {
+	in, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		// Define built the schema from a Go type; it always encodes.
+		panic(fmt.Sprintf("tool %s: encode input schema: %v", t.Name, err))
+	}
 	return &mcp.Tool{
 		Name:         t.Name,
 		Description:  t.Description,
-		InputSchema:  t.InputSchema,
+		InputSchema:  json.RawMessage(in),
 		OutputSchema: envelope.OutputSchema(t.Output),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Hints.ReadOnly,
