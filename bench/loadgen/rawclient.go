@@ -129,27 +129,33 @@ func (c *RawClient) Do(ctx context.Context, op Op, args map[string]any, envelope
 	if err != nil {
 		return d, CodeTransport
 	}
+	return d, outcome(result, envelopes)
+}
+
+// outcome reads a tools/call result as Call (envelopes) or CallRaw (any
+// MCP server) reads it: "" for success, else the envelope's error code.
+func outcome(result json.RawMessage, envelopes bool) string {
 	var res struct {
 		IsError           bool `json:"isError"`
 		StructuredContent any  `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(result, &res); err != nil {
-		return d, CodeTransport
+		return CodeTransport
 	}
 	if !envelopes {
 		if res.IsError {
-			return d, "is_error"
+			return "is_error"
 		}
-		return d, ""
+		return ""
 	}
 	env, ok := envelopeOf(res.StructuredContent)
 	switch {
 	case !ok || (!env.OK && env.Error == nil):
-		return d, CodeNoEnvelope
+		return CodeNoEnvelope
 	case env.OK:
-		return d, ""
+		return ""
 	default:
-		return d, env.Error.Code
+		return env.Error.Code
 	}
 }
 

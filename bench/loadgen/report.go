@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -134,6 +135,7 @@ func (rep Report) WriteTable(w io.Writer) {
 				o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.MaxMS, o.PerSecond, o.WireP50MS, o.WireP99MS)
 		}
 		tw.Flush()
+		writeRawTable(w, tr.Ops)
 		for _, o := range tr.Ops {
 			if o.Skipped != "" {
 				fmt.Fprintf(w, "  skipped %s: %s\n", o.Op, o.Skipped)
@@ -151,6 +153,23 @@ func (rep Report) WriteTable(w io.Writer) {
 	if rep.SideBySide != nil {
 		rep.SideBySide.Write(w)
 	}
+}
+
+// writeRawTable prints the bare client's pass of the operations that had
+// one (HTTP runs).
+func writeRawTable(w io.Writer, ops []OpResult) {
+	if !slices.ContainsFunc(ops, func(o OpResult) bool { return o.RawCalls > 0 }) {
+		return
+	}
+	fmt.Fprintf(w, "bare client (%s, requests encoded before the clock, no SDK):\n", RawProtocol)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tcalls\terrors\tp50 ms\tp99 ms\tops/s\t")
+	for _, o := range ops {
+		if o.RawCalls > 0 {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.0f\t\n", o.Op, o.RawCalls, o.RawErrors, o.RawP50MS, o.RawP99MS, o.RawPerSecond)
+		}
+	}
+	tw.Flush()
 }
 
 func errSummary(errs map[string]int) string {
@@ -198,6 +217,16 @@ func (rep Report) WriteMarkdown(w io.Writer) {
 				continue
 			}
 			fmt.Fprintf(w, "| %s | %d | %s | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f |\n", o.Op, o.Calls, errSummary(o.Errors), o.P50MS, o.P95MS, o.P99MS, o.PerSecond, o.WireP50MS, o.WireP99MS)
+		}
+		if slices.ContainsFunc(tr.Ops, func(o OpResult) bool { return o.RawCalls > 0 }) {
+			fmt.Fprintf(w, "\nThe same operations through the bare client (%s, requests encoded before the clock, no SDK):\n\n", RawProtocol)
+			fmt.Fprintln(w, "| op | calls | errors | p50 ms | p99 ms | ops/s |")
+			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+			for _, o := range tr.Ops {
+				if o.RawCalls > 0 {
+					fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f | %.0f |\n", o.Op, o.RawCalls, o.RawErrors, o.RawP50MS, o.RawP99MS, o.RawPerSecond)
+				}
+			}
 		}
 		if tr.Floor != nil {
 			tr.Floor.WriteMarkdown(w)

@@ -77,9 +77,17 @@ type OpResult struct {
 	RawP99MS  float64 `json:"raw_p99_ms,omitempty"`
 	RawCalls  int     `json:"raw_calls,omitempty"`
 	RawErrors int     `json:"raw_errors,omitempty"`
-	WallS     float64 `json:"wall_s"`
-	PerSecond float64 `json:"ops_per_s"`
-	Note      string  `json:"note,omitempty"`
+	// RawPerSecond is the bare client's throughput (HTTP runs).
+	RawPerSecond float64 `json:"raw_ops_per_s,omitempty"`
+	WallS        float64 `json:"wall_s"`
+	PerSecond    float64 `json:"ops_per_s"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// SetRaw records raw, the same operation's summary through a bare client,
+// as r's raw figures.
+func (r *OpResult) SetRaw(raw OpResult) {
+	r.RawP50MS, r.RawP99MS, r.RawCalls, r.RawErrors, r.RawPerSecond = raw.P50MS, raw.P99MS, raw.Calls, errTotal(raw.Errors), raw.PerSecond
 }
 
 // Summary computes percentiles (nearest rank) and throughput.

@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. ACCORDS_MCP_POLICY_FILE=...")
 	fs.StringVar(&o.bearer, "bearer", "", "bearer token for HTTP when the policy file requires one")
 	fs.StringVar(&o.compareBin, "compare", "", "instead of the per-transport runs: run another stdio MCP server BIN side by side with --bin over stdio (same calls, alternating, one run) with the floor, and print both and the ratios")
-	fs.BoolVar(&o.raw, "raw", true, "with --compare: time every operation a second time through a bare line client (requests encoded before the clock, no SDK), the server's own answer time")
+	fs.BoolVar(&o.raw, "raw", true, "with --compare and over HTTP: time every operation a second time through a bare client (requests encoded before the clock, no SDK; a line client over stdio, kept-alive POSTs over HTTP), the server's own answer time and throughput")
 	fs.Var(&cmpArgs, "compare-arg", "an argument for the --compare binary (repeatable)")
 	fs.BoolVar(&o.floor, "floor", true, "also measure the floor (a bare go-sdk server with one tool, started as `accords-bench floor`) in the same run, alternating with tools/list and status calls to the server")
 	fs.BoolVar(&o.compareAttach, "compare-attach", false, "instead of the workloads: alternate search calls between a standalone stdio server and a front end attached to a daemon (same catalog), and time launches attaching to the running daemon")
@@ -642,6 +642,15 @@ func (m *measurement) startups(ctx context.Context) (*loadgen.Server, error) {
 func (m *measurement) runOps(ctx context.Context, srv *loadgen.Server, ops map[string]loadgen.Op, seeded bool) error {
 	o, tr := m.o, m.tr
 	lim := loadgen.Limits{Calls: o.calls, Duration: o.duration}
+	var raw *loadgen.RawHTTP
+	if o.raw && m.transport == loadgen.HTTP {
+		c, err := loadgen.NewRawHTTP(ctx, srv.Endpoint, o.bearer, len(srv.Sessions))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		raw = c
+	}
 	for k, name := range o.ops {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -658,7 +667,13 @@ func (m *measurement) runOps(ctx context.Context, srv *loadgen.Server, ops map[s
 		}
 		m.logf("running %s", name)
 		rec := loadgen.Run(ctx, srv, op, lim, seed)
-		tr.Ops = append(tr.Ops, rec.Summary(name, m.transport, o.bundles, len(srv.Sessions)))
+		res := rec.Summary(name, m.transport, o.bundles, len(srv.Sessions))
+		if raw != nil {
+			m.logf("running %s through the bare HTTP client", name)
+			r := loadgen.RunRawHTTP(ctx, raw, len(srv.Sessions), op, lim, seed).Summary(name, m.transport, o.bundles, len(srv.Sessions))
+			res.SetRaw(r)
+		}
+		tr.Ops = append(tr.Ops, res)
 	}
 	return nil
 }

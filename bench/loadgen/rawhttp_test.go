@@ -1,0 +1,122 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeHTTPServer answers as a stateless Streamable HTTP server would:
+// initialize with a JSON body, tool calls by name, some as an event stream
+// whose answer follows a notification and a stray answer.
+func fakeHTTPServer(t *testing.T, bearer string) (*httptest.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bearer != "" && r.Header.Get("Authorization") != "Bearer "+bearer {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     int64  `json:"id"`
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		if req.Method != "initialize" {
+			calls.Add(1)
+			assert.Equal(t, RawProtocol, r.Header.Get("MCP-Protocol-Version"))
+		}
+		var result string
+		switch {
+		case req.Method == "initialize":
+			result = `{"protocolVersion":"` + RawProtocol + `","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}`
+		case req.Params.Name == "ok":
+			result = `{"content":[],"structuredContent":{"ok":true,"data":{},"error":null}}`
+		case req.Params.Name == "refused":
+			result = `{"content":[],"structuredContent":{"ok":false,"data":null,"error":{"code":"MCP_RATE_LIMITED"}},"isError":true}`
+		case req.Params.Name == "stream":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n\n", req.ID+1000)
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"content\":[],\"structuredContent\":{\"ok\":true,\"data\":{},\"error\":null}}}\n\n", req.ID)
+			return
+		case req.Params.Name == "empty-stream":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n")
+			return
+		case req.Params.Name == "down":
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"unknown tool"}}`, req.ID)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"result":%s}`, req.ID, result)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func TestRawHTTPReadsAnswers(t *testing.T) {
+	srv, _ := fakeHTTPServer(t, "tok")
+	ctx := context.Background()
+	_, err := NewRawHTTP(ctx, srv.URL, "wrong", 2)
+	require.Error(t, err, "a refused initialize fails the client")
+	c, err := NewRawHTTP(ctx, srv.URL, "tok", 2)
+	require.NoError(t, err)
+	defer c.Close()
+
+	call := func(tool string) string {
+		d, code := c.Do(ctx, Op{Name: tool, Tool: tool}, nil, true)
+		if code != CodeTransport {
+			assert.Positive(t, d, tool)
+		}
+		return code
+	}
+	assert.Equal(t, "", call("ok"))
+	assert.Equal(t, "MCP_RATE_LIMITED", call("refused"))
+	assert.Equal(t, "", call("stream"), "the event answering the call is found among others")
+	assert.Equal(t, CodeTransport, call("empty-stream"), "a stream without the answer")
+	assert.Equal(t, CodeTransport, call("down"), "an HTTP error status")
+	assert.Equal(t, CodeTransport, call("missing"), "a JSON-RPC error")
+}
+
+func TestRunRawHTTPStopsAtTheCallLimit(t *testing.T) {
+	srv, calls := fakeHTTPServer(t, "")
+	ctx := context.Background()
+	c, err := NewRawHTTP(ctx, srv.URL, "", 4)
+	require.NoError(t, err)
+	defer c.Close()
+	var made atomic.Int64
+	op := Op{Name: "ok", Tool: "ok", Args: func(*rand.Rand) map[string]any { made.Add(1); return nil }}
+	rec := RunRawHTTP(ctx, c, 4, op, Limits{Calls: 37, Duration: time.Minute}, 1)
+	sum := rec.Summary("ok", HTTP, 0, 4)
+	assert.Equal(t, 37, sum.Calls)
+	assert.Empty(t, sum.Errors)
+	assert.EqualValues(t, 37, calls.Load())
+	assert.EqualValues(t, 37, made.Load())
+	assert.Positive(t, sum.PerSecond)
+
+	var r OpResult
+	r.SetRaw(sum)
+	assert.Equal(t, 37, r.RawCalls)
+	assert.Equal(t, sum.PerSecond, r.RawPerSecond)
+}
