@@ -278,6 +278,9 @@ func toAny(xs []string) []any {
 // SearchQuery returns a realistic free-text query for a catalog of n
 // bundles: words from a random bundle's title and description, so it has
 // hits, sometimes narrowed by a connector filter.
+// ListTag is the tag of a listing: about 3/40 of the catalog carries it.
+func (Corpus) ListTag(r *rand.Rand) string { return tagWords[r.IntN(len(tagWords))] }
+
 func (c Corpus) SearchQuery(r *rand.Rand, n int) map[string]any {
 	_, info := c.Bundle(r.IntN(n), "1.0.0")
 	args := map[string]any{"query": info.Words[0] + " " + info.Words[1], "limit": float64(10)}

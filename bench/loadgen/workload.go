@@ -89,7 +89,7 @@ func (w *Workload) Ops(s *Server) map[string]Op {
 		"list": {Name: "list", Tool: ToolList, Args: func(r *rand.Rand) map[string]any {
 			// A tag filter returns a realistic slice of the catalog (about
 			// 3/40 of it) rather than one cookbook or all of them.
-			args := map[string]any{"filter": map[string]any{"tag": tagWords[r.IntN(len(tagWords))]}}
+			args := map[string]any{"filter": map[string]any{"tag": w.Corpus.ListTag(r)}}
 			if w.listLimit {
 				args["limit"] = float64(50)
 			}

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -17,19 +18,28 @@ import (
 // cookbook tags.
 func TestListSkipsOnlyRowsTheFilterDrops(t *testing.T) {
 	e := newEnv(t)
-	titles := []string{"Send EMAIL now", "Kelvin \u212a scale", "Fish & <chips>", "İstanbul trips", "plain one", `quote "q" here`}
-	tags := [][]string{{"Alpha", "beta"}, {"beta", "gamma"}, {"a&b", "<x>"}, {"café"}, {"t0"}, {`say "hi"`}}
+	titles := []string{"Send EMAIL now", "Kelvin \u212a scale", "Fish & <chips>", "İstanbul trips", "plain one", `quote "q" here`,
+		"untagged", "brackets"}
+	tags := [][]string{{"Alpha", "beta"}, {"beta", "gamma"}, {"a&b", "<x>"}, {"café"}, {"t0"}, {`say "hi"`},
+		nil, {`x],"entry_count":1`, "]", "beta]"}}
 	for i, title := range titles {
 		for _, v := range []string{"1.0.0", "2.0.0"} {
 			b := sample("cb"+string(rune('a'+i)), v, 2)
 			b.Title, b.Tags = title, tags[i]
 			b.Description = "Description " + strings.ToUpper(title)
+			if title == "untagged" {
+				// Entries carry the tags a filter looks for; the cookbook
+				// has none of its own.
+				for j := range b.Entries {
+					b.Entries[j].Tags = []string{"beta", "t0", "]"}
+				}
+			}
 			mustUpsert(t, e.svc, b, "")
 		}
 	}
 	all, err := e.svc.List(t.Context(), ListFilter{})
 	require.NoError(t, err)
-	require.Len(t, all, 12)
+	require.Len(t, all, 16)
 	keep := func(f ListFilter, it Item) bool {
 		q := strings.ToLower(strings.TrimSpace(f.Query))
 		if f.Tag != "" && !slices.Contains(it.Tags, f.Tag) {
@@ -42,7 +52,8 @@ func TestListSkipsOnlyRowsTheFilterDrops(t *testing.T) {
 			strings.Contains(strings.ToLower(it.Description), q) || strings.Contains(strings.ToLower(strings.Join(it.Tags, " ")), q)
 	}
 	var filters []ListFilter
-	for _, tag := range []string{"Alpha", "alpha", "beta", "a&b", "<x>", "café", `say "hi"`, "t0", "t1", "none"} {
+	for _, tag := range []string{"Alpha", "alpha", "beta", "a&b", "<x>", "café", `say "hi"`, "t0", "t1", "none",
+		"]", "beta]", `x],"entry_count":1`, "x", "sample"} {
 		filters = append(filters, ListFilter{Tag: tag}, ListFilter{Tag: tag, LatestOnly: true})
 	}
 	for _, q := range []string{"email", "EMAIL", "send email", "alpha beta", "beta gamma", "k", "kelvin", "istanbul", "i", "trips",
@@ -68,4 +79,22 @@ func TestListSkipsOnlyRowsTheFilterDrops(t *testing.T) {
 	got, err := e.svc.List(t.Context(), ListFilter{Query: "\u212a"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, got)
+}
+
+// TestCookbookTagsFindsTheCookbooksOwnTags pins the encoding the tag
+// pre-filter reads: an Item's own tags, and nothing of its entries'.
+func TestCookbookTagsFindsTheCookbooksOwnTags(t *testing.T) {
+	entries := []ItemEntry{{EntryID: "e", EntryType: TypeRecipeVerb, Tags: []string{"entry-only"}}}
+	for _, tags := range [][]string{{"a"}, {"a", `b"c`}, {`x],"entry_count":1`, "]"}, {"\u2028", "</script>"}} {
+		row, err := json.Marshal(Item{CookbookID: "c", Version: "1.0.0", Title: `t "tags":[`, Tags: tags, EntryCount: 1, Entries: entries})
+		require.NoError(t, err)
+		want, err := json.Marshal(map[string][]string{"tags": tags})
+		require.NoError(t, err)
+		assert.Equal(t, string(want[1:len(want)-1]), string(cookbookTags(row)), "%q", tags)
+	}
+	row, err := json.Marshal(Item{CookbookID: "c", Version: "1.0.0", EntryCount: 1, Entries: entries})
+	require.NoError(t, err)
+	assert.Nil(t, cookbookTags(row), "no tags of its own: the entries' do not count")
+	other := []byte(`{"tags":["a"],"cookbook_id":"c"}`)
+	assert.Equal(t, other, cookbookTags(other), "another layout is read whole")
 }

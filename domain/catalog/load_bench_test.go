@@ -88,6 +88,22 @@ func BenchmarkLoadCorpus(b *testing.B) {
 				lat.Report(b)
 			})
 
+			// A page of 50 cookbooks carrying a tag, as the load tool lists.
+			b.Run("list", func(b *testing.B) {
+				r := rand.New(rand.NewPCG(7, 8))
+				var lat benchcat.Latencies
+				b.ReportAllocs()
+				for b.Loop() {
+					f := catalog.ListFilter{Tag: benchcat.Corpus.ListTag(r), Limit: 50}
+					lat.Time(func() {
+						if _, err := c.Svc.ListPage(ctx, f); err != nil {
+							b.Fatal(err)
+						}
+					})
+				}
+				lat.Report(b)
+			})
+
 			b.Run("upsert", func(b *testing.B) {
 				r := rand.New(rand.NewPCG(5, 6))
 				var lat benchcat.Latencies
