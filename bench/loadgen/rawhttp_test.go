@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,4 +120,20 @@ func TestRunRawHTTPStopsAtTheCallLimit(t *testing.T) {
 	r.SetRaw(sum)
 	assert.Equal(t, 37, r.RawCalls)
 	assert.Equal(t, sum.PerSecond, r.RawPerSecond)
+}
+
+func TestProcessCPUGrowsWithWork(t *testing.T) {
+	before, err := ProcessCPU(os.Getpid())
+	require.NoError(t, err)
+	x := 0
+	for start := time.Now(); time.Since(start) < 150*time.Millisecond; {
+		x++
+	}
+	after, err := ProcessCPU(os.Getpid())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after-before, 50*time.Millisecond, "150 ms of spinning (%d rounds)", x)
+	_, err = (&Server{}).CPUTime()
+	assert.Error(t, err, "no process")
+	assert.Equal(t, 250.0, PerCallUS(time.Millisecond, 4))
+	assert.Zero(t, PerCallUS(time.Millisecond, 0))
 }

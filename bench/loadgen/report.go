@@ -163,10 +163,10 @@ func writeRawTable(w io.Writer, ops []OpResult) {
 	}
 	fmt.Fprintf(w, "bare client (%s, requests encoded before the clock, no SDK):\n", RawProtocol)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tcalls\terrors\tp50 ms\tp99 ms\tops/s\t")
+	fmt.Fprintln(tw, "op\tcalls\terrors\tp50 ms\tp99 ms\tops/s\tserver CPU µs/call\tthrough the SDK client\t")
 	for _, o := range ops {
 		if o.RawCalls > 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.0f\t\n", o.Op, o.RawCalls, o.RawErrors, o.RawP50MS, o.RawP99MS, o.RawPerSecond)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t\n", o.Op, o.RawCalls, o.RawErrors, o.RawP50MS, o.RawP99MS, o.RawPerSecond, o.RawServerCPUUS, o.ServerCPUUS)
 		}
 	}
 	tw.Flush()
@@ -220,11 +220,11 @@ func (rep Report) WriteMarkdown(w io.Writer) {
 		}
 		if slices.ContainsFunc(tr.Ops, func(o OpResult) bool { return o.RawCalls > 0 }) {
 			fmt.Fprintf(w, "\nThe same operations through the bare client (%s, requests encoded before the clock, no SDK):\n\n", RawProtocol)
-			fmt.Fprintln(w, "| op | calls | errors | p50 ms | p99 ms | ops/s |")
-			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+			fmt.Fprintln(w, "| op | calls | errors | p50 ms | p99 ms | ops/s | server CPU µs/call | the same through the SDK client |")
+			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 			for _, o := range tr.Ops {
 				if o.RawCalls > 0 {
-					fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f | %.0f |\n", o.Op, o.RawCalls, o.RawErrors, o.RawP50MS, o.RawP99MS, o.RawPerSecond)
+					fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f | %.0f | %.0f | %.0f |\n", o.Op, o.RawCalls, o.RawErrors, o.RawP50MS, o.RawP99MS, o.RawPerSecond, o.RawServerCPUUS, o.ServerCPUUS)
 				}
 			}
 		}

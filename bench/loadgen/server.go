@@ -285,6 +285,46 @@ func (s *Server) PeakRSSBytes() (int64, error) {
 	return PeakRSS(s.Cmd.Process.Pid)
 }
 
+// CPUTime is the CPU time (user and system) the server process has used so
+// far, from /proc (Linux only).
+func (s *Server) CPUTime() (time.Duration, error) {
+	if s.Cmd == nil || s.Cmd.Process == nil {
+		return 0, errors.New("no process")
+	}
+	return ProcessCPU(s.Cmd.Process.Pid)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux platform Go supports.
+const clockTicks = 100
+
+// ProcessCPU reads a process's user and system time from /proc/PID/stat.
+func ProcessCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	end := strings.LastIndexByte(string(raw), ')')
+	if end < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(raw[end+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // PeakRSS reads VmHWM of a process from /proc (Linux only).
 func PeakRSS(pid int) (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -79,15 +79,30 @@ type OpResult struct {
 	RawErrors int     `json:"raw_errors,omitempty"`
 	// RawPerSecond is the bare client's throughput (HTTP runs).
 	RawPerSecond float64 `json:"raw_ops_per_s,omitempty"`
-	WallS        float64 `json:"wall_s"`
-	PerSecond    float64 `json:"ops_per_s"`
-	Note         string  `json:"note,omitempty"`
+	// ServerCPUUS and RawServerCPUUS are the server process's CPU time
+	// per call, in microseconds, over the run and over the bare client's
+	// pass: on a shared machine a steadier measure of the server's cost
+	// than its throughput.
+	ServerCPUUS    float64 `json:"server_cpu_us_per_call,omitempty"`
+	RawServerCPUUS float64 `json:"raw_server_cpu_us_per_call,omitempty"`
+	WallS          float64 `json:"wall_s"`
+	PerSecond      float64 `json:"ops_per_s"`
+	Note           string  `json:"note,omitempty"`
 }
 
 // SetRaw records raw, the same operation's summary through a bare client,
 // as r's raw figures.
 func (r *OpResult) SetRaw(raw OpResult) {
 	r.RawP50MS, r.RawP99MS, r.RawCalls, r.RawErrors, r.RawPerSecond = raw.P50MS, raw.P99MS, raw.Calls, errTotal(raw.Errors), raw.PerSecond
+	r.RawServerCPUUS = raw.ServerCPUUS
+}
+
+// PerCallUS is cpu spread over calls, in microseconds (0 without calls).
+func PerCallUS(cpu time.Duration, calls int) float64 {
+	if calls <= 0 || cpu <= 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(calls)
 }
 
 // Summary computes percentiles (nearest rank) and throughput.

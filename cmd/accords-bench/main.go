@@ -666,11 +666,20 @@ func (m *measurement) runOps(ctx context.Context, srv *loadgen.Server, ops map[s
 			continue
 		}
 		m.logf("running %s", name)
+		cpu0, cpuErr := srv.CPUTime()
 		rec := loadgen.Run(ctx, srv, op, lim, seed)
 		res := rec.Summary(name, m.transport, o.bundles, len(srv.Sessions))
+		cpu1, _ := srv.CPUTime()
+		if cpuErr == nil && m.transport != loadgen.Attach {
+			// An attached front end's process is not the one serving.
+			res.ServerCPUUS = loadgen.PerCallUS(cpu1-cpu0, res.Calls)
+		}
 		if raw != nil {
 			m.logf("running %s through the bare HTTP client", name)
 			r := loadgen.RunRawHTTP(ctx, raw, len(srv.Sessions), op, lim, seed).Summary(name, m.transport, o.bundles, len(srv.Sessions))
+			if cpu2, err := srv.CPUTime(); err == nil && cpuErr == nil {
+				r.ServerCPUUS = loadgen.PerCallUS(cpu2-cpu1, r.Calls)
+			}
 			res.SetRaw(r)
 		}
 		tr.Ops = append(tr.Ops, res)
