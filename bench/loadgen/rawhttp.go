@@ -128,6 +128,33 @@ func (c *RawHTTP) Do(ctx context.Context, op Op, args map[string]any, envelopes 
 	return d, outcome(result, envelopes)
 }
 
+// RunRawHTTPMixed runs the weighted mix through c as RunMixed runs it
+// through the SDK sessions of s (whose tool list decides what is skipped).
+func RunRawHTTPMixed(ctx context.Context, c *RawHTTP, s *Server, clients int, ops map[string]Op, weights []Weight, lim Limits, seed uint64) *Recorder {
+	m := newMix(s, ops, weights)
+	rec := NewRecorder()
+	if m.total == 0 {
+		rec.Stop()
+		return rec
+	}
+	var issued atomic.Int64
+	deadline := time.Now().Add(lim.Duration)
+	var wg sync.WaitGroup
+	for wi := range max(clients, 1) {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(wi)+1))
+			for ctx.Err() == nil && time.Now().Before(deadline) && issued.Add(1) <= int64(lim.Calls) {
+				op := m.pick(r)
+				d, code := c.Do(ctx, op, op.Args(r), true)
+				rec.Add(d, code)
+			}
+		})
+	}
+	wg.Wait()
+	rec.Stop()
+	return rec
+}
+
 // RunRawHTTP calls op from clients goroutines through c until lim.Calls
 // calls have been made or lim.Duration has passed, with the arguments Run
 // would make from the same seed.

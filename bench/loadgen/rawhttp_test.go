@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -136,4 +137,27 @@ func TestProcessCPUGrowsWithWork(t *testing.T) {
 	assert.Error(t, err, "no process")
 	assert.Equal(t, 250.0, PerCallUS(time.Millisecond, 4))
 	assert.Zero(t, PerCallUS(time.Millisecond, 0))
+}
+
+func TestRunRawHTTPMixedPicksByWeight(t *testing.T) {
+	srv, calls := fakeHTTPServer(t, "")
+	ctx := context.Background()
+	c, err := NewRawHTTP(ctx, srv.URL, "", 2)
+	require.NoError(t, err)
+	defer c.Close()
+	s := &Server{Tools: map[string]*mcp.Tool{"ok": {}, "refused": {}}}
+	ops := map[string]Op{
+		"a": {Name: "a", Tool: "ok", Args: func(*rand.Rand) map[string]any { return nil }},
+		"b": {Name: "b", Tool: "refused", Args: func(*rand.Rand) map[string]any { return nil }},
+		"c": {Name: "c", Tool: "unregistered", Args: func(*rand.Rand) map[string]any { return nil }},
+	}
+	rec := RunRawHTTPMixed(ctx, c, s, 2, ops, []Weight{{"a", 3}, {"b", 1}, {"c", 100}}, Limits{Calls: 400, Duration: time.Minute}, 1)
+	sum := rec.Summary("mix", HTTP, 0, 2)
+	assert.Equal(t, 400, sum.Calls)
+	assert.EqualValues(t, 400, calls.Load(), "the unregistered tool is never called")
+	refused := sum.Errors["MCP_RATE_LIMITED"]
+	assert.InDelta(t, 100, refused, 40, "about a quarter of the calls go to the weight-1 operation")
+
+	none := RunRawHTTPMixed(ctx, c, s, 2, ops, []Weight{{"c", 1}}, Limits{Calls: 10, Duration: time.Minute}, 1)
+	assert.Zero(t, none.Summary("none", HTTP, 0, 2).Calls)
 }

@@ -86,6 +86,9 @@ func (w *Workload) Ops(s *Server) map[string]Op {
 			return map[string]any{"request_text": w.Corpus.SearchRouteText(r, n),
 				"options": map[string]any{"allow_search_fallback": true}}
 		}},
+		"get": {Name: "get", Tool: ToolGet, Args: func(r *rand.Rand) map[string]any {
+			return map[string]any{"cookbook_id": w.Corpus.CookbookID(r.IntN(n))}
+		}},
 		"list": {Name: "list", Tool: ToolList, Args: func(r *rand.Rand) map[string]any {
 			// A tag filter returns a realistic slice of the catalog (about
 			// 3/40 of it) rather than one cookbook or all of them.
@@ -149,41 +152,67 @@ func Run(ctx context.Context, s *Server, op Op, lim Limits, seed uint64) *Record
 	return rec
 }
 
-// MixWeights is the mixed workload: mostly reads, as an agent's catalog
-// traffic is, with a steady trickle of writes.
-var MixWeights = []struct {
+// Weight is one operation's share of a mix.
+type Weight struct {
 	Op     string
 	Weight int
-}{
-	{"search", 45}, {"render", 20}, {"route", 10}, {"route-search", 5}, {"list", 5}, {"upsert", 10}, {"status", 5},
+}
+
+// Mixes are the mixed workloads by name. mixed is mostly reads, as an
+// agent's catalog traffic is, with a steady trickle of writes; reads is the
+// read mix of the HTTP throughput target (search, render, get).
+var Mixes = map[string][]Weight{
+	"mixed": {{"search", 45}, {"render", 20}, {"route", 10}, {"route-search", 5}, {"list", 5}, {"upsert", 10}, {"status", 5}},
+	"reads": {{"search", 1}, {"render", 1}, {"get", 1}},
+}
+
+// mix picks operations by weight among those whose tools s registers.
+type mix struct {
+	ops     []Op
+	weights []int
+	total   int
+	skipped []string
+}
+
+func newMix(s *Server, ops map[string]Op, weights []Weight) mix {
+	var m mix
+	for _, w := range weights {
+		op := ops[w.Op]
+		if !s.Has(op.Tool) {
+			m.skipped = append(m.skipped, w.Op)
+			continue
+		}
+		m.ops = append(m.ops, op)
+		m.weights = append(m.weights, w.Weight)
+		m.total += w.Weight
+	}
+	return m
+}
+
+func (m mix) pick(r *rand.Rand) Op {
+	x := r.IntN(m.total)
+	for i, w := range m.weights {
+		if x < w {
+			return m.ops[i]
+		}
+		x -= w
+	}
+	return m.ops[len(m.ops)-1]
 }
 
 // RunMixed runs the weighted mix over the operations whose tools exist and
 // returns the overall recorder, one per component, and the components
 // skipped because their tools are missing.
-func RunMixed(ctx context.Context, s *Server, ops map[string]Op, lim Limits, seed uint64) (*Recorder, map[string]*Recorder, []string) {
-	type weighted struct {
-		op     Op
-		weight int
-	}
-	var avail []weighted
-	var skipped []string
-	total := 0
+func RunMixed(ctx context.Context, s *Server, ops map[string]Op, weights []Weight, lim Limits, seed uint64) (*Recorder, map[string]*Recorder, []string) {
+	m := newMix(s, ops, weights)
 	parts := map[string]*Recorder{}
-	for _, mw := range MixWeights {
-		op := ops[mw.Op]
-		if !s.Has(op.Tool) {
-			skipped = append(skipped, mw.Op)
-			continue
-		}
-		avail = append(avail, weighted{op, mw.Weight})
-		total += mw.Weight
-		parts[mw.Op] = NewRecorder()
+	for _, op := range m.ops {
+		parts[op.Name] = NewRecorder()
 	}
 	all := NewRecorder()
-	if total == 0 {
+	if m.total == 0 {
 		all.Stop()
-		return all, parts, skipped
+		return all, parts, m.skipped
 	}
 	var issued atomic.Int64
 	deadline := time.Now().Add(lim.Duration)
@@ -192,15 +221,7 @@ func RunMixed(ctx context.Context, s *Server, ops map[string]Op, lim Limits, see
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(wi)+1))
 			for ctx.Err() == nil && time.Now().Before(deadline) && issued.Add(1) <= int64(lim.Calls) {
-				x := r.IntN(total)
-				var op Op
-				for _, a := range avail {
-					if x < a.weight {
-						op = a.op
-						break
-					}
-					x -= a.weight
-				}
+				op := m.pick(r)
 				args := op.Args(r)
 				t0 := time.Now()
 				_, code, _ := Call(ctx, cs, op.Tool, args)
@@ -217,7 +238,7 @@ func RunMixed(ctx context.Context, s *Server, ops map[string]Op, lim Limits, see
 	for _, p := range parts {
 		p.Stop()
 	}
-	return all, parts, skipped
+	return all, parts, m.skipped
 }
 
 // Seed writes bundles [from, to) of the corpus at version 1.0.0 through the
@@ -308,7 +329,7 @@ func SkipReason(s *Server, op Op, seeded bool) string {
 		return "tool " + op.Tool + " not registered"
 	}
 	switch op.Name {
-	case "search", "search-filter", "render", "route-search", "list":
+	case "search", "search-filter", "render", "route-search", "list", "get":
 		if !seeded {
 			return "no seeded catalog (upsert/import not registered)"
 		}

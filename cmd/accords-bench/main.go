@@ -61,7 +61,7 @@ type options struct {
 	floor bool
 }
 
-var allOps = []string{"status", "search", "search-filter", "render", "route", "route-search", "list", "upsert", "mixed"}
+var allOps = []string{"status", "search", "search-filter", "render", "get", "route", "route-search", "list", "upsert", "mixed", "reads"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -434,7 +434,7 @@ func sideBySide(ctx context.Context, o options, logw io.Writer) (loadgen.SideByS
 	}
 	names := []string{loadgen.OpToolsList}
 	for _, n := range o.ops {
-		if n != "mixed" {
+		if _, isMix := loadgen.Mixes[n]; !isMix {
 			names = append(names, n)
 		}
 	}
@@ -656,8 +656,8 @@ func (m *measurement) runOps(ctx context.Context, srv *loadgen.Server, ops map[s
 			return ctx.Err()
 		}
 		seed := o.seed + uint64(k)*7919
-		if name == "mixed" {
-			m.runMixed(ctx, srv, ops, lim, seed, seeded)
+		if weights, ok := loadgen.Mixes[name]; ok {
+			m.runMixed(ctx, srv, ops, name, weights, lim, seed, seeded, raw)
 			continue
 		}
 		op := ops[name]
@@ -687,27 +687,41 @@ func (m *measurement) runOps(ctx context.Context, srv *loadgen.Server, ops map[s
 	return nil
 }
 
-// runMixed runs the mixed workload and records it as a whole and per
-// operation.
-func (m *measurement) runMixed(ctx context.Context, srv *loadgen.Server, ops map[string]loadgen.Op, lim loadgen.Limits, seed uint64, seeded bool) {
+// runMixed runs a mixed workload and records it as a whole and per
+// operation, then the whole again through the bare HTTP client when raw is
+// set.
+func (m *measurement) runMixed(ctx context.Context, srv *loadgen.Server, ops map[string]loadgen.Op, name string, weights []loadgen.Weight, lim loadgen.Limits, seed uint64, seeded bool, raw *loadgen.RawHTTP) {
 	o, tr := m.o, m.tr
-	all, parts, skipped := loadgen.RunMixed(ctx, srv, ops, lim, seed)
-	if len(parts) == 0 {
-		tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: m.transport, Bundles: o.bundles, Skipped: "none of its tools are registered"})
-		return
-	}
 	if !seeded {
-		tr.Ops = append(tr.Ops, loadgen.OpResult{Op: "mixed", Transport: m.transport, Bundles: o.bundles, Skipped: "no seeded catalog (upsert/import not registered)"})
+		tr.Ops = append(tr.Ops, loadgen.OpResult{Op: name, Transport: m.transport, Bundles: o.bundles, Skipped: "no seeded catalog (upsert/import not registered)"})
 		return
 	}
-	m.logf("running mixed")
-	r := all.Summary("mixed", m.transport, o.bundles, len(srv.Sessions))
+	m.logf("running %s", name)
+	cpu0, cpuErr := srv.CPUTime()
+	all, parts, skipped := loadgen.RunMixed(ctx, srv, ops, weights, lim, seed)
+	cpu1, _ := srv.CPUTime()
+	if len(parts) == 0 {
+		tr.Ops = append(tr.Ops, loadgen.OpResult{Op: name, Transport: m.transport, Bundles: o.bundles, Skipped: "none of its tools are registered"})
+		return
+	}
+	r := all.Summary(name, m.transport, o.bundles, len(srv.Sessions))
+	if cpuErr == nil && m.transport != loadgen.Attach {
+		r.ServerCPUUS = loadgen.PerCallUS(cpu1-cpu0, r.Calls)
+	}
 	if len(skipped) > 0 {
 		r.Note = "without " + strings.Join(skipped, ", ") + " (tools not registered)"
 	}
+	if raw != nil {
+		m.logf("running %s through the bare HTTP client", name)
+		rr := loadgen.RunRawHTTPMixed(ctx, raw, srv, len(srv.Sessions), ops, weights, lim, seed).Summary(name, m.transport, o.bundles, len(srv.Sessions))
+		if cpu2, err := srv.CPUTime(); err == nil && cpuErr == nil {
+			rr.ServerCPUUS = loadgen.PerCallUS(cpu2-cpu1, rr.Calls)
+		}
+		r.SetRaw(rr)
+	}
 	tr.Ops = append(tr.Ops, r)
 	for _, n := range slices.Sorted(maps.Keys(parts)) {
-		tr.Ops = append(tr.Ops, parts[n].Summary("mixed:"+n, m.transport, o.bundles, len(srv.Sessions)))
+		tr.Ops = append(tr.Ops, parts[n].Summary(name+":"+n, m.transport, o.bundles, len(srv.Sessions)))
 	}
 }
 
