@@ -163,23 +163,10 @@ func acceptsBoth(values []string) bool {
 // the SDK's handler refuses (DNS rebinding); it is left to refuse it.
 func foreignHost(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !loopbackHostPort(local.String()) {
+	if !ok || local == nil || !isLoopbackHost(local.String()) {
 		return false
 	}
-	return !loopbackHostPort(r.Host)
-}
-
-func loopbackHostPort(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return !isLoopbackHost(r.Host)
 }
 
 // postTransport hands the SDK a connection made already.
