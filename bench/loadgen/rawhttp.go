@@ -132,33 +132,24 @@ func (c *RawHTTP) Do(ctx context.Context, op Op, args map[string]any, envelopes 
 // through the SDK sessions of s (whose tool list decides what is skipped).
 func RunRawHTTPMixed(ctx context.Context, c *RawHTTP, s *Server, clients int, ops map[string]Op, weights []Weight, lim Limits, seed uint64) *Recorder {
 	m := newMix(s, ops, weights)
-	rec := NewRecorder()
 	if m.total == 0 {
+		rec := NewRecorder()
 		rec.Stop()
 		return rec
 	}
-	var issued atomic.Int64
-	deadline := time.Now().Add(lim.Duration)
-	var wg sync.WaitGroup
-	for wi := range max(clients, 1) {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(seed, uint64(wi)+1))
-			for ctx.Err() == nil && time.Now().Before(deadline) && issued.Add(1) <= int64(lim.Calls) {
-				op := m.pick(r)
-				d, code := c.Do(ctx, op, op.Args(r), true)
-				rec.Add(d, code)
-			}
-		})
-	}
-	wg.Wait()
-	rec.Stop()
-	return rec
+	return runRawHTTP(ctx, c, clients, m.pick, lim, seed)
 }
 
 // RunRawHTTP calls op from clients goroutines through c until lim.Calls
 // calls have been made or lim.Duration has passed, with the arguments Run
 // would make from the same seed.
 func RunRawHTTP(ctx context.Context, c *RawHTTP, clients int, op Op, lim Limits, seed uint64) *Recorder {
+	return runRawHTTP(ctx, c, clients, func(*rand.Rand) Op { return op }, lim, seed)
+}
+
+// runRawHTTP is the calling loop of both: pick chooses each call's
+// operation.
+func runRawHTTP(ctx context.Context, c *RawHTTP, clients int, pick func(*rand.Rand) Op, lim Limits, seed uint64) *Recorder {
 	rec := NewRecorder()
 	var issued atomic.Int64
 	deadline := time.Now().Add(lim.Duration)
@@ -167,6 +158,7 @@ func RunRawHTTP(ctx context.Context, c *RawHTTP, clients int, op Op, lim Limits,
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(wi)+1))
 			for ctx.Err() == nil && time.Now().Before(deadline) && issued.Add(1) <= int64(lim.Calls) {
+				op := pick(r)
 				d, code := c.Do(ctx, op, op.Args(r), true)
 				rec.Add(d, code)
 			}
