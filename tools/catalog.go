@@ -107,11 +107,11 @@ var cookbookExport = Define(Tool{
 
 // getCookbook serves get and export: the stored form is the export form.
 func getCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookRefIn) (Result, error) {
-	st, err := d.Catalog.Get(ctx, in.CookbookID, in.Version)
+	raw, err := d.Catalog.Export(ctx, in.CookbookID, in.Version)
 	if err != nil {
 		return Result{}, err
 	}
-	return OK(map[string]any{"bundle": st.Raw})
+	return OK(map[string]any{"bundle": raw})
 }
 
 var cookbookUpsert = Define(Tool{

@@ -88,6 +88,22 @@ func BenchmarkLoadCorpus(b *testing.B) {
 				lat.Report(b)
 			})
 
+			// A cookbook's latest version, as vaultclaw_cookbook_get answers.
+			b.Run("get", func(b *testing.B) {
+				r := rand.New(rand.NewPCG(9, 10))
+				var lat benchcat.Latencies
+				b.ReportAllocs()
+				for b.Loop() {
+					id := benchcat.Corpus.CookbookID(r.IntN(n))
+					lat.Time(func() {
+						if _, err := c.Svc.Export(ctx, id, ""); err != nil {
+							b.Fatal(err)
+						}
+					})
+				}
+				lat.Report(b)
+			})
+
 			// A page of 50 cookbooks carrying a tag, as the load tool lists.
 			b.Run("list", func(b *testing.B) {
 				r := rand.New(rand.NewPCG(7, 8))

@@ -78,6 +78,33 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 	return out, err
 }
 
+// Export returns the stored form of id@version (latest when version is
+// empty): its canonical JSON, which get and export answer with. Unlike Get
+// it decodes nothing it does not need: a zstd frame is written only from
+// a bundle that decoded (an upsert's canonical form, or a plain value the
+// packing migration decoded first), and its checksum proves these are the
+// bytes written, so only a plain value is decoded to check it. Decoding
+// was nine tenths of a Get.
+func (s *Service) Export(ctx context.Context, id, version string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := s.readRaw(id, version, func(v string, stored []byte) error {
+		if packed(stored) {
+			raw, err := unpack(stored)
+			if err != nil {
+				return storedNotJSON(id, v, err)
+			}
+			out = raw
+			return nil
+		}
+		if _, err := decodeBundle(stored); err != nil {
+			return storedNotJSON(id, v, err)
+		}
+		out = append(json.RawMessage(nil), stored...)
+		return nil
+	})
+	return out, err
+}
+
 // template reads id@version (latest when version is empty) with only its
 // entry entryID decoded: a bundle whose Entries hold that entry, or none
 // when the bundle has no such entry. Render uses it instead of Get, which
@@ -162,18 +189,30 @@ type EntryResult struct {
 // Entry returns one entry of id@version (latest when version is empty).
 func (s *Service) Entry(ctx context.Context, id, version, entryID string) (*EntryResult, error) {
 	entryID = strings.TrimSpace(entryID)
-	st, err := s.Get(ctx, id, version)
+	b, e, err := s.EntryOf(ctx, id, version, entryID)
 	if err != nil {
 		return nil, err
 	}
-	e := st.Bundle.Entry(entryID)
 	if e == nil {
 		return nil, apperr.New(apperr.CodeCatalogNotFound, "entry not found in cookbook").
-			With("cookbook_id", st.Bundle.CookbookID).With("version", st.Bundle.Version).With("entry_id", clip(entryID))
+			With("cookbook_id", b.CookbookID).With("version", b.Version).With("entry_id", clip(entryID))
 	}
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return nil, apperr.Internal("encode entry", err)
 	}
-	return &EntryResult{CookbookID: st.Bundle.CookbookID, Version: st.Bundle.Version, Entry: raw}, nil
+	return &EntryResult{CookbookID: b.CookbookID, Version: b.Version, Entry: raw}, nil
+}
+
+// EntryOf returns entry entryID of id@version (latest when version is
+// empty), decoded, in the bundle it was read from (holding that entry
+// alone); the entry is nil when the bundle has none of that id. Only that
+// entry is decoded, as for a render, and the same cached decoding serves
+// both: what it returns is shared and must not be modified.
+func (s *Service) EntryOf(_ context.Context, id, version, entryID string) (*Bundle, *Entry, error) {
+	t, err := s.template(id, version, entryID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.bundle, t.bundle.Entry(entryID), nil
 }

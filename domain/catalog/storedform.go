@@ -3,7 +3,6 @@ package catalog
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -149,9 +148,13 @@ func (s *Service) packPlainBundles(ctx context.Context) (int, error) {
 					next = append([]byte(nil), k...)
 					break
 				}
-				if packed(v) || !json.Valid(v) {
-					// Readers trust a frame to hold valid JSON; a damaged
-					// plain value stays as it is and is reported as before.
+				if packed(v) {
+					continue
+				}
+				if _, err := decodeBundle(v); err != nil {
+					// Readers trust a frame to hold a bundle that
+					// decodes; a damaged plain value stays as it is and
+					// is reported as before.
 					continue
 				}
 				if p := pack(v); len(p) < len(v) {

@@ -47,11 +47,20 @@ func TestBundlesAreStoredPackedAndReadBackExactly(t *testing.T) {
 	assert.Equal(t, hash, st.Hash)
 	assert.Equal(t, big.ContentHash, st.Hash)
 
+	// Export answers the same canonical bytes without decoding the frame's
+	// bundle.
+	exported, err := e.svc.Export(t.Context(), "big", "")
+	require.NoError(t, err)
+	assert.Equal(t, string(canonical), string(exported))
+
 	// Too small to gain: kept as JSON.
 	assert.Equal(t, byte('{'), e.rawStored("tiny", "1.0.0")[0])
 	st, err = e.svc.Get(t.Context(), "tiny", "")
 	require.NoError(t, err)
 	assert.Equal(t, "T", st.Bundle.Title)
+	exported, err = e.svc.Export(t.Context(), "tiny", "1.0.0")
+	require.NoError(t, err)
+	assert.Equal(t, string(st.Raw), string(exported))
 
 	// Writing the same content again is still "unchanged": the comparison
 	// is on the canonical JSON.
@@ -179,6 +188,11 @@ func TestDamagedFramesAreStructuredErrors(t *testing.T) {
 			assert.Equal(t, "cb", ae.Details["cookbook_id"])
 			assert.Contains(t, ae.Details["cause"], "does not decompress")
 
+			_, err = e.svc.Export(t.Context(), "cb", "")
+			require.Error(t, err)
+			assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code)
+			assert.Contains(t, apperr.As(err).Details["cause"], "does not decompress")
+
 			_, err = e.svc.Render(t.Context(), RenderRequest{CookbookID: "cb", TemplateID: "entry_0"})
 			require.Error(t, err)
 			assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code)
@@ -189,28 +203,93 @@ func TestDamagedFramesAreStructuredErrors(t *testing.T) {
 	}
 }
 
-// A plain bundle that is not valid JSON is not packed at open: readers
-// trust a frame's bytes to be valid JSON, so packing it would hide the
-// damage from them.
+// A plain bundle that does not decode is not packed at open: readers
+// trust a frame's bytes to hold a bundle that decodes (Export does not
+// decode them again), so packing it would hide the damage from them. That
+// holds for bytes that are not JSON and for JSON that is not a bundle.
 func TestDamagedPlainBundlesAreNotPacked(t *testing.T) {
 	e := newEnv(t)
 	mustUpsert(t, e.svc, sample("cb", "1.0.0", 12), "")
+	mustUpsert(t, e.svc, sample("shape", "1.0.0", 12), "")
 	mustUpsert(t, e.svc, sample("ok", "1.0.0", 12), "")
-	require.Equal(t, 2, e.unpackAll())
+	require.Equal(t, 3, e.unpackAll())
 	damaged := e.rawStored("cb", "1.0.0")
 	damaged = append(damaged[:len(damaged)-2], damaged[:len(damaged)/2]...) // long, repetitive, not JSON
 	require.False(t, json.Valid(damaged))
+	// Valid JSON, long enough to pack, but its title is a number.
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(e.rawStored("shape", "1.0.0"), &doc))
+	doc["title"] = 7
+	wrongShape, err := json.Marshal(doc)
+	require.NoError(t, err)
+	_, err = decodeBundle(wrongShape)
+	require.Error(t, err)
 	require.NoError(t, e.db.Update(func(tx store.Tx) error {
-		return tx.Bucket(store.BucketCatalog).Put(bundleKey("cb", "1.0.0"), damaged)
+		root := tx.Bucket(store.BucketCatalog)
+		if err := root.Put(bundleKey("cb", "1.0.0"), damaged); err != nil {
+			return err
+		}
+		return root.Put(bundleKey("shape", "1.0.0"), wrongShape)
 	}))
 
 	e.reopen()
 	assert.True(t, packed(e.rawStored("ok", "1.0.0")))
 	assert.Equal(t, damaged, e.rawStored("cb", "1.0.0"), "left plain, as it was")
-	_, err := e.svc.Render(t.Context(), RenderRequest{CookbookID: "cb", TemplateID: "entry_0"})
+	assert.Equal(t, wrongShape, e.rawStored("shape", "1.0.0"), "left plain, as it was")
+	_, err = e.svc.Render(t.Context(), RenderRequest{CookbookID: "cb", TemplateID: "entry_0"})
 	require.Error(t, err)
 	assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code)
-	_, err = e.svc.Get(t.Context(), "cb", "")
-	require.Error(t, err)
-	assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code)
+	for _, id := range []string{"cb", "shape"} {
+		_, err = e.svc.Get(t.Context(), id, "")
+		require.Error(t, err, id)
+		assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code, id)
+		_, err = e.svc.Export(t.Context(), id, "")
+		require.Error(t, err, id)
+		assert.Equal(t, apperr.CodeCatalogSchemaInvalid, apperr.As(err).Code, id)
+		assert.Equal(t, id, apperr.As(err).Details["cookbook_id"], id)
+	}
+	_, err = e.svc.Export(t.Context(), "ok", "")
+	require.NoError(t, err)
+}
+
+// Entry decodes only the entry asked for, through the template cache, and
+// must answer what decoding the whole bundle answers: real bundles, every
+// entry, read twice (the second from the cache), plus an id no entry has.
+func TestEntryMatchesTheWholeBundlesEntry(t *testing.T) {
+	e := newEnv(t)
+	check := func(t *testing.T, raw []byte) {
+		b, err := DecodeBundle(raw)
+		require.NoError(t, err)
+		mustUpsert(t, e.svc, b, PolicyOverwrite)
+		st, err := e.svc.Get(t.Context(), b.CookbookID, b.Version)
+		require.NoError(t, err)
+		for _, want := range st.Bundle.Entries {
+			wantRaw, err := json.Marshal(want)
+			require.NoError(t, err)
+			for range 2 {
+				got, err := e.svc.Entry(t.Context(), b.CookbookID, b.Version, want.EntryID)
+				require.NoError(t, err)
+				assert.Equal(t, string(wantRaw), string(got.Entry), want.EntryID)
+				assert.Equal(t, st.Bundle.CookbookID, got.CookbookID)
+				assert.Equal(t, st.Bundle.Version, got.Version)
+			}
+		}
+		_, err = e.svc.Entry(t.Context(), b.CookbookID, b.Version, "no-such-entry")
+		require.Error(t, err)
+		assert.Equal(t, apperr.CodeCatalogNotFound, apperr.As(err).Code)
+		assert.Equal(t, b.CookbookID, apperr.As(err).Details["cookbook_id"])
+	}
+	check(t, []byte(netHTTP))
+	check(t, sampleJSON(t, sample("sample", "1.0.0", 12)))
+	t.Run("predecessor fixtures", func(t *testing.T) {
+		for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
+			check(t, loadFixture(t, v))
+		}
+	})
+}
+
+func sampleJSON(t *testing.T, b *Bundle) []byte {
+	raw, err := json.Marshal(b)
+	require.NoError(t, err)
+	return raw
 }

@@ -44,19 +44,14 @@ func (s catalogSearcher) Search(ctx context.Context, q SearchQuery) ([]Hit, erro
 // RequiredInputs are the entry's bindings that are required and have no
 // default (recipes have none).
 func (s catalogSearcher) RequiredInputs(ctx context.Context, h Hit) ([]string, error) {
-	st, err := s.c.Get(ctx, h.CookbookID, h.Version)
-	if err != nil {
+	_, e, err := s.c.EntryOf(ctx, h.CookbookID, h.Version, h.EntryID)
+	if err != nil || e == nil {
 		return nil, err
 	}
 	var out []string
-	for _, e := range st.Bundle.Entries {
-		if e.EntryID != h.EntryID {
-			continue
-		}
-		for _, b := range e.Bindings {
-			if b.IsRequired() && !b.HasDefault() && b.InputKey != "" {
-				out = append(out, b.InputKey)
-			}
+	for _, b := range e.Bindings {
+		if b.IsRequired() && !b.HasDefault() && b.InputKey != "" {
+			out = append(out, b.InputKey)
 		}
 	}
 	return normList(out), nil
