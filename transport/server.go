@@ -114,6 +114,9 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	// request's stack is grown.
 	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
+	// Outside everything that looks at a tool's result, so the result it
+	// replaces with its encoding is the final one.
+	s.AddReceivingMiddleware(encodeResultMiddleware)
 	s.AddReceivingMiddleware(stackMiddleware)
 	return s
 }

@@ -1,0 +1,115 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// firstMultiRoundTripVersion is the first protocol version whose results
+// carry "resultType": go-sdk adds it to a tool result itself, in a field
+// this package cannot read, so sessions of that version and later keep the
+// SDK's own encoding.
+const firstMultiRoundTripVersion = "2026-07-28"
+
+// encodedResult is a tool result with its JSON already written. go-sdk
+// encodes a CallToolResult in three layers, each re-scanning (compacting)
+// what the layer inside it wrote: the structured content, each text item,
+// then the whole result; the text holds the envelope again, so an answer's
+// bytes were scanned four times on top of our own encoding of the envelope.
+// Written here, they are scanned once, by the encoder that frames the
+// response. Embedding the result keeps it an mcp.Result.
+type encodedResult struct {
+	*mcp.CallToolResult
+	raw []byte
+}
+
+func (r encodedResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// encodeResultMiddleware writes the JSON of the tool results the adapter
+// and the gateway make (structured content as encoded JSON, text items
+// only, _meta) the way go-sdk would, for sessions older than
+// firstMultiRoundTripVersion. Any other result, and any session of a later
+// or unknown version, keeps the SDK's encoding.
+func encodeResultMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/call" {
+			return res, err
+		}
+		ctr, ok := res.(*mcp.CallToolResult)
+		if !ok || ctr == nil || !olderThanMultiRoundTrip(req) {
+			return res, err
+		}
+		if raw, ok := encodeToolResult(ctr); ok {
+			return encodedResult{CallToolResult: ctr, raw: raw}, nil
+		}
+		return res, err
+	}
+}
+
+func olderThanMultiRoundTrip(req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < firstMultiRoundTripVersion
+}
+
+// encodeToolResult returns what go-sdk's encoding of r is, or false when r
+// holds anything beyond what it handles. go-sdk's inner layers encode with
+// HTML escaping and its outer one without, so structured content must
+// already be escaped (json.Marshal's output is) for the bytes to match;
+// content that is not is left to the SDK.
+func encodeToolResult(r *mcp.CallToolResult) ([]byte, bool) {
+	sc, ok := r.StructuredContent.(json.RawMessage)
+	if !ok || len(sc) == 0 || r.InputRequests != nil || r.RequestState != "" || len(r.Content) == 0 {
+		return nil, false
+	}
+	if bytes.IndexAny(sc, "<>&") >= 0 || bytes.Contains(sc, []byte("\u2028")) || bytes.Contains(sc, []byte("\u2029")) {
+		return nil, false
+	}
+	size := len(sc) + 64
+	for _, c := range r.Content {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok || tc.Meta != nil || tc.Annotations != nil {
+			return nil, false
+		}
+		size += len(tc.Text) + len(tc.Text)/8 + 32
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	if len(r.Meta) > 0 {
+		// The gateway's call id and receipt: a small map, encoded as the
+		// SDK's inner layer encodes it.
+		meta, err := json.Marshal(map[string]any(r.Meta))
+		if err != nil {
+			return nil, false
+		}
+		b = append(b, `"_meta":`...)
+		b = append(b, meta...)
+		b = append(b, ',')
+	}
+	b = append(b, `"content":[`...)
+	for i, c := range r.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		text, err := json.Marshal(c.(*mcp.TextContent).Text)
+		if err != nil {
+			return nil, false
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = append(b, text...)
+		b = append(b, '}')
+	}
+	b = append(b, `],"structuredContent":`...)
+	b = append(b, sc...)
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}'), true
+}
