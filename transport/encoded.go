@@ -69,7 +69,7 @@ func encodeToolResult(r *mcp.CallToolResult) ([]byte, bool) {
 	if !ok || len(sc) == 0 || r.InputRequests != nil || r.RequestState != "" || len(r.Content) == 0 {
 		return nil, false
 	}
-	if bytes.IndexAny(sc, "<>&") >= 0 || bytes.Contains(sc, []byte("\u2028")) || bytes.Contains(sc, []byte("\u2029")) {
+	if bytes.ContainsAny(sc, "<>&") || bytes.Contains(sc, []byte("\u2028")) || bytes.Contains(sc, []byte("\u2029")) {
 		return nil, false
 	}
 	size := len(sc) + 64
