@@ -25,16 +25,24 @@ func sdkEncoding(t testing.TB, v any) []byte {
 	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
-// resultOf is a result as the tool adapter renders it: the envelope as
+// rendered is a result as the tool adapter renders it: the envelope as
 // structured content and as text, an optional second text item.
-func resultOf(t testing.TB, data any, isError bool, extra ...string) *mcp.CallToolResult {
+func rendered(data any, isError bool, extra ...string) (*mcp.CallToolResult, error) {
 	raw, err := json.Marshal(data)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	r := &mcp.CallToolResult{StructuredContent: json.RawMessage(raw), IsError: isError,
 		Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}}
 	for _, s := range extra {
 		r.Content = append(r.Content, &mcp.TextContent{Text: s})
 	}
+	return r, nil
+}
+
+func resultOf(t testing.TB, data any, isError bool, extra ...string) *mcp.CallToolResult {
+	r, err := rendered(data, isError, extra...)
+	require.NoError(t, err)
 	return r
 }
 
@@ -122,7 +130,12 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 					Error bool   `json:"error"`
 				}
 				_ = json.Unmarshal(req.Params.Arguments, &in)
-				r := resultOf(t, map[string]any{"ok": !in.Error, "s": in.S}, in.Error, "second "+in.S)
+				// The handler runs on the SDK's goroutine: errors go back
+				// through the call, not through t.
+				r, err := rendered(map[string]any{"ok": !in.Error, "s": in.S}, in.Error, "second "+in.S)
+				if err != nil {
+					return nil, err
+				}
 				r.Meta = mcp.Meta{"accords/call_id": "call_" + in.S}
 				return r, nil
 			})

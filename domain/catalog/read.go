@@ -123,8 +123,8 @@ func (s *Service) template(id, version, entryID string) (*cachedTemplate, error)
 		}
 		decode := decodeBundleEntry
 		if packed(stored) {
-			// Only valid JSON is packed (canonical form, or a plain value
-			// checked before packing), and the frame's checksum proved
+			// Only bundles that decode are packed (canonical form, or a
+			// plain value decoded before packing), and the frame's checksum proved
 			// these are the bytes packed: the validity scan, an eighth of
 			// a render, is not needed again.
 			decode = decodeValidBundleEntry
