@@ -10,6 +10,8 @@ import (
 	"io"
 	"os/exec"
 	"time"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // RawProtocol is the protocol version RawClient negotiates: the
@@ -139,7 +141,7 @@ func outcome(result json.RawMessage, envelopes bool) string {
 		IsError           bool `json:"isError"`
 		StructuredContent any  `json:"structuredContent"`
 	}
-	if err := json.Unmarshal(result, &res); err != nil {
+	if err := decodeExact(result, &res); err != nil {
 		return CodeTransport
 	}
 	if !envelopes {
@@ -157,6 +159,16 @@ func outcome(result json.RawMessage, envelopes bool) string {
 	default:
 		return env.Error.Code
 	}
+}
+
+// decodeExact decodes data into v matching keys exactly, as the go-sdk
+// client does (encoding/json also takes a key spelled in another case).
+func decodeExact(data []byte, v any) error {
+	rest, err := segjson.Parse(data, v, segjson.DontMatchCaseInsensitiveStructFields)
+	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+		return fmt.Errorf("bytes after the JSON value")
+	}
+	return err
 }
 
 // Close closes the server's stdin and waits for it to exit (SIGKILL after

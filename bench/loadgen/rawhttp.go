@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"iter"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 // is over stdio: a request is encoded before its clock starts, POSTed on a
 // kept-alive connection with the headers a 2025-11-25 client sends, and its
 // answer (a JSON body or the SSE event holding it) is read whole before the
-// clock stops and decoded after. On this two-core machine the go-sdk client
+// clock stops and decoded after, once. On this two-core machine the go-sdk client
 // takes about as much CPU per call as the server, so the SDK sessions'
 // throughput is the client's; this one's is the server's.
 type RawHTTP struct {
@@ -45,15 +46,18 @@ func NewRawHTTP(ctx context.Context, endpoint, bearer string, conns int) (*RawHT
 // Close drops the kept-alive connections.
 func (c *RawHTTP) Close() { c.client.CloseIdleConnections() }
 
-func (c *RawHTTP) roundTrip(ctx context.Context, method string, params any) (time.Duration, json.RawMessage, error) {
+// post sends one request and returns the time until its answer was read
+// whole into into, and the answer: the body of a JSON answer, or the SSE
+// body.
+func (c *RawHTTP) post(ctx context.Context, into *bytes.Buffer, method string, params any) (time.Duration, int64, []byte, bool, error) {
 	id := c.next.Add(1)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
-		return 0, nil, err
+		return 0, id, nil, false, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return 0, id, nil, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -66,53 +70,140 @@ func (c *RawHTTP) roundTrip(ctx context.Context, method string, params any) (tim
 	t0 := time.Now()
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, id, nil, false, err
 	}
-	got, err := io.ReadAll(resp.Body)
+	_, err = into.ReadFrom(resp.Body)
 	_ = resp.Body.Close()
+	got := into.Bytes()
 	d := time.Since(t0)
+	if err != nil {
+		return d, id, nil, false, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return d, id, nil, false, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, strings.TrimSpace(string(got)))
+	}
+	return d, id, got, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), nil
+}
+
+func (c *RawHTTP) roundTrip(ctx context.Context, method string, params any) (time.Duration, json.RawMessage, error) {
+	d, id, got, stream, err := c.post(ctx, new(bytes.Buffer), method, params)
 	if err != nil {
 		return d, nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return d, nil, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, strings.TrimSpace(string(got)))
-	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		if got, err = sseAnswer(got, id); err != nil {
-			return d, nil, fmt.Errorf("%s: %w", method, err)
-		}
-	}
 	var a rawAnswer
-	if err := json.Unmarshal(got, &a); err != nil {
-		return d, nil, fmt.Errorf("%s: answer is not JSON: %w", method, err)
+	found := false
+	for data := range answerData(got, stream) {
+		if json.Unmarshal(data, &a) == nil && a.ID != nil && *a.ID == id && a.Method == "" {
+			found = true
+			break
+		}
+		a = rawAnswer{}
 	}
-	if a.ID == nil || *a.ID != id {
-		return d, nil, fmt.Errorf("%s: answer for another request", method)
-	}
-	if a.Error != nil {
+	switch {
+	case !found:
+		return d, nil, fmt.Errorf("%s: no answer to the request", method)
+	case a.Error != nil:
 		return d, nil, fmt.Errorf("%s: %s", method, a.Error.Message)
 	}
 	return d, a.Result, nil
 }
 
-// sseAnswer returns the data of the event in an SSE body that answers id
-// (the server may send notifications on the same stream first).
-func sseAnswer(body []byte, id int64) ([]byte, error) {
-	for event := range bytes.SplitSeq(body, []byte("\n\n")) {
-		var data []byte
-		for line := range bytes.SplitSeq(event, []byte("\n")) {
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+// answerData yields the JSON-RPC messages of an answer: a JSON body, or the
+// data of an SSE body's events from the last to the first (a call's answer
+// ends the stream; notifications about it come first).
+func answerData(body []byte, stream bool) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		if !stream {
+			yield(body)
+			return
+		}
+		var events [][]byte
+		for rest := body; len(rest) > 0; {
+			i := bytes.Index(rest, []byte("\n\n"))
+			if i < 0 {
+				events = append(events, rest)
+				break
+			}
+			events = append(events, rest[:i])
+			rest = rest[i+2:]
+		}
+		for _, event := range slices.Backward(events) {
+			if data := eventData(event); len(data) > 0 && !yield(data) {
+				return
 			}
 		}
-		var probe struct {
-			ID *int64 `json:"id"`
+	}
+}
+
+// eventData joins an SSE event's data lines; one line, the usual case, is
+// returned in place.
+func eventData(event []byte) []byte {
+	var data []byte
+	lines := 0
+	for line := range bytes.SplitSeq(event, []byte("\n")) {
+		v, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
 		}
-		if len(data) > 0 && json.Unmarshal(data, &probe) == nil && probe.ID != nil && *probe.ID == id {
-			return data, nil
+		v = bytes.TrimPrefix(v, []byte(" "))
+		switch lines++; lines {
+		case 1:
+			data = v
+		case 2:
+			data = append(append(append([]byte(nil), data...), '\n'), v...)
+		default:
+			data = append(append(data, '\n'), v...)
 		}
 	}
-	return nil, fmt.Errorf("no answer in the event stream")
+	return data
+}
+
+// callAnswer is what the bare client reads of a tools/call answer, decoded
+// in one pass that builds nothing else, by segmentio's decoder (the go-sdk's
+// own), which skips the fields it does not keep several times faster than
+// encoding/json. Reading the message, then its result, then the result into
+// maps, as outcome does, cost this client about as much CPU a call as the
+// server spends answering it, on the two cores the two share.
+type callAnswer struct {
+	ID     *int64 `json:"id"`
+	Method string `json:"method"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Result *struct {
+		IsError           bool `json:"isError"`
+		StructuredContent *struct {
+			OK    *bool `json:"ok"`
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		} `json:"structuredContent"`
+	} `json:"result"`
+}
+
+// code is the answer's outcome as outcome reads it, and whether this form
+// could tell (an answer of another shape is read the general way).
+func (a *callAnswer) code(envelopes bool) (string, bool) {
+	switch {
+	case a.Error != nil:
+		return CodeTransport, true
+	case a.Result == nil:
+		return "", false
+	case !envelopes:
+		if a.Result.IsError {
+			return "is_error", true
+		}
+		return "", true
+	}
+	sc := a.Result.StructuredContent
+	switch {
+	case sc == nil || sc.OK == nil || (!*sc.OK && sc.Error == nil):
+		return CodeNoEnvelope, true
+	case *sc.OK:
+		return "", true
+	default:
+		return sc.Error.Code, true
+	}
 }
 
 // Do makes one call of op and returns its time and outcome code, as
@@ -121,11 +212,43 @@ func (c *RawHTTP) Do(ctx context.Context, op Op, args map[string]any, envelopes 
 	if args == nil {
 		args = map[string]any{}
 	}
-	d, result, err := c.roundTrip(ctx, "tools/call", map[string]any{"name": op.Tool, "arguments": args})
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer func() { buf.Reset(); answerBuffers.Put(buf) }()
+	d, id, got, stream, err := c.post(ctx, buf, "tools/call", map[string]any{"name": op.Tool, "arguments": args})
 	if err != nil {
 		return d, CodeTransport
 	}
-	return d, outcome(result, envelopes)
+	return d, readCall(got, stream, id, envelopes)
+}
+
+// answerBuffers hold answers while they are read: nothing of one is kept
+// after its outcome is known.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readCall returns the outcome of the answer to call id in an answer body.
+func readCall(got []byte, stream bool, id int64, envelopes bool) string {
+	for data := range answerData(got, stream) {
+		var a callAnswer
+		if decodeExact(data, &a) == nil {
+			if a.ID == nil || *a.ID != id || a.Method != "" {
+				continue
+			}
+			if code, ok := a.code(envelopes); ok {
+				return code
+			}
+		}
+		// A message of a shape this form does not expect: read as outcome
+		// reads any answer.
+		var r rawAnswer
+		if decodeExact(data, &r) != nil || r.ID == nil || *r.ID != id || r.Method != "" {
+			continue
+		}
+		if r.Error != nil {
+			return CodeTransport
+		}
+		return outcome(r.Result, envelopes)
+	}
+	return CodeTransport
 }
 
 // RunRawHTTPMixed runs the weighted mix through c as RunMixed runs it

@@ -161,3 +161,72 @@ func TestRunRawHTTPMixedPicksByWeight(t *testing.T) {
 	none := RunRawHTTPMixed(ctx, c, s, 2, ops, []Weight{{"c", 1}}, Limits{Calls: 10, Duration: time.Minute}, 1)
 	assert.Zero(t, none.Summary("none", HTTP, 0, 2).Calls)
 }
+
+// TestReadCallReadsAsOutcome holds the one-pass reading of an answer to the
+// general one (the message decoded, then its result into maps) for answers
+// of every shape, as a JSON body and as an event stream.
+func TestReadCallReadsAsOutcome(t *testing.T) {
+	results := []string{
+		`{"content":[],"structuredContent":{"ok":true,"data":{"x":[1,2]},"error":null}}`,
+		`{"structuredContent":{"ok":false,"error":{"code":"MCP_NOT_FOUND","message":"m"}},"isError":true}`,
+		`{"structuredContent":{"ok":false,"error":null},"isError":true}`,
+		`{"structuredContent":{"ok":false}}`,
+		`{"structuredContent":{"ok":false,"error":{"message":"no code"}}}`,
+		`{"structuredContent":{"ok":"yes"}}`,
+		`{"structuredContent":{"ok":true,"error":"a string"}}`,
+		`{"structuredContent":{"ok":false,"error":"a string"}}`,
+		`{"structuredContent":{"ok":false,"error":{"code":7}}}`,
+		`{"structuredContent":{"data":{}}}`,
+		`{"structuredContent":{"OK":true}}`,
+		`{"structuredContent":{"ok":false,"Error":{"code":"X"}}}`,
+		`{"structuredContent":{"ok":false,"error":{"Code":"X"}}}`,
+		`{"structuredContent":{"ok":true,"ok":false,"error":{"code":"LAST"}}}`,
+		`{"StructuredContent":{"ok":true},"IsError":true}`,
+		`{"structuredContent":[1,2]}`,
+		`{"structuredContent":"text"}`,
+		`{"structuredContent":null}`,
+		`{"content":[{"type":"text","text":"{\"ok\":true}"}]}`,
+		`{"isError":true}`,
+		`{"isError":"true","structuredContent":{"ok":true}}`,
+		`{}`,
+		`null`,
+		`[]`,
+		`"result"`,
+	}
+	for _, result := range results {
+		for _, envelopes := range []bool{true, false} {
+			msg := `{"jsonrpc":"2.0","id":7,"result":` + result + `}`
+			want := outcome(json.RawMessage(result), envelopes)
+			assert.Equal(t, want, readCall([]byte(msg), false, 7, envelopes), "%s (envelopes %v)", result, envelopes)
+			stream := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
+				"event: message\ndata: " + msg + "\n\n"
+			assert.Equal(t, want, readCall([]byte(stream), true, 7, envelopes), "streamed %s", result)
+		}
+	}
+
+	assert.Equal(t, "", outcome(json.RawMessage(`{"IsError":true}`), false), "keys match exactly, as the go-sdk client matches them")
+	assert.Equal(t, CodeNoEnvelope, outcome(json.RawMessage(`{"structuredContent":{"OK":true}}`), true))
+
+	errAnswer := `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"unknown tool"}}`
+	assert.Equal(t, CodeTransport, readCall([]byte(errAnswer), false, 7, true), "a JSON-RPC error")
+	assert.Equal(t, CodeTransport, readCall([]byte(`{"jsonrpc":"2.0","id":8,"result":{}}`), false, 7, true), "another call's answer")
+	assert.Equal(t, CodeTransport, readCall([]byte(`{"jsonrpc":"2.0","id":7,"result":`), false, 7, true), "a cut answer")
+	assert.Equal(t, CodeTransport, readCall([]byte(`{"jsonrpc":"2.0","id":7}`), false, 7, true), "no result")
+	assert.Equal(t, CodeTransport, readCall([]byte(`{"jsonrpc":"2.0","ID":7,"result":{"structuredContent":{"ok":true}}}`), false, 7, true), "an id spelled otherwise")
+	assert.Equal(t, CodeTransport, readCall([]byte(`{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"ok":true}}} {}`), false, 7, true), "bytes after the answer")
+
+	ok := `{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"ok":true}}}`
+	stray := `{"jsonrpc":"2.0","id":9,"result":{"structuredContent":{"ok":false,"error":{"code":"X"}}}}`
+	split := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"structuredContent\":{\"ok\":false,\"error\":{\"code\":\"SPLIT\"}}}}\n\n"
+	for name, c := range map[string]struct {
+		body, want string
+	}{
+		"answer before a stray one": {"data: " + ok + "\n\ndata: " + stray + "\n\n", ""},
+		"answer after a stray one":  {"data: " + stray + "\n\ndata: " + ok + "\n\n\n", ""},
+		"data split over lines":     {split, "SPLIT"},
+		"no data":                   {"event: message\n\n: comment\n\n", CodeTransport},
+		"empty":                     {"", CodeTransport},
+	} {
+		assert.Equal(t, c.want, readCall([]byte(c.body), true, 7, true), name)
+	}
+}
