@@ -1,14 +1,18 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,35 +20,108 @@ import (
 )
 
 // RawHTTP is the leanest Streamable HTTP client there can be, as RawClient
-// is over stdio: a request is encoded before its clock starts, POSTed on a
-// kept-alive connection with the headers a 2025-11-25 client sends, and its
-// answer (a JSON body or the SSE event holding it) is read whole before the
-// clock stops and decoded after, once. On this two-core machine the go-sdk client
+// is over stdio: a request is encoded before its clock starts, written on a
+// kept-alive connection of its own in one write with the headers a
+// 2025-11-25 client sends, and its answer (a JSON body or the SSE event
+// holding it) is read whole before the clock stops and decoded after, once.
+// It speaks HTTP/1.1 on its connections itself, reading answers with
+// net/http's parser: net/http's Transport hands every request and answer
+// between goroutines, which on two cores shared with the server cost a call
+// more CPU than the server's fast path spends on it. The go-sdk client
 // takes about as much CPU per call as the server, so the SDK sessions'
 // throughput is the client's; this one's is the server's.
 type RawHTTP struct {
-	endpoint string
-	bearer   string
-	client   *http.Client
-	next     atomic.Int64
+	addr   string // host:port
+	head   []byte // the request line and headers, but Content-Length
+	init   []byte // the same for initialize, without the protocol header
+	next   atomic.Int64
+	idle   chan *rawConn
+	closed atomic.Bool
+}
+
+// rawConn is a kept-alive connection and the reader of its answers.
+type rawConn struct {
+	c  net.Conn
+	br *bufio.Reader
 }
 
 // NewRawHTTP returns a client of endpoint keeping up to conns connections
 // alive, after an initialize round trip that checks the server answers.
 func NewRawHTTP(ctx context.Context, endpoint, bearer string, conns int) (*RawHTTP, error) {
-	c := &RawHTTP{endpoint: endpoint, bearer: bearer, client: &http.Client{
-		Transport: &http.Transport{MaxIdleConnsPerHost: conns + 4, IdleConnTimeout: 90 * time.Second},
-	}}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("the bare HTTP client needs an http:// endpoint, not %q", endpoint)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	head := func(version bool) []byte {
+		h := "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
+			"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+		if version {
+			h += "MCP-Protocol-Version: " + RawProtocol + "\r\n"
+		}
+		if bearer != "" {
+			h += "Authorization: Bearer " + bearer + "\r\n"
+		}
+		return []byte(h)
+	}
+	c := &RawHTTP{addr: addr, head: head(true), init: head(false), idle: make(chan *rawConn, conns+4)}
 	init := map[string]any{"protocolVersion": RawProtocol, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "accords-bench-raw", "version": "1"}}
 	if _, _, err := c.roundTrip(ctx, "initialize", init); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("initialize over HTTP: %w", err)
 	}
 	return c, nil
 }
 
 // Close drops the kept-alive connections.
-func (c *RawHTTP) Close() { c.client.CloseIdleConnections() }
+func (c *RawHTTP) Close() {
+	c.closed.Store(true)
+	for {
+		select {
+		case rc := <-c.idle:
+			_ = rc.c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// conn returns an idle connection, or a new one, and whether it was idle.
+func (c *RawHTTP) conn(ctx context.Context, fresh bool) (*rawConn, bool, error) {
+	if !fresh {
+		select {
+		case rc := <-c.idle:
+			return rc, true, nil
+		default:
+		}
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	return &rawConn{c: nc, br: bufio.NewReaderSize(nc, 16<<10)}, false, nil
+}
+
+// release keeps rc for the next call, unless the server is closing it or
+// enough are kept.
+func (c *RawHTTP) release(rc *rawConn, reuse bool) {
+	if reuse && !c.closed.Load() {
+		select {
+		case c.idle <- rc:
+			return
+		default:
+		}
+	}
+	_ = rc.c.Close()
+}
+
+// rawCallTimeout bounds a call whose server stopped answering.
+const rawCallTimeout = time.Minute
 
 // post sends one request and returns the time until its answer was read
 // whole into into, and the answer: the body of a JSON answer, or the SSE
@@ -55,34 +132,58 @@ func (c *RawHTTP) post(ctx context.Context, into *bytes.Buffer, method string, p
 	if err != nil {
 		return 0, id, nil, false, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return 0, id, nil, false, err
+	head := c.head
+	if method == "initialize" {
+		head = c.init
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if method != "initialize" {
-		req.Header.Set("MCP-Protocol-Version", RawProtocol)
+	req := make([]byte, 0, len(head)+40+len(body))
+	req = append(req, head...)
+	req = append(strconv.AppendInt(append(req, "Content-Length: "...), int64(len(body)), 10), "\r\n\r\n"...)
+	req = append(req, body...)
+	for fresh := false; ; fresh = true {
+		rc, reused, err := c.conn(ctx, fresh)
+		if err != nil {
+			return 0, id, nil, false, err
+		}
+		d, resp, err := c.exchange(ctx, rc, req, into)
+		if err != nil && reused && into.Len() == 0 && ctx.Err() == nil {
+			// The server closed a connection kept idle too long (its idle
+			// timeout) before it read the request: once more on a new one,
+			// as net/http's Transport does.
+			continue
+		}
+		if err != nil {
+			return d, id, nil, false, err
+		}
+		got := into.Bytes()
+		if resp.StatusCode != http.StatusOK {
+			return d, id, nil, false, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, strings.TrimSpace(string(got)))
+		}
+		return d, id, got, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), nil
 	}
-	if c.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+c.bearer)
-	}
+}
+
+// exchange writes req on rc and reads its answer's body into into, and
+// returns the time from the write to the body's end.
+func (c *RawHTTP) exchange(ctx context.Context, rc *rawConn, req []byte, into *bytes.Buffer) (time.Duration, *http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = rc.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	_ = rc.c.SetDeadline(time.Now().Add(rawCallTimeout))
 	t0 := time.Now()
-	resp, err := c.client.Do(req)
+	if _, err := rc.c.Write(req); err != nil {
+		c.release(rc, false)
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(rc.br, nil)
 	if err != nil {
-		return 0, id, nil, false, err
+		c.release(rc, false)
+		return 0, nil, err
 	}
 	_, err = into.ReadFrom(resp.Body)
 	_ = resp.Body.Close()
-	got := into.Bytes()
 	d := time.Since(t0)
-	if err != nil {
-		return d, id, nil, false, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return d, id, nil, false, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, strings.TrimSpace(string(got)))
-	}
-	return d, id, got, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), nil
+	c.release(rc, err == nil && !resp.Close)
+	return d, resp, err
 }
 
 func (c *RawHTTP) roundTrip(ctx context.Context, method string, params any) (time.Duration, json.RawMessage, error) {

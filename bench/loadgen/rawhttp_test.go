@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,4 +231,98 @@ func TestReadCallReadsAsOutcome(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, readCall([]byte(c.body), true, 7, true), name)
 	}
+}
+
+// TestRawHTTPConnections: the bare client keeps connections alive, dials
+// anew when the server closes one (at once, or idle past its timeout), and
+// gives up a call whose server hangs when its context ends.
+func TestRawHTTPConnections(t *testing.T) {
+	var conns, calls atomic.Int64
+	hang := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     int64  `json:"id"`
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		require.NoError(t, json.Unmarshal(body, &req))
+		calls.Add(1)
+		switch req.Params.Name {
+		case "close":
+			w.Header().Set("Connection", "close")
+		case "hang":
+			<-hang
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"result":{"structuredContent":{"ok":true}}}`, req.ID)
+	}))
+	srv.Config.IdleTimeout = 100 * time.Millisecond
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	defer close(hang)
+
+	ctx := context.Background()
+	c, err := NewRawHTTP(ctx, srv.URL+"/v1/mcp", "", 2)
+	require.NoError(t, err)
+	defer c.Close()
+	do := func(tool string) string {
+		_, code := c.Do(ctx, Op{Name: tool, Tool: tool}, nil, true)
+		return code
+	}
+	for range 5 {
+		assert.Equal(t, "", do("ok"))
+	}
+	assert.EqualValues(t, 1, conns.Load(), "one connection kept alive for initialize and five calls")
+
+	assert.Equal(t, "", do("close"))
+	assert.Equal(t, "", do("ok"))
+	assert.EqualValues(t, 2, conns.Load(), "a new connection after the server closed one")
+
+	time.Sleep(400 * time.Millisecond)
+	before := calls.Load()
+	assert.Equal(t, "", do("ok"), "a connection closed while idle is replaced, the call made once")
+	assert.EqualValues(t, before+1, calls.Load())
+	assert.EqualValues(t, 3, conns.Load())
+
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, code := c.Do(cctx, Op{Name: "hang", Tool: "hang"}, nil, true)
+	assert.Equal(t, CodeTransport, code)
+	assert.Less(t, time.Since(start), 5*time.Second, "the call ends with its context")
+
+	_, err = NewRawHTTP(ctx, "https://"+srv.Listener.Addr().String(), "", 1)
+	assert.ErrorContains(t, err, "http:// endpoint")
+}
+
+// TestTailBufferKeepsTheLastBytes: the server's log tail is its last 64 KiB,
+// however it was written.
+func TestTailBufferKeepsTheLastBytes(t *testing.T) {
+	var tb tailBuffer
+	var all []byte
+	for i := range 5000 {
+		line := fmt.Appendf(nil, "line %d %s\n", i, strings.Repeat("x", i%300))
+		all = append(all, line...)
+		n, err := tb.Write(line)
+		require.NoError(t, err)
+		require.Equal(t, len(line), n)
+		if i%997 == 0 {
+			want := all[max(len(all)-tailKeep, 0):]
+			require.Equal(t, string(want), tb.String(), "after line %d", i)
+		}
+	}
+	assert.Equal(t, string(all[len(all)-tailKeep:]), tb.String())
+	assert.LessOrEqual(t, len(tb.b), 2*tailKeep)
+	big := []byte(strings.Repeat("y", 3*tailKeep))
+	_, _ = tb.Write(big)
+	assert.Equal(t, string(big[len(big)-tailKeep:]), tb.String())
 }

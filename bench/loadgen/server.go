@@ -71,12 +71,17 @@ type tailBuffer struct {
 	b  []byte
 }
 
+// tailKeep is the tail kept; up to twice as much is held, so that a line
+// of an HTTP server's access log, written for every call, costs its own
+// bytes and not a copy of the whole tail.
+const tailKeep = 64 << 10
+
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
-	if over := len(t.b) - 64<<10; over > 0 {
-		t.b = append([]byte(nil), t.b[over:]...)
+	if len(t.b) > 2*tailKeep {
+		t.b = append(t.b[:0:0], t.b[len(t.b)-tailKeep:]...)
 	}
 	return len(p), nil
 }
@@ -84,7 +89,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.b)
+	return string(t.b[max(len(t.b)-tailKeep, 0):])
 }
 
 // Stderr returns the tail of the server's log.
