@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,20 +16,26 @@ import (
 // search answer's 6 KB. Anything else, a result holding a newline (which
 // compact JSON never does, and which would break line framing) and an id
 // that needs escaping go to EncodeMessage.
-func Encode(msg jsonrpc.Message) ([]byte, error) {
+func Encode(msg jsonrpc.Message) ([]byte, error) { return AppendEncode(nil, msg) }
+
+// AppendEncode appends msg's encoding, Encode's bytes, to dst: a transport
+// that frames the message (an SSE event) writes it once into its own
+// buffer.
+func AppendEncode(dst []byte, msg jsonrpc.Message) ([]byte, error) {
 	r, ok := msg.(*jsonrpc.Response)
 	if !ok || r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
-		return jsonrpc.EncodeMessage(msg)
+		return appendEncoded(dst, msg)
 	}
 	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
-	buf := make([]byte, 0, len(head)+24+len(mid)+len(r.Result)+1)
+	start := len(dst)
+	buf := slices.Grow(dst, len(head)+24+len(mid)+len(r.Result)+1)
 	buf = append(buf, head...)
 	switch id := r.ID.Raw().(type) {
 	case int64:
 		buf = strconv.AppendInt(buf, id, 10)
 	case string:
 		if !plainID(id) {
-			return jsonrpc.EncodeMessage(msg)
+			return appendEncoded(buf[:start], msg)
 		}
 		buf = append(buf, '"')
 		buf = append(buf, id...)
@@ -36,11 +43,23 @@ func Encode(msg jsonrpc.Message) ([]byte, error) {
 	default:
 		// No id (EncodeMessage leaves it out) or one this package does not
 		// know how the SDK spells.
-		return jsonrpc.EncodeMessage(msg)
+		return appendEncoded(buf[:start], msg)
 	}
 	buf = append(buf, mid...)
 	buf = append(buf, r.Result...)
 	return append(buf, '}'), nil
+}
+
+// appendEncoded appends the SDK's own encoding of msg.
+func appendEncoded(dst []byte, msg jsonrpc.Message) ([]byte, error) {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return dst, err
+	}
+	if dst == nil {
+		return data, nil
+	}
+	return append(dst, data...), nil
 }
 
 // plainID reports whether id is printable ASCII that JSON writes as it is.

@@ -72,6 +72,14 @@ func checkSameAsSDK(t *testing.T, msg jsonrpc.Message) {
 	t.Helper()
 	want, wantErr := jsonrpc.EncodeMessage(msg)
 	got, gotErr := Encode(msg)
+	// AppendEncode gives the same bytes after what the buffer holds,
+	// whichever way Encode took; a small buffer must grow, not be
+	// overwritten.
+	appended, appendErr := AppendEncode(append(make([]byte, 0, 8), "data: "...), msg)
+	require.Equal(t, gotErr != nil, appendErr != nil)
+	if appendErr == nil {
+		require.Equal(t, "data: "+string(got), string(appended))
+	}
 	if r, ok := msg.(*jsonrpc.Response); ok && len(r.Result) > 0 && !compactJSON(r.Result) {
 		// Not what the SDK hands a transport; Encode must still never
 		// frame a newline into the line.
