@@ -145,7 +145,7 @@ func (c *RawHTTP) post(ctx context.Context, into *bytes.Buffer, method string, p
 		if err != nil {
 			return 0, id, nil, false, err
 		}
-		d, resp, err := c.exchange(ctx, rc, req, into)
+		d, status, contentType, err := c.exchange(ctx, rc, req, into)
 		if err != nil && reused && into.Len() == 0 && ctx.Err() == nil {
 			// The server closed a connection kept idle too long (its idle
 			// timeout) before it read the request: once more on a new one,
@@ -156,34 +156,35 @@ func (c *RawHTTP) post(ctx context.Context, into *bytes.Buffer, method string, p
 			return d, id, nil, false, err
 		}
 		got := into.Bytes()
-		if resp.StatusCode != http.StatusOK {
-			return d, id, nil, false, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, strings.TrimSpace(string(got)))
+		if status != http.StatusOK {
+			return d, id, nil, false, fmt.Errorf("%s: HTTP %d: %s", method, status, strings.TrimSpace(string(got)))
 		}
-		return d, id, got, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), nil
+		return d, id, got, strings.HasPrefix(contentType, "text/event-stream"), nil
 	}
 }
 
 // exchange writes req on rc and reads its answer's body into into, and
-// returns the time from the write to the body's end.
-func (c *RawHTTP) exchange(ctx context.Context, rc *rawConn, req []byte, into *bytes.Buffer) (time.Duration, *http.Response, error) {
+// returns the time from the write to the body's end, the answer's status
+// and content type.
+func (c *RawHTTP) exchange(ctx context.Context, rc *rawConn, req []byte, into *bytes.Buffer) (time.Duration, int, string, error) {
 	stop := context.AfterFunc(ctx, func() { _ = rc.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	_ = rc.c.SetDeadline(time.Now().Add(rawCallTimeout))
 	t0 := time.Now()
 	if _, err := rc.c.Write(req); err != nil {
 		c.release(rc, false)
-		return 0, nil, err
+		return 0, 0, "", err
 	}
 	resp, err := http.ReadResponse(rc.br, nil)
 	if err != nil {
 		c.release(rc, false)
-		return 0, nil, err
+		return 0, 0, "", err
 	}
 	_, err = into.ReadFrom(resp.Body)
 	_ = resp.Body.Close()
 	d := time.Since(t0)
 	c.release(rc, err == nil && !resp.Close)
-	return d, resp, err
+	return d, resp.StatusCode, resp.Header.Get("Content-Type"), err
 }
 
 func (c *RawHTTP) roundTrip(ctx context.Context, method string, params any) (time.Duration, json.RawMessage, error) {
