@@ -65,14 +65,24 @@ func versionsOf(root store.Bucket, id string, fn func(version string, raw []byte
 }
 
 // latestVersion scans one cookbook's version keys (never the catalog).
-func latestVersion(root store.Bucket, id string) string {
+func latestVersion(root store.Bucket, id string) string { return latestUnder(root, pfxBundle, id) }
+
+// latestListed is latestVersion read from the cookbook's list rows, which
+// are put and deleted with its bundles in the same transactions and so name
+// the same versions. A listing walks list rows, which lie together in the
+// file; looking each cookbook up among the bundles instead read pages
+// scattered over the whole file, and mapped them.
+func latestListed(root store.Bucket, id string) string { return latestUnder(root, pfxItem, id) }
+
+func latestUnder(root store.Bucket, pfx, id string) string {
+	prefix := []byte(pfx + id + "\x00")
 	best := ""
-	_ = versionsOf(root, id, func(v string, _ []byte) error {
-		if best == "" || CompareVersions(v, best) > 0 {
+	c := root.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if v := string(k[len(prefix):]); best == "" || CompareVersions(v, best) > 0 {
 			best = v
 		}
-		return nil
-	})
+	}
 	return best
 }
 

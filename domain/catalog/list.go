@@ -114,7 +114,7 @@ func (s *Service) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 			}
 			if it.CookbookID != curID {
 				curID = it.CookbookID
-				curLatest = latestVersion(root, curID)
+				curLatest = latestListed(root, curID)
 			}
 			it.Latest = it.Version == curLatest
 			if f.LatestOnly && !it.Latest {

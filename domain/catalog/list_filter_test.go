@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -97,4 +98,56 @@ func TestCookbookTagsFindsTheCookbooksOwnTags(t *testing.T) {
 	assert.Nil(t, cookbookTags(row), "no tags of its own: the entries' do not count")
 	other := []byte(`{"tags":["a"],"cookbook_id":"c"}`)
 	assert.Equal(t, other, cookbookTags(other), "another layout is read whole")
+}
+
+// TestListingsLatestIsTheStoredLatest: a listing of latest versions reads
+// each cookbook's latest from its list rows, Get from its bundles; through
+// upserts out of order, prereleases and deletes of the latest and of older
+// versions, the two name the same version of every cookbook.
+func TestListingsLatestIsTheStoredLatest(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	versions := map[string][]string{
+		"cba": {"1.0.0", "1.10.0", "1.9.0", "1.2.0"},
+		"cbb": {"2.0.0-rc.1", "1.9.9", "2.0.0-beta.2", "2.0.0-rc.10"},
+		"cbc": {"0.1.0"},
+		"cbd": {"3.0.0", "3.0.0-alpha", "10.0.0", "9.99.99"},
+	}
+	for _, id := range slices.Sorted(maps.Keys(versions)) {
+		for _, v := range versions[id] {
+			mustUpsert(t, e.svc, sample(id, v, 1), "")
+		}
+	}
+	check := func(step string) {
+		t.Helper()
+		items, err := e.svc.List(ctx, ListFilter{LatestOnly: true})
+		require.NoError(t, err)
+		latest := map[string]string{}
+		for _, it := range items {
+			assert.True(t, it.Latest)
+			assert.Empty(t, latest[it.CookbookID], "%s: one latest version of %s", step, it.CookbookID)
+			latest[it.CookbookID] = it.Version
+		}
+		all, err := e.svc.List(ctx, ListFilter{})
+		require.NoError(t, err)
+		for _, it := range all {
+			assert.Equal(t, latest[it.CookbookID] == it.Version, it.Latest, "%s: %s@%s", step, it.CookbookID, it.Version)
+		}
+		for id := range versions {
+			st, err := e.svc.Get(ctx, id, "")
+			if err != nil {
+				assert.Empty(t, latest[id], "%s: %s has no versions left", step, id)
+				continue
+			}
+			assert.Equal(t, st.Bundle.Version, latest[id], "%s: %s", step, id)
+		}
+	}
+	check("after upserts")
+	for _, del := range [][2]string{{"cba", "1.10.0"}, {"cbb", "1.9.9"}, {"cbd", "10.0.0"}, {"cbd", "9.99.99"}, {"cbc", "0.1.0"}} {
+		_, err := e.svc.Delete(ctx, del[0], del[1])
+		require.NoError(t, err, "%v", del)
+		check("after deleting " + del[0] + "@" + del[1])
+	}
+	mustUpsert(t, e.svc, sample("cba", "1.10.1", 1), "")
+	check("after a new latest")
 }
