@@ -20,6 +20,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fakeCall is what the fake servers read of a request.
+type fakeCall struct {
+	ID     int64  `json:"id"`
+	Method string `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
 // fakeHTTPServer answers as a stateless Streamable HTTP server would:
 // initialize with a JSON body, tool calls by name, some as an event stream
 // whose answer follows a notification and a stray answer.
@@ -31,13 +40,7 @@ func fakeHTTPServer(t *testing.T, bearer string) (*httptest.Server, *atomic.Int6
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			ID     int64  `json:"id"`
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
+		var req fakeCall
 		if json.Unmarshal(body, &req) != nil {
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
@@ -240,13 +243,7 @@ func TestRawHTTPConnections(t *testing.T) {
 	var conns, calls atomic.Int64
 	hang := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     int64  `json:"id"`
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
+		var req fakeCall
 		body, _ := io.ReadAll(r.Body)
 		require.NoError(t, json.Unmarshal(body, &req))
 		calls.Add(1)
