@@ -289,8 +289,8 @@ var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // answer writes the response. When nothing was written before it, the
 // usual case, the answer is one body of known length (one SSE event, or
 // the JSON) written once from a pooled buffer: the stream needs neither
-// chunked framing nor a flush of its own, and a 7 KB search answer goes
-// out in two writes instead of four.
+// chunked framing nor a flush of its own, and the answer goes out in about
+// one write(2) instead of two or three.
 func (c *postConn) answer(m *jsonrpc.Response) error {
 	c.mu.Lock()
 	started := c.started
@@ -330,8 +330,8 @@ const (
 	maxPooledAnswer = 256 << 10
 )
 
-// deliverWhole writes the whole answer, nothing having been written
-// before it.
+// deliverWhole writes the whole answer, framed already: with its length
+// when nothing was written before it, else as the stream's last event.
 func (c *postConn) deliverWhole(body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
