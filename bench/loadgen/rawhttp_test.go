@@ -240,7 +240,7 @@ func TestReadCallReadsAsOutcome(t *testing.T) {
 // anew when the server closes one (at once, or idle past its timeout), and
 // gives up a call whose server hangs when its context ends.
 func TestRawHTTPConnections(t *testing.T) {
-	var conns, calls atomic.Int64
+	var conns, closed, calls atomic.Int64
 	hang := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req fakeCall
@@ -259,8 +259,11 @@ func TestRawHTTPConnections(t *testing.T) {
 	}))
 	srv.Config.IdleTimeout = 100 * time.Millisecond
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
+		switch s {
+		case http.StateNew:
 			conns.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
 		}
 	}
 	srv.Start()
@@ -284,7 +287,9 @@ func TestRawHTTPConnections(t *testing.T) {
 	assert.Equal(t, "", do("ok"))
 	assert.EqualValues(t, 2, conns.Load(), "a new connection after the server closed one")
 
-	time.Sleep(400 * time.Millisecond)
+	// The server closes the idle connection after its idle timeout; the
+	// client has not noticed.
+	require.Eventually(t, func() bool { return closed.Load() == 2 }, 10*time.Second, 10*time.Millisecond)
 	before := calls.Load()
 	assert.Equal(t, "", do("ok"), "a connection closed while idle is replaced, the call made once")
 	assert.EqualValues(t, before+1, calls.Load())
