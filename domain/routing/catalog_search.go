@@ -45,10 +45,15 @@ func (s catalogSearcher) Search(ctx context.Context, q SearchQuery) ([]Hit, erro
 // default (recipes have none).
 func (s catalogSearcher) RequiredInputs(ctx context.Context, h Hit) ([]string, error) {
 	_, e, err := s.c.EntryOf(ctx, h.CookbookID, h.Version, h.EntryID)
-	if err != nil || e == nil {
+	if err != nil {
 		return nil, err
 	}
 	var out []string
+	if e == nil {
+		// An entry the index still lists but the bundle no longer has:
+		// none, as a bundle without that entry always gave.
+		return normList(out), nil
+	}
 	for _, b := range e.Bindings {
 		if b.IsRequired() && !b.HasDefault() && b.InputKey != "" {
 			out = append(out, b.InputKey)

@@ -149,3 +149,30 @@ func BenchmarkResolveSearchFallback10k(b *testing.B) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }
+
+// TestRequiredInputsReadsOneEntry: a template's required inputs without a
+// default, none for a recipe, and none (an empty list, not null) for an entry
+// the bundle does not hold; a missing cookbook is the catalog's error.
+func TestRequiredInputsReadsOneEntry(t *testing.T) {
+	cat := openCatalog(t)
+	upsertJSON(t, cat, calendarBundle)
+	upsertJSON(t, cat, partnerBundle)
+	s := CatalogSearcher(cat).(InputsResolver)
+	ctx := context.Background()
+	for _, c := range []struct {
+		hit  Hit
+		want []string
+	}{
+		{Hit{CookbookID: "partner.tools", Version: "1.0.0", EntryID: "partner_tpl_sync_request_v1"}, []string{"api_key", "url"}},
+		{Hit{CookbookID: "partner.tools", EntryID: "partner_tpl_sync_request_v1"}, []string{"api_key", "url"}},
+		{Hit{CookbookID: "google.calendar", Version: "1.0.0", EntryID: "calendar_recipe_events_list_v1"}, []string{}},
+		{Hit{CookbookID: "partner.tools", Version: "1.0.0", EntryID: "gone_v1"}, []string{}},
+	} {
+		got, err := s.RequiredInputs(ctx, c.hit)
+		require.NoError(t, err, "%+v", c.hit)
+		assert.Equal(t, c.want, got, "%+v", c.hit)
+		assert.NotNil(t, got)
+	}
+	_, err := s.RequiredInputs(ctx, Hit{CookbookID: "no.such", EntryID: "x"})
+	assert.Error(t, err)
+}
