@@ -192,22 +192,24 @@ func (c *RawHTTP) roundTrip(ctx context.Context, method string, params any) (tim
 	if err != nil {
 		return d, nil, err
 	}
-	var a rawAnswer
-	found := false
 	for data := range answerData(got, stream) {
-		if json.Unmarshal(data, &a) == nil && a.ID != nil && *a.ID == id && a.Method == "" {
-			found = true
-			break
+		if a, ok := answerTo(data, id); ok {
+			if a.Error != nil {
+				return d, nil, fmt.Errorf("%s: %s", method, a.Error.Message)
+			}
+			return d, a.Result, nil
 		}
-		a = rawAnswer{}
 	}
-	switch {
-	case !found:
-		return d, nil, fmt.Errorf("%s: no answer to the request", method)
-	case a.Error != nil:
-		return d, nil, fmt.Errorf("%s: %s", method, a.Error.Message)
+	return d, nil, fmt.Errorf("%s: no answer to the request", method)
+}
+
+// answerTo reads data as the answer to request id, if it is one.
+func answerTo(data []byte, id int64) (rawAnswer, bool) {
+	var a rawAnswer
+	if decodeExact(data, &a) != nil || a.ID == nil || *a.ID != id || a.Method != "" {
+		return rawAnswer{}, false
 	}
-	return d, a.Result, nil
+	return a, true
 }
 
 // answerData yields the JSON-RPC messages of an answer: a JSON body, or the
@@ -341,8 +343,8 @@ func readCall(got []byte, stream bool, id int64, envelopes bool) string {
 		}
 		// A message of a shape this form does not expect: read as outcome
 		// reads any answer.
-		var r rawAnswer
-		if decodeExact(data, &r) != nil || r.ID == nil || *r.ID != id || r.Method != "" {
+		r, ok := answerTo(data, id)
+		if !ok {
 			continue
 		}
 		if r.Error != nil {
