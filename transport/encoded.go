@@ -9,9 +9,7 @@ import (
 )
 
 // firstMultiRoundTripVersion is the first protocol version whose results
-// carry "resultType": go-sdk adds it to a tool result itself, in a field
-// this package cannot read, so sessions of that version and later keep the
-// SDK's own encoding.
+// carry "resultType", and whose requests name their version in _meta.
 const firstMultiRoundTripVersion = "2026-07-28"
 
 // encodedResult is a tool result with its JSON already written. go-sdk
@@ -24,30 +22,71 @@ const firstMultiRoundTripVersion = "2026-07-28"
 type encodedResult struct {
 	*mcp.CallToolResult
 	raw []byte
+	// metaKeys is how many _meta keys raw holds: go-sdk adds its server's
+	// identity to a per-request protocol's result after the middleware,
+	// which raw already carries; a _meta that changed otherwise is left
+	// to the SDK's encoding.
+	metaKeys int
 }
 
-func (r encodedResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
-
-// encodeResultMiddleware writes the JSON of the tool results the adapter
-// and the gateway make (structured content as encoded JSON, text items
-// only, _meta) the way go-sdk would, for sessions older than
-// firstMultiRoundTripVersion. Any other result, and any session of a later
-// or unknown version, keeps the SDK's encoding.
-func encodeResultMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if err != nil || method != "tools/call" {
-			return res, err
-		}
-		ctr, ok := res.(*mcp.CallToolResult)
-		if !ok || ctr == nil || !olderThanMultiRoundTrip(req) {
-			return res, err
-		}
-		if raw, ok := encodeToolResult(ctr); ok {
-			return encodedResult{CallToolResult: ctr, raw: raw}, nil
-		}
-		return res, err
+func (r encodedResult) MarshalJSON() ([]byte, error) {
+	if len(r.Meta) != r.metaKeys {
+		return json.Marshal(r.CallToolResult)
 	}
+	return r.raw, nil
+}
+
+// encodeResults writes the JSON of the tool results the adapter and the
+// gateway make (structured content as encoded JSON, text items only,
+// _meta) the way go-sdk would. A request of the per-request protocol
+// (2026-07-28 and later, named in its _meta) gets what go-sdk makes of a
+// result there: "resultType":"complete" and impl, the server's identity,
+// in _meta. Any other result, and any other call (a session whose
+// initialize named no version, or one this package does not know), keeps
+// the SDK's encoding.
+func encodeResults(impl *mcp.Implementation) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil || method != "tools/call" {
+				return res, err
+			}
+			ctr, ok := res.(*mcp.CallToolResult)
+			if !ok || ctr == nil {
+				return res, err
+			}
+			complete := perRequestProtocol(req)
+			if !complete && !olderThanMultiRoundTrip(req) {
+				return res, err
+			}
+			if complete {
+				// What the SDK would add after this middleware; it adds
+				// nothing when the key is there.
+				if _, ok := ctr.Meta[mcp.MetaKeyServerInfo]; !ok && impl != nil {
+					if ctr.Meta == nil {
+						ctr.Meta = mcp.Meta{}
+					}
+					ctr.Meta[mcp.MetaKeyServerInfo] = impl
+				}
+			}
+			if raw, ok := encodeToolResult(ctr, complete); ok {
+				return encodedResult{CallToolResult: ctr, raw: raw, metaKeys: len(ctr.Meta)}, nil
+			}
+			return res, err
+		}
+	}
+}
+
+// perRequestProtocol reports what go-sdk decides from a call's _meta: a
+// protocol version from firstMultiRoundTripVersion on there makes the SDK
+// mark the result complete and name the server in its _meta.
+func perRequestProtocol(req mcp.Request) bool {
+	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+	if !ok || p == nil {
+		return false
+	}
+	v, ok := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return ok && v >= firstMultiRoundTripVersion
 }
 
 func olderThanMultiRoundTrip(req mcp.Request) bool {
@@ -64,7 +103,7 @@ func olderThanMultiRoundTrip(req mcp.Request) bool {
 // HTML escaping and its outer one without, so structured content must
 // already be escaped (json.Marshal's output is) for the bytes to match;
 // content that is not is left to the SDK.
-func encodeToolResult(r *mcp.CallToolResult) ([]byte, bool) {
+func encodeToolResult(r *mcp.CallToolResult, complete bool) ([]byte, bool) {
 	sc, ok := r.StructuredContent.(json.RawMessage)
 	if !ok || len(sc) == 0 || r.InputRequests != nil || r.RequestState != "" || len(r.Content) == 0 {
 		return nil, false
@@ -110,6 +149,9 @@ func encodeToolResult(r *mcp.CallToolResult) ([]byte, bool) {
 	b = append(b, sc...)
 	if r.IsError {
 		b = append(b, `,"isError":true`...)
+	}
+	if complete {
+		b = append(b, `,"resultType":"complete"`...)
 	}
 	return append(b, '}'), true
 }

@@ -61,12 +61,16 @@ func TestEncodedToolResultsAreTheSDKsBytes(t *testing.T) {
 	handled := 0
 	for _, r := range results {
 		want := sdkEncoding(t, r)
-		raw, ok := encodeToolResult(r)
+		raw, ok := encodeToolResult(r, false)
 		if !ok {
 			continue
 		}
 		handled++
-		assert.Equal(t, string(want), string(sdkEncoding(t, encodedResult{CallToolResult: r, raw: raw})))
+		er := encodedResult{CallToolResult: r, raw: raw, metaKeys: len(r.Meta)}
+		assert.Equal(t, string(want), string(sdkEncoding(t, er)))
+		got, err := er.MarshalJSON()
+		require.NoError(t, err)
+		assert.Same(t, &raw[0], &got[0], "the result is its encoding, not encoded again")
 	}
 	assert.Equal(t, len(results), handled, "json.Marshal's output is always escaped, so every rendered result is handled")
 
@@ -74,10 +78,20 @@ func TestEncodedToolResultsAreTheSDKsBytes(t *testing.T) {
 	for _, meta := range []mcp.Meta{nil, {}, {"accords/call_id": "call_1", "accords/receipt": map[string]any{"seq": 7, "hash": "<&>"}, "a": nil}} {
 		r := resultOf(t, map[string]any{"ok": true}, false)
 		r.Meta = meta
-		raw, ok := encodeToolResult(r)
+		raw, ok := encodeToolResult(r, false)
 		require.True(t, ok)
-		assert.Equal(t, string(sdkEncoding(t, r)), string(sdkEncoding(t, encodedResult{CallToolResult: r, raw: raw})))
+		assert.Equal(t, string(sdkEncoding(t, r)), string(sdkEncoding(t, encodedResult{CallToolResult: r, raw: raw, metaKeys: len(r.Meta)})))
 	}
+
+	// A _meta changed after the encoding is the SDK's to encode.
+	changed := resultOf(t, map[string]any{"ok": true}, false)
+	changed.Meta = mcp.Meta{"accords/call_id": "call_1"}
+	raw, ok := encodeToolResult(changed, false)
+	require.True(t, ok)
+	er := encodedResult{CallToolResult: changed, raw: raw, metaKeys: len(changed.Meta)}
+	changed.Meta["later"] = "added"
+	assert.Contains(t, string(sdkEncoding(t, er)), `"later":"added"`)
+	assert.Equal(t, string(sdkEncoding(t, changed)), string(sdkEncoding(t, er)))
 
 	// What the SDK would encode differently is left to it.
 	withMeta := resultOf(t, map[string]any{"ok": true}, false)
@@ -94,7 +108,7 @@ func TestEncodedToolResultsAreTheSDKsBytes(t *testing.T) {
 		"image":           {StructuredContent: json.RawMessage(`{}`), Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
 		"request state":   {StructuredContent: json.RawMessage(`{}`), Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, RequestState: "s"},
 	} {
-		_, ok := encodeToolResult(r)
+		_, ok := encodeToolResult(r, false)
 		assert.False(t, ok, name)
 	}
 }
@@ -111,23 +125,26 @@ func FuzzEncodedToolResult(f *testing.F) {
 		r := &mcp.CallToolResult{StructuredContent: json.RawMessage(structured), IsError: isError,
 			Content: []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: structured}}}
 		want := sdkEncoding(t, r)
-		if raw, ok := encodeToolResult(r); ok {
-			assert.Equal(t, string(want), string(sdkEncoding(t, encodedResult{CallToolResult: r, raw: raw})))
+		if raw, ok := encodeToolResult(r, false); ok {
+			assert.Equal(t, string(want), string(sdkEncoding(t, encodedResult{CallToolResult: r, raw: raw, metaKeys: len(r.Meta)})))
 		}
 	})
 }
 
 // TestEncodedResultsOverTheWire: the same calls to a server with and
 // without the middleware answer the same bytes in every protocol version,
-// 2026-07-28 (where go-sdk adds resultType) included.
+// 2026-07-28 (where go-sdk adds resultType and its server's identity after
+// the middleware) included, with and without a _meta of the tool's.
 func TestEncodedResultsOverTheWire(t *testing.T) {
 	newServer := func(encode bool) *mcp.Server {
-		s := mcp.NewServer(&mcp.Implementation{Name: "enc", Version: "1"}, nil)
+		impl := &mcp.Implementation{Name: "enc", Title: "<Encoded & \u2028>", Version: "1"}
+		s := mcp.NewServer(impl, nil)
 		s.AddTool(&mcp.Tool{Name: "answer", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				var in struct {
 					S     string `json:"s"`
 					Error bool   `json:"error"`
+					Meta  string `json:"meta"`
 				}
 				_ = json.Unmarshal(req.Params.Arguments, &in)
 				// The handler runs on the SDK's goroutine: errors go back
@@ -136,11 +153,18 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				r.Meta = mcp.Meta{"accords/call_id": "call_" + in.S}
+				switch in.Meta {
+				case "none":
+				case "server":
+					// A result naming its server already keeps that name.
+					r.Meta = mcp.Meta{mcp.MetaKeyServerInfo: map[string]any{"name": "other"}}
+				default:
+					r.Meta = mcp.Meta{"accords/call_id": "call_" + in.S}
+				}
 				return r, nil
 			})
 		if encode {
-			s.AddReceivingMiddleware(encodeResultMiddleware)
+			s.AddReceivingMiddleware(encodeResults(impl))
 		}
 		return s
 	}
@@ -148,19 +172,21 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 	// Which answers the middleware wrote, so the comparison is known to
 	// compare its bytes.
 	var wrote []bool
+	var written []encodedResult
 	encoded.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			if method == "tools/call" {
-				_, ok := res.(encodedResult)
+				er, ok := res.(encodedResult)
 				wrote = append(wrote, ok)
+				written = append(written, er)
 			}
 			return res, err
 		}
 	})
 	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
 		for i, s := range awkwardStrings[:6] {
-			args, err := json.Marshal(map[string]any{"s": s, "error": i%2 == 1})
+			args, err := json.Marshal(map[string]any{"s": s, "error": i%2 == 1, "meta": []string{"call", "none", "server"}[i%3]})
 			require.NoError(t, err)
 			params := fmt.Sprintf(`{"name":"answer","arguments":%s}`, args)
 			h := map[string]string{"Mcp-Protocol-Version": version}
@@ -170,7 +196,7 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 				h["Mcp-Name"] = "answer"
 			}
 			body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
-			wrote = wrote[:0]
+			wrote, written = wrote[:0], written[:0]
 			var got [2]string
 			for j, srv := range []*mcp.Server{plain, encoded} {
 				sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
@@ -180,9 +206,15 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 			}
 			assert.Contains(t, got[0], `"result"`, "version %s: %s", version, got[0])
 			assert.Equal(t, got[0], got[1], "version %s", version)
-			assert.Equal(t, []bool{version < firstMultiRoundTripVersion}, wrote, "version %s", version)
+			require.Equal(t, []bool{true}, wrote, "version %s", version)
+			// The answer is the middleware's bytes, not the SDK's encoding
+			// it falls back to when _meta changed after it.
+			assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":`+string(written[0].raw)+"}", got[1], "version %s", version)
 			if version >= firstMultiRoundTripVersion {
 				assert.Contains(t, got[1], `"resultType":"complete"`)
+				assert.Contains(t, got[1], `"io.modelcontextprotocol/serverInfo":`)
+			} else {
+				assert.NotContains(t, got[1], `"resultType"`)
 			}
 		}
 	}

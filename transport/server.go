@@ -87,7 +87,8 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	for _, x := range b.Extensions {
 		x.Capabilities(caps)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "accords-mcp", Title: "Accords MCP for Vaultclaw", Version: version.Version}, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: "accords-mcp", Title: "Accords MCP for Vaultclaw", Version: version.Version}
+	s := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: b.Instructions,
 		Logger:       sdkLogger,
 		Capabilities: caps,
@@ -116,7 +117,7 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	// Outside everything that looks at a tool's result, so the result it
 	// replaces with its encoding is the final one.
-	s.AddReceivingMiddleware(encodeResultMiddleware)
+	s.AddReceivingMiddleware(encodeResults(impl))
 	s.AddReceivingMiddleware(stackMiddleware)
 	return s
 }
