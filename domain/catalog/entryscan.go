@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -111,16 +110,16 @@ func (s *scanner) knownKeys(known []string, bindings bool) bool {
 	}
 	var seen uint64 // known has fewer than 64 keys
 	for more := s.first('}'); more; more = s.next('}') {
-		key, ok := s.plainString()
+		key, ok := s.plainBytes()
 		if !ok || !s.colon() {
 			return false
 		}
-		k := slices.Index(known, key)
+		k := slices.IndexFunc(known, func(name string) bool { return string(key) == name })
 		if k < 0 || seen&(1<<k) != 0 {
 			return false
 		}
 		seen |= 1 << k
-		if bindings && key == "bindings" && s.open('[') {
+		if bindings && string(key) == "bindings" && s.open('[') {
 			for more := s.first(']'); more; more = s.next(']') {
 				if !s.knownKeys(bindingKeys, false) {
 					return false
@@ -186,30 +185,40 @@ func locateEntry(raw []byte, entryID string) (located, bool) {
 	if !s.open('{') {
 		return out, false
 	}
-	seen := map[string]bool{}
+	var seen [3]bool // cookbook_id, version, entries
 	found := false
 	for more := s.first('}'); more; more = s.next('}') {
-		key, ok := s.plainString()
+		key, ok := s.plainBytes()
 		if !ok || !s.colon() {
 			return out, false
 		}
-		switch key {
-		case "cookbook_id", "version", "entries":
-			if seen[key] {
+		var k int
+		switch string(key) {
+		case "cookbook_id":
+			k = 0
+		case "version":
+			k = 1
+		case "entries":
+			k = 2
+		default:
+			k = -1
+		}
+		if k >= 0 {
+			if seen[k] {
 				return out, false
 			}
-			seen[key] = true
+			seen[k] = true
 		}
-		switch key {
-		case "cookbook_id":
+		switch k {
+		case 0:
 			if out.cookbookID, ok = s.plainString(); !ok {
 				return out, false
 			}
-		case "version":
+		case 1:
 			if out.version, ok = s.plainString(); !ok {
 				return out, false
 			}
-		case "entries":
+		case 2:
 			if !s.open('[') {
 				return out, false
 			}
@@ -223,7 +232,7 @@ func locateEntry(raw []byte, entryID string) (located, bool) {
 				if !ok {
 					return out, false
 				}
-				if !found && id == entryID {
+				if !found && string(id) == entryID {
 					found, out.entry, out.index = true, raw[start:s.i], n-1
 				}
 			}
@@ -294,43 +303,52 @@ func (s *scanner) colon() bool {
 // encoding/json would change); ok is false for any other value (left
 // unread) or string.
 func (s *scanner) plainString() (string, bool) {
+	b, ok := s.plainBytes()
+	return string(b), ok
+}
+
+// plainBytes is plainString's bytes, in s.b: keys are only compared, and
+// making each a string was a fifth of the allocations of a render of a
+// template not cached.
+func (s *scanner) plainBytes() ([]byte, bool) {
 	s.ws()
 	if s.b[s.i] != '"' {
-		return "", false
+		return nil, false
 	}
 	end := bytes.IndexByte(s.b[s.i+1:], '"')
 	body := s.b[s.i+1 : s.i+1+end]
 	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
-		return "", false
+		return nil, false
 	}
 	s.i += end + 2
-	return string(body), true
+	return body, true
 }
 
 // entryID reads one entries element, which must be an object, and returns
-// its "entry_id" ("" when absent).
-func (s *scanner) entryID() (string, bool) {
+// its "entry_id" (nil when absent), in s.b.
+func (s *scanner) entryID() ([]byte, bool) {
 	if !s.open('{') {
-		return "", false
+		return nil, false
 	}
-	id, seen := "", false
+	var id []byte
+	seen := false
 	for more := s.first('}'); more; more = s.next('}') {
-		key, ok := s.plainString()
+		key, ok := s.plainBytes()
 		if !ok || !s.colon() {
-			return "", false
+			return nil, false
 		}
 		switch {
-		case key == "entry_id":
+		case string(key) == "entry_id":
 			if seen {
-				return "", false
+				return nil, false
 			}
 			seen = true
-			if id, ok = s.plainString(); !ok {
-				return "", false
+			if id, ok = s.plainBytes(); !ok {
+				return nil, false
 			}
-		case !isASCII(key) || strings.EqualFold(key, "entry_id"):
+		case !isASCII(key) || bytes.EqualFold(key, []byte("entry_id")):
 			// encoding/json matches struct fields case-insensitively.
-			return "", false
+			return nil, false
 		default:
 			s.skip()
 		}
