@@ -66,6 +66,15 @@ var oddBundles = []string{
 	`{"entries":[{"entry_id":"a","tags":["x",7]}]}`,
 	`{"entries":[{"entry_id":"a","tags":[],"title":"t","title":"u"}]}`,
 	`{"entries":[{"entry_id":"a","input_schema":{"type":"object"},"base_request":{"request":{"a":null}}}]}`,
+	// Values segmentio's decoder and encoding/json might read apart.
+	`{"entries":[{"entry_id":"a","request":{"lone":"\ud800","low":"\udc00x","pair":"\ud83d\ude00","nul":"\u0000","html":"\u003c\u0026"}}]}`,
+	`{"entries":[{"entry_id":"a","request":{"big":1e400}}]}`,
+	`{"entries":[{"entry_id":"a","request":{"tiny":1e-400,"neg":-0,"exp":1E+2,"long":123456789012345678901234567890}}]}`,
+	`{"entries":[{"entry_id":"a","request":{"k":1,"k":{"x":[true,false,null]},"K":2}}]}`,
+	`{"entries":[{"entry_id":"a","title":"\ud800 lone","description":"tab\tquote\"slash\/"}]}`,
+	"{\"entries\":[{\"entry_id\":\"a\",\"request\":{\"bad\":\"\xff\xfe\"},\"title\":\"\xc3\"}]}",
+	`{"entries":[{"entry_id":"a","plan":{"deep":[[[[[[[[[[{"x":"y"}]]]]]]]]]]}}]}`,
+	`{"entries":[{"entry_id":"a","bindings":[{"input_key":"k","default":"\ud800"}]}]}`,
 }
 
 // decodeBundleEntry answers as the full decoding does, for the built-in
