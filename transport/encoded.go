@@ -22,10 +22,9 @@ const firstMultiRoundTripVersion = "2026-07-28"
 type encodedResult struct {
 	*mcp.CallToolResult
 	raw []byte
-	// metaKeys is how many _meta keys raw holds: go-sdk adds its server's
-	// identity to a per-request protocol's result after the middleware,
-	// which raw already carries; a _meta that changed otherwise is left
-	// to the SDK's encoding.
+	// metaKeys is how many _meta keys raw holds. raw already carries the
+	// server identity go-sdk adds after the middleware; a _meta that
+	// changed after the encoding is left to the SDK's encoding.
 	metaKeys int
 }
 
@@ -41,9 +40,9 @@ func (r encodedResult) MarshalJSON() ([]byte, error) {
 // _meta) the way go-sdk would. A request of the per-request protocol
 // (2026-07-28 and later, named in its _meta) gets what go-sdk makes of a
 // result there: "resultType":"complete" and impl, the server's identity,
-// in _meta. Any other result, and any other call (a session whose
-// initialize named no version, or one this package does not know), keeps
-// the SDK's encoding.
+// in _meta. Any other result, and any other call (no version in its _meta
+// and a session whose initialize named none, or one from
+// firstMultiRoundTripVersion on), keeps the SDK's encoding.
 func encodeResults(impl *mcp.Implementation) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
