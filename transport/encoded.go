@@ -5,12 +5,9 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// firstMultiRoundTripVersion is the first protocol version whose results
-// carry "resultType", and whose requests name their version in _meta.
-const firstMultiRoundTripVersion = "2026-07-28"
 
 // encodedResult is a tool result with its JSON already written. go-sdk
 // encodes a CallToolResult in three layers, each re-scanning (compacting)
@@ -42,7 +39,7 @@ func (r encodedResult) MarshalJSON() ([]byte, error) {
 // result there: "resultType":"complete" and impl, the server's identity,
 // in _meta. Any other result, and any other call (no version in its _meta
 // and a session whose initialize named none, or one from
-// firstMultiRoundTripVersion on), keeps the SDK's encoding.
+// wire.PerRequestVersion on), keeps the SDK's encoding.
 func encodeResults(impl *mcp.Implementation) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -77,7 +74,7 @@ func encodeResults(impl *mcp.Implementation) mcp.Middleware {
 }
 
 // perRequestProtocol reports what go-sdk decides from a call's _meta: a
-// protocol version from firstMultiRoundTripVersion on there makes the SDK
+// protocol version from wire.PerRequestVersion on there makes the SDK
 // mark the result complete and name the server in its _meta.
 func perRequestProtocol(req mcp.Request) bool {
 	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
@@ -85,7 +82,7 @@ func perRequestProtocol(req mcp.Request) bool {
 		return false
 	}
 	v, ok := p.Meta[mcp.MetaKeyProtocolVersion].(string)
-	return ok && v >= firstMultiRoundTripVersion
+	return ok && v >= wire.PerRequestVersion
 }
 
 func olderThanMultiRoundTrip(req mcp.Request) bool {
@@ -94,7 +91,7 @@ func olderThanMultiRoundTrip(req mcp.Request) bool {
 		return false
 	}
 	p := ss.InitializeParams()
-	return p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < firstMultiRoundTripVersion
+	return p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < wire.PerRequestVersion
 }
 
 // encodeToolResult returns what go-sdk's encoding of r is, or false when r

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -190,7 +191,7 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 			require.NoError(t, err)
 			params := fmt.Sprintf(`{"name":"answer","arguments":%s}`, args)
 			h := map[string]string{"Mcp-Protocol-Version": version}
-			if version >= firstMultiRoundTripVersion {
+			if version >= wire.PerRequestVersion {
 				params = fmt.Sprintf(`{"name":"answer","arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}`, args, version)
 				h["Mcp-Method"] = "tools/call"
 				h["Mcp-Name"] = "answer"
@@ -210,7 +211,7 @@ func TestEncodedResultsOverTheWire(t *testing.T) {
 			// The answer is the middleware's bytes, not the SDK's encoding
 			// it falls back to when _meta changed after it.
 			assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":`+string(written[0].raw)+"}", got[1], "version %s", version)
-			if version >= firstMultiRoundTripVersion {
+			if version >= wire.PerRequestVersion {
 				assert.Contains(t, got[1], `"resultType":"complete"`)
 				assert.Contains(t, got[1], `"io.modelcontextprotocol/serverInfo":`)
 			} else {

@@ -36,11 +36,9 @@ import (
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport/tasks"
+	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// newProtocol is the first version with multi-round-trip requests.
-const newProtocol = "2026-07-28"
 
 // InputKey names the elicitation in inputRequests.
 const InputKey = "vaultclaw_approval"
@@ -143,7 +141,7 @@ func (e *Elicitor) Wrap(t tools.Tool, h mcp.ToolHandler) mcp.ToolHandler {
 		st := state{V: 1, Exp: e.expiry(hf).UnixMilli(), Key: InputKey, ElicitationID: elicitationID(hf), Handle: hf.Handle,
 			ExpiresAtUnixMS: hf.ExpiresAtUnixMS, PendingApproval: hf.PendingApproval, URL: url, RequestID: hf.RequestID,
 			HTTPStatus: hf.HTTPStatus, VaultCode: hf.VaultCode, Continuation: hf.Continuation}
-		if req.ProtocolVersion() >= newProtocol {
+		if req.ProtocolVersion() >= wire.PerRequestVersion {
 			sealed, err := e.seal(st, e.bindingOf(ctx, req))
 			if err != nil {
 				e.o.Logger.Error("request state not sealed; answering with the handoff", "error", err.Error())

@@ -11,6 +11,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
+// PerRequestVersion is the first protocol version whose requests name their
+// version, client and capabilities in _meta and whose results carry
+// "resultType"; what differs from that version on is decided by comparing
+// against it (versions are dates, so they order as strings).
+const PerRequestVersion = "2026-07-28"
+
 // Decode is jsonrpc.DecodeMessage for the messages a server reads
 // most, requests and notifications, with the same result. The SDK's decoder
 // allocates a 32 KiB read buffer for every value it decodes, twice per
