@@ -3,12 +3,12 @@ package tools
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/accordsai/accords-mcp/platform/ident"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -32,12 +32,12 @@ type executeIn struct {
 	IdempotencyKey string         `json:"idempotency_key,omitempty"`
 }
 
-var idempotencyKeyRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+var idempotencyKeyRule = ident.New("A-Za-z0-9", "A-Za-z0-9._:-", 128)
 
 // idempotencyKey checks an agent's key ("" when not given).
 func idempotencyKey(v string) (string, error) {
 	v = strings.TrimSpace(v)
-	if v != "" && !idempotencyKeyRe.MatchString(v) {
+	if v != "" && !idempotencyKeyRule.Valid(v) {
 		return "", apperr.Validation("idempotency_key", "idempotency_key must be 1 to 128 characters of letters, digits and . _ : - starting with a letter or digit")
 	}
 	return v, nil

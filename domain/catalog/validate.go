@@ -1,24 +1,22 @@
 package catalog
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
-// IDPattern is the charset of cookbook and entry ids (decision D6). It keeps
-// ids printable, free of path syntax and bounded in length.
+// IDPattern is the charset of cookbook and entry ids (decision D6), as
+// messages and schemas state it; ident.ID checks it.
 const IDPattern = `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`
-
-var idRe = regexp.MustCompile(IDPattern)
 
 // MaxVersionLen bounds version strings, like ids.
 const MaxVersionLen = 128
 
 // ValidID reports whether s is an acceptable cookbook or entry id.
-func ValidID(s string) bool { return idRe.MatchString(s) }
+func ValidID(s string) bool { return ident.ID.Valid(s) }
 
 // ParseVersion parses a strict semantic version (MAJOR.MINOR.PATCH with
 // optional pre-release and build metadata, no "v" prefix).

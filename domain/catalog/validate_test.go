@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/ident"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -205,4 +206,15 @@ func TestDecodeKeepsUnknownCaseVariants(t *testing.T) {
 	out, err := json.Marshal(b)
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"Title":"Shadow"`)
+}
+
+// The pattern messages and schemas state is the rule ValidID checks.
+func TestIDPatternIsTheRuleChecked(t *testing.T) {
+	assert.Equal(t, IDPattern, ident.ID.String())
+	for _, id := range []string{"net.http", "a", strings.Repeat("a", 128)} {
+		assert.True(t, ValidID(id), id)
+	}
+	for _, id := range []string{"", ".hidden", "a/b", "a b", "net.http\n", strings.Repeat("a", 129)} {
+		assert.False(t, ValidID(id), id)
+	}
 }

@@ -14,13 +14,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 	"github.com/accordsai/accords-mcp/gateway/ratelimit"
 	"github.com/accordsai/accords-mcp/gateway/rules"
+	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
 // Defaults for HTTP callers (the stdio caller is unlimited by default).
@@ -325,7 +325,8 @@ func jsonRuleLines(raw []byte) []int {
 	}
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$`)
+// idPattern is the shape of a caller id.
+var idPattern = ident.New("A-Za-z0-9", "A-Za-z0-9._@:-", 128)
 
 func (f *File) compile(known Known) (*Policy, error) {
 	if f.Version != 0 && f.Version != 1 {
@@ -362,7 +363,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 	}
 	for i, cs := range f.Callers {
 		where := fmt.Sprintf("callers[%d]", i)
-		if !idPattern.MatchString(cs.ID) {
+		if !idPattern.Valid(cs.ID) {
 			return nil, fmt.Errorf("%s.id: %q must match %s", where, cs.ID, idPattern)
 		}
 		where = fmt.Sprintf("callers[%d] (%s)", i, cs.ID)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +21,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
 // Spec is one [[rules]] entry as written in the policy file.
@@ -222,7 +223,7 @@ func emailDomain(s string) string {
 	return strings.ToLower(strings.TrimSpace(s[i+1:]))
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+var idPattern = ident.New("A-Za-z0-9", "A-Za-z0-9._:-", 64)
 
 // Compile validates and compiles specs. known lists every tool name (a glob
 // must name at least one); lines[i], when given, is the file line of rule
@@ -273,7 +274,7 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 func compileOne(e *cel.Env, sp Spec, known []string) (*Rule, error) {
-	if !idPattern.MatchString(sp.ID) {
+	if !idPattern.Valid(sp.ID) {
 		return nil, fieldErr("id", "%q must match %s", sp.ID, idPattern)
 	}
 	if len(sp.Tools) == 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
 // E1
@@ -349,7 +351,7 @@ func (s *Sim) handleBind(c *call) (int, any, *apiError) {
 
 const profileType = "connector.unbounded.profile.v1"
 
-var profileIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var profileIDRE = ident.ID
 
 var profileSchema = obj(map[string]any{
 	"type": enum(profileType), "profile_id": nonEmpty(), "connector_id": enum("generic.http"), "verb": enum("generic.http.request.v1"),
@@ -408,7 +410,7 @@ func (s *Sim) handleProfileUpsert(c *call) (int, any, *apiError) {
 		errs = append(errs, FieldError{Path: "/profile", Code: FieldRequired, Message: "profile object is required", Expected: "object", Actual: jsonTypeOf(c.body["profile"])})
 	} else {
 		validate(profileSchema, p, "/profile", &errs)
-		if id := getStr(p, "profile_id"); id != "" && !profileIDRE.MatchString(id) {
+		if id := getStr(p, "profile_id"); id != "" && !profileIDRE.Valid(id) {
 			errs = append(errs, FieldError{Path: "/profile/profile_id", Code: FieldFormatInvalid, Message: "profile_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", Expected: "id", Actual: id})
 		}
 		seen := map[string]bool{}

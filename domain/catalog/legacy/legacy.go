@@ -13,9 +13,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
 // EnvDir is the predecessor's variable naming its catalog folder.
@@ -46,7 +47,7 @@ func Looks(dir string) bool {
 
 // idPattern is D6's identifier rule; the predecessor accepted far more
 // (spaces, leading dots, "."), which this server refuses.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var idPattern = ident.ID
 
 // maxBundleBytes bounds one bundle file read (the remote bundle cap).
 const maxBundleBytes = 4 << 20
@@ -121,11 +122,11 @@ func Scan(dir string) (Folder, error) {
 
 func readBundle(path, id, version string) Bundle {
 	b := Bundle{Path: path, CookbookID: id, Version: version}
-	if !idPattern.MatchString(id) {
+	if !idPattern.Valid(id) {
 		b.Refused = fmt.Sprintf("unsafe cookbook id %q: ids must match %s", id, idPattern)
 		return b
 	}
-	if !idPattern.MatchString(version) {
+	if !idPattern.Valid(version) {
 		b.Refused = fmt.Sprintf("unsafe version %q: versions must match %s", version, idPattern)
 		return b
 	}

@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/ident"
 	"github.com/accordsai/accords-mcp/store"
 )
 
@@ -33,10 +33,8 @@ var (
 	bucketInstallLog = []byte("install_log") // cookbook_id@version -> LockRecord
 )
 
-var (
-	idPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	envVarPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
+// envVarPattern is the shape of an environment variable's name.
+var envVarPattern = ident.New("A-Za-z_", "A-Za-z0-9_", 128)
 
 // Source is one configured remote catalog. It never holds a token: with
 // BEARER_ENV only the name of the environment variable is stored.
@@ -77,7 +75,7 @@ func ValidateID(field, id string) error {
 	if id == "" {
 		return apperr.Validation(field, "%s is required", field)
 	}
-	if !idPattern.MatchString(id) {
+	if !ident.ID.Valid(id) {
 		return apperr.Validation(field, "%s must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", field)
 	}
 	return nil
@@ -114,7 +112,7 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 	if src.SourceID == "" {
 		return Source{}, schemaInvalid("source.source_id", "source.source_id is required")
 	}
-	if !idPattern.MatchString(src.SourceID) {
+	if !ident.ID.Valid(src.SourceID) {
 		return Source{}, apperr.Validation("source.source_id", "source.source_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 	}
 	u, ok := parseHTTPURL(src.IndexURL)
@@ -140,7 +138,7 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 		if src.AuthEnvVar == "" {
 			return Source{}, schemaInvalid("source.auth_env_var", "source.auth_env_var is required for BEARER_ENV")
 		}
-		if !envVarPattern.MatchString(src.AuthEnvVar) {
+		if !envVarPattern.Valid(src.AuthEnvVar) {
 			return Source{}, apperr.Validation("source.auth_env_var", "source.auth_env_var must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 		}
 		if err := s.opts.checkTokenVar(src.AuthEnvVar); err != nil {
