@@ -318,13 +318,34 @@ func (db *DB) View(fn func(tx Tx) error) error {
 // Update runs a write transaction. On etcd fn may run more than once (a
 // transaction that conflicted with another replica's runs again on fresh
 // data), so it must not have effects outside the transaction that a second
-// run would repeat.
+// run would repeat. On bbolt a transaction that changed nothing is rolled
+// back rather than committed: a commit costs two fdatasyncs however little
+// it holds, and at every start several checks (the catalog revision, stale
+// handles, the audit head) open a write transaction and usually find
+// nothing to write.
 func (db *DB) Update(fn func(tx Tx) error) error {
 	if db.etcd != nil {
 		return db.etcd.Update(context.Background(), fn)
 	}
-	return db.b().Update(func(tx *bolt.Tx) error { return fn(kv.BoltTx(tx)) })
+	err := db.b().Update(func(tx *bolt.Tx) error {
+		wrote := false
+		if err := fn(kv.BoltTxTracking(tx, &wrote)); err != nil {
+			return err
+		}
+		if !wrote {
+			return errNothingWritten
+		}
+		return nil
+	})
+	if errors.Is(err, errNothingWritten) {
+		return nil
+	}
+	return err
 }
+
+// errNothingWritten rolls back an Update that changed nothing; Update
+// returns nil for it.
+var errNothingWritten = errors.New("store: nothing written")
 
 // Close closes the file or the etcd client.
 func (db *DB) Close() error {
