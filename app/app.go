@@ -42,6 +42,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/platform/tracing"
+	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport"
@@ -204,12 +205,17 @@ func (a *App) openCatalog() error {
 // seedBuiltins stores the built-in cookbooks the catalog lacks or holds
 // in an older version (at start, and after a restore).
 func (a *App) seedBuiltins(ctx context.Context) error {
-	cat := a.Catalog
-	bundles, err := builtin.Bundles()
+	source, err := builtinSource()
 	if err != nil {
-		return fmt.Errorf("load built-in cookbooks: %w", err)
+		return fmt.Errorf("read built-in cookbooks: %w", err)
 	}
-	seed, err := cat.SeedBuiltins(ctx, bundles)
+	seed, err := a.Catalog.SeedBuiltinsFrom(ctx, source, func() ([]*catalog.Bundle, error) {
+		bundles, err := builtin.Bundles()
+		if err != nil {
+			return nil, fmt.Errorf("load built-in cookbooks: %w", err)
+		}
+		return bundles, nil
+	})
 	if err != nil {
 		return err
 	}
@@ -217,6 +223,18 @@ func (a *App) seedBuiltins(ctx context.Context) error {
 		a.Logger.Info("built-in cookbooks seeded", "seeded", seed.Seeded, "updated", seed.Updated, "kept_user_versions", seed.Kept)
 	}
 	return nil
+}
+
+// builtinSource names the built-in set this binary seeds: its embedded
+// files, and the binary itself, whose code decides how they are prepared
+// (a new build loads the set once, then starts skip it).
+func builtinSource() (string, error) {
+	files, err := builtin.Fingerprint()
+	if err != nil {
+		return "", err
+	}
+	b := version.Build()
+	return fmt.Sprintf("%s %s %s %t", files, b.Version, b.Commit, b.Modified), nil
 }
 
 func (a *App) init() error {

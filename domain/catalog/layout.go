@@ -15,6 +15,7 @@ import (
 //
 //	rev                      uint64: catalog revision, bumped by every write tx
 //	builtin_manifest         content hash of the built-in set last seeded
+//	builtin_source           what that set was seeded from (SeedBuiltinsFrom)
 //	stored_form              "zstd" once plain bundles of older files are packed
 //	b/<id>\x00<version>      canonical bundle JSON, or it as a zstd frame (storedform.go)
 //	i/<id>\x00<version>      Item JSON (list rows, no bundle decode needed)
@@ -26,6 +27,7 @@ import (
 var (
 	keyRev             = []byte("rev")
 	keyBuiltinManifest = []byte("builtin_manifest")
+	keyBuiltinSource   = []byte("builtin_source")
 )
 
 const (

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/index"
@@ -102,4 +103,61 @@ func TestSeedRejectsInvalidBuiltinWithoutWriting(t *testing.T) {
 	items, err := e.svc.List(t.Context(), ListFilter{})
 	require.NoError(t, err)
 	assert.Empty(t, items, "no partial seeding")
+}
+
+// A start with the source last seeded does not load the set; any other
+// source loads it and runs the full seeding, which keeps its rules.
+func TestSeedBuiltinsFromSkipsTheSeededSource(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	loads := 0
+	loader := func(title string) func() ([]*Bundle, error) {
+		return func() ([]*Bundle, error) { loads++; return builtinSet(title), nil }
+	}
+
+	rep, err := e.svc.SeedBuiltinsFrom(ctx, "s1", loader("Original"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, loads)
+	assert.Equal(t, []string{"seed.a@1.0.0", "seed.b@1.0.0"}, rep.Seeded)
+	manifest := rep.Manifest
+	rev := e.svc.Rev()
+
+	e.reopen()
+	rep, err = e.svc.SeedBuiltinsFrom(ctx, "s1", loader("Original"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, loads, "the seeded source is not loaded again")
+	assert.True(t, rep.Unchanged)
+	assert.Equal(t, manifest, rep.Manifest)
+	assert.Equal(t, rev, e.svc.Rev())
+
+	// Another source with the same content (a new binary): loaded, found
+	// unchanged, and recorded, so the start after skips it.
+	rep, err = e.svc.SeedBuiltinsFrom(ctx, "s2", loader("Original"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, loads)
+	assert.True(t, rep.Unchanged)
+	_, err = e.svc.SeedBuiltinsFrom(ctx, "s2", loader("Original"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, loads)
+
+	// A user's deletion outlives a new source, as with SeedBuiltins.
+	_, err = e.svc.Delete(ctx, "seed.b", "1.0.0")
+	require.NoError(t, err)
+	rep, err = e.svc.SeedBuiltinsFrom(ctx, "s3", loader("Updated"))
+	require.NoError(t, err)
+	assert.Equal(t, 3, loads)
+	assert.Equal(t, []string{"seed.a@1.0.0"}, rep.Updated)
+	assert.Equal(t, []string{"seed.b@1.0.0"}, rep.Kept)
+
+	// An empty source always loads; a load that fails is reported and
+	// records nothing.
+	_, err = e.svc.SeedBuiltinsFrom(ctx, "", loader("Updated"))
+	require.NoError(t, err)
+	assert.Equal(t, 4, loads)
+	boom := errors.New("embedded set unreadable")
+	_, err = e.svc.SeedBuiltinsFrom(ctx, "s4", func() ([]*Bundle, error) { return nil, boom })
+	require.ErrorIs(t, err, boom)
+	_, err = e.svc.SeedBuiltinsFrom(ctx, "s4", loader("Updated"))
+	require.NoError(t, err)
+	assert.Equal(t, 5, loads, "a failed load leaves its source unrecorded")
 }

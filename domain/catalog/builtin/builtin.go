@@ -4,12 +4,15 @@
 package builtin
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 )
@@ -51,4 +54,20 @@ func Bundles() ([]*catalog.Bundle, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// Fingerprint names the embedded set: a hash of every file's name and
+// bytes, cheap next to decoding them (catalog.SeedBuiltinsFrom compares
+// it with the set last seeded).
+func Fingerprint() (string, error) {
+	fm, err := Files()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, n := range slices.Sorted(maps.Keys(fm)) {
+		h.Write([]byte(n + "\x00" + strconv.Itoa(len(fm[n])) + "\x00"))
+		h.Write(fm[n])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -148,3 +148,14 @@ func TestBuiltinCoverage(t *testing.T) {
 		assert.Equal(t, "api_token", rendered["slot"])
 	}
 }
+
+// The fingerprint is the embedded files': stable, and a hash (the seeder
+// stores it).
+func TestFingerprint(t *testing.T) {
+	a, err := Fingerprint()
+	require.NoError(t, err)
+	b, err := Fingerprint()
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	assert.Len(t, a, 64)
+}
