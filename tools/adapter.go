@@ -12,6 +12,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,15 +25,16 @@ import (
 // annotations, and encoding a *jsonschema.Schema is far dearer than copying
 // bytes. The bytes are what tools/list sent before.
 func (t Tool) MCPTool() *mcp.Tool {
-	in, err := json.Marshal(t.InputSchema)
-	if err != nil {
-		// Define built the schema from a Go type; it always encodes.
-		panic(fmt.Sprintf("tool %s: encode input schema: %v", t.Name, err))
+	var in json.RawMessage
+	if t.inputJSON != nil {
+		in = t.inputJSON()
+	} else {
+		in = encodeInputSchema(t.Name, t.InputSchema)
 	}
 	return &mcp.Tool{
 		Name:         t.Name,
 		Description:  t.Description,
-		InputSchema:  json.RawMessage(in),
+		InputSchema:  in,
 		OutputSchema: envelope.OutputSchema(t.Output),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Hints.ReadOnly,
@@ -41,6 +43,16 @@ func (t Tool) MCPTool() *mcp.Tool {
 			OpenWorldHint:   new(t.Hints.OpenWorld),
 		},
 	}
+}
+
+// encodeInputSchema is the JSON of a tool's input schema.
+func encodeInputSchema(name string, s *jsonschema.Schema) json.RawMessage {
+	in, err := json.Marshal(s)
+	if err != nil {
+		// Define built the schema from a Go type; it always encodes.
+		panic(fmt.Sprintf("tool %s: encode input schema: %v", name, err))
+	}
+	return in
 }
 
 // MCPHandler adapts t to the SDK: it validates and decodes arguments, runs

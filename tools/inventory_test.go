@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -67,3 +68,17 @@ func TestBoundToolsSeeOnlyWhatTheyNeed(t *testing.T) {
 type fakeLister struct{}
 
 func (fakeLister) List(audit.Filter) ([]audit.Receipt, error) { return nil, nil }
+
+// Every server built lists the input schema encoded once per process: the
+// bytes are the schema's encoding, each time.
+func TestListedInputSchemaIsTheSchemasEncoding(t *testing.T) {
+	for _, tool := range Inventory() {
+		want, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		for range 2 {
+			got, ok := tool.MCPTool().InputSchema.(json.RawMessage)
+			require.True(t, ok, tool.Name)
+			require.Equal(t, string(want), string(got), tool.Name)
+		}
+	}
+}

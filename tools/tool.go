@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -158,6 +159,8 @@ type Tool struct {
 	// real fields, briefly. MCPTool wraps it in the envelope.
 	Output *jsonschema.Schema
 
+	// inputJSON is InputSchema encoded, once (set by Define).
+	inputJSON func() json.RawMessage
 	// check validates the arguments against the whole argument schema
 	// (listed and unlisted).
 	check *checker
@@ -207,6 +210,10 @@ func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) To
 		t.Hints = effectHints[t.Effect]
 	}
 	t.InputSchema = listed(s, t.Unlisted, t.Narrowed)
+	// Encoded once per process: every server built (one per attached
+	// client, the stdio server, the HTTP bridge's) lists the same bytes.
+	name, listedSchema := t.Name, t.InputSchema
+	t.inputJSON = sync.OnceValue(func() json.RawMessage { return encodeInputSchema(name, listedSchema) })
 	t.check = compileSchema(s)
 	t.known = knownArguments(s)
 	dec := newDecoder[In](t.Name, s)
