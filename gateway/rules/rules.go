@@ -16,13 +16,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/accordsai/accords-mcp/platform/ident"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
-
-	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
 // Spec is one [[rules]] entry as written in the policy file.

@@ -411,7 +411,7 @@ func (s *Sim) handleProfileUpsert(c *call) (int, any, *apiError) {
 	} else {
 		validate(profileSchema, p, "/profile", &errs)
 		if id := getStr(p, "profile_id"); id != "" && !profileIDRE.Valid(id) {
-			errs = append(errs, FieldError{Path: "/profile/profile_id", Code: FieldFormatInvalid, Message: "profile_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", Expected: "id", Actual: id})
+			errs = append(errs, FieldError{Path: "/profile/profile_id", Code: FieldFormatInvalid, Message: "profile_id must match " + profileIDRE.String(), Expected: "id", Actual: id})
 		}
 		seen := map[string]bool{}
 		slots, _ := p["slots"].([]any)

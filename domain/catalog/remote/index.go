@@ -156,7 +156,7 @@ func parseItem(pos int, raw json.RawMessage) (IndexItem, *BadItem) {
 	case it.DownloadURL == "":
 		return IndexItem{}, bad("download_url", "remote index item missing required fields", ri)
 	case !catalog.ValidID(it.CookbookID):
-		return IndexItem{}, bad("cookbook_id", "cookbook_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", ri)
+		return IndexItem{}, bad("cookbook_id", "cookbook_id must match "+catalog.IDPattern, ri)
 	}
 	v, ok := catalog.ParseVersion(it.Version)
 	if !ok {

@@ -127,7 +127,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 		return nil, apperr.Validation(field, "source_id and cookbook_id are required")
 	}
 	if !catalog.ValidID(r.CookbookID) {
-		return nil, apperr.Validation("cookbook_id", "cookbook_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+		return nil, apperr.Validation("cookbook_id", "cookbook_id must match %s", catalog.IDPattern)
 	}
 	expected, err := NormalizeSHA256("expected_sha256", r.ExpectedSHA256)
 	if err != nil {

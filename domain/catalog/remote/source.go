@@ -76,7 +76,7 @@ func ValidateID(field, id string) error {
 		return apperr.Validation(field, "%s is required", field)
 	}
 	if !ident.ID.Valid(id) {
-		return apperr.Validation(field, "%s must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", field)
+		return apperr.Validation(field, "%s must match %s", field, ident.ID)
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 		return Source{}, schemaInvalid("source.source_id", "source.source_id is required")
 	}
 	if !ident.ID.Valid(src.SourceID) {
-		return Source{}, apperr.Validation("source.source_id", "source.source_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+		return Source{}, apperr.Validation("source.source_id", "source.source_id must match %s", ident.ID)
 	}
 	u, ok := parseHTTPURL(src.IndexURL)
 	if !ok {
