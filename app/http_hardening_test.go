@@ -142,6 +142,61 @@ func TestHTTPSlowClientsAreCut(t *testing.T) {
 	})
 }
 
+// TestHTTPTricklersDoNotLockOthersOut: clients that kept trickling a
+// body got 408 but kept their connections, so as many of them as the
+// connection cap locked every other client out. Each trickler's
+// connection now closes at the body timeout, and a client waiting behind
+// a full cap is served.
+func TestHTTPTricklersDoNotLockOthersOut(t *testing.T) {
+	const maxConns = 4
+	s := serveHTTP(t, "ACCORDS_MCP_HTTP_BODY_TIMEOUT=200ms", fmt.Sprintf("ACCORDS_MCP_HTTP_MAX_CONNS=%d", maxConns))
+
+	stop := make(chan struct{})
+	defer close(stop)
+	var tricklers []net.Conn
+	for range maxConns {
+		c, err := net.Dial("tcp", s.addr)
+		require.NoError(t, err)
+		defer c.Close()
+		// A body of 200,000 bytes (under the body limit) sent a byte at a
+		// time: it never finishes.
+		_, err = fmt.Fprintf(c, "POST /v1/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 200000\r\n\r\n{", s.addr)
+		require.NoError(t, err)
+		go func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := c.Write([]byte(" ")); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		tricklers = append(tricklers, c)
+	}
+
+	// Dialled after the tricklers, so it waits behind them for a slot.
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(s.url + "/healthz")
+	require.NoError(t, err, "a fresh client is served once the tricklers' body timeout has passed")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	for _, c := range tricklers {
+		br := bufio.NewReader(c)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "each trickler held a slot until its body timeout")
+		closedWithin(t, c, 10*time.Second)
+	}
+}
+
 // pendingHandle asks Vault for an action that needs approval and returns
 // the handle of the handoff.
 func pendingHandle(t *testing.T, url string) map[string]any {

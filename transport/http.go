@@ -173,7 +173,22 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	for p, h := range o.Extra {
 		mux.Handle(p, guard.wrap(h, false))
 	}
-	return mux
+	return bodyDeadline(mux, o.BodyTimeout)
+}
+
+// bodyDeadline gives a request's body timeout to arrive, whoever reads it:
+// the handler (readBody lifts the deadline once the body is in) or net/http,
+// which reads an unread body after the handler returns to reuse the
+// connection and closes the connection when that read fails. So a client
+// trickling a body holds its connection, one of the server's capped
+// connections, for at most timeout, whatever the handler answered.
+func bodyDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 { // -1: chunked
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) // unsupported writers (tests) have no deadline
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func checkTenantHeaders(next http.Handler) http.Handler {
@@ -192,29 +207,30 @@ func withClientIP(next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads the whole body within timeout and max bytes, then lifts
-// the read deadline: once the body is in, the connection is only watched
-// for the client going away (which ends the call), and a long call such as
-// an approval wait must not be cut by a deadline meant for slow uploads.
+// readBody reads the whole body within max bytes and the deadline
+// bodyDeadline set, then lifts the read deadline: once the body is in, the
+// connection is only watched for the client going away (which ends the
+// call), and a long call such as an approval wait must not be cut by a
+// deadline meant for slow uploads. A body that could not be read keeps the
+// deadline and closes the connection after the answer: what remains of it
+// on the wire is neither read nor waited for.
 func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, bool) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(timeout)) // unsupported writers (tests) have no deadline
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		var ne net.Error
 		switch {
 		case errors.As(err, &mbe):
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", max), http.StatusRequestEntityTooLarge)
 		case errors.As(err, &ne) && ne.Timeout():
-			w.Header().Set("Connection", "close")
 			http.Error(w, fmt.Sprintf("request body not received within %s", timeout), http.StatusRequestTimeout)
 		default:
 			http.Error(w, "failed to read the request body", http.StatusBadRequest)
 		}
 		return nil, false
 	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, true
