@@ -84,6 +84,15 @@ func (g *browserGuard) wrap(next http.Handler, hostOnly bool) http.Handler {
 	})
 }
 
+// GuardBrowsers wraps h, the handler of a loopback listener beside the
+// bridge (the profiling listener), in the bridge's browser guard: a
+// DNS-rebound Host and a page on another origin get 403, with no origin
+// allowed besides the listener's own.
+func GuardBrowsers(h http.Handler) http.Handler {
+	g, _ := newBrowserGuard(nil) // no origins to add: cannot fail
+	return g.wrap(h, false)
+}
+
 // hasBrowserMarker reports whether a browser sent the request: browsers
 // add Origin to cross-origin and POST requests and Sec-Fetch-* to all
 // requests; other clients send neither.

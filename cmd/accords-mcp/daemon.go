@@ -19,7 +19,6 @@ import (
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
 	"github.com/accordsai/accords-mcp/platform/config"
-	"github.com/accordsai/accords-mcp/platform/profiling"
 	"github.com/accordsai/accords-mcp/platform/resident"
 	"github.com/accordsai/accords-mcp/store"
 )
@@ -131,7 +130,7 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 		// The process that owns the database is the one worth profiling
 		// (a daemon started by a launch inherits the variable); a failed
 		// listener is a refusal, not a silent "profiling is on".
-		prof, err := profiling.Start(cfg.PprofAddr, logger)
+		prof, err := app.StartProfiling(cfg.PprofAddr, logger)
 		if err != nil {
 			return fail(fmt.Errorf("ACCORDS_MCP_PPROF: %w", err))
 		}

@@ -58,9 +58,15 @@ type Server struct {
 // Addr is the address it listens on (the port chosen for port 0).
 func (s *Server) Addr() net.Addr { return s.addr }
 
-// Start listens on addr (checked with CheckAddr) and serves Handler until
-// Close. A localhost name is resolved to loopback addresses only.
-func Start(addr string, logger *slog.Logger) (*Server, error) {
+// Start listens on addr (checked with CheckAddr) and serves Handler,
+// wrapped in guard, until Close. A localhost name is resolved to loopback
+// addresses only. A loopback address keeps other machines out but not a
+// web page in a browser on this one (a DNS-rebound name, a cross-origin
+// request), so guard is required and must refuse those.
+func Start(addr string, guard func(http.Handler) http.Handler, logger *slog.Logger) (*Server, error) {
+	if guard == nil {
+		return nil, errors.New("profiling listener: no guard against web pages")
+	}
 	if err := CheckAddr(addr); err != nil {
 		return nil, err
 	}
@@ -73,7 +79,7 @@ func Start(addr string, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("profiling listener: %s is not a loopback address", ln.Addr())
 	}
 	s := &Server{
-		srv:  &http.Server{Handler: Handler(), ReadHeaderTimeout: 10 * time.Second},
+		srv:  &http.Server{Handler: guard(Handler()), ReadHeaderTimeout: 10 * time.Second},
 		addr: ln.Addr(),
 		done: make(chan struct{}),
 	}

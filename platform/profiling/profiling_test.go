@@ -19,10 +19,13 @@ func TestCheckAddrIsLoopbackOnly(t *testing.T) {
 }
 
 func TestStartServesProfilesAndCloses(t *testing.T) {
-	_, err := Start("0.0.0.0:0", nil)
+	open := func(h http.Handler) http.Handler { return h }
+	_, err := Start("0.0.0.0:0", open, nil)
 	require.ErrorContains(t, err, "loopback only")
+	_, err = Start("127.0.0.1:0", nil, nil)
+	require.ErrorContains(t, err, "no guard")
 
-	s, err := Start("127.0.0.1:0", nil)
+	s, err := Start("127.0.0.1:0", open, nil)
 	require.NoError(t, err)
 	resp, err := http.Get("http://" + s.Addr().String() + "/debug/pprof/heap?debug=1")
 	require.NoError(t, err)
