@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/platform/privdir"
+	"github.com/accordsai/accords-mcp/store/boltfile"
 	"github.com/accordsai/accords-mcp/store/etcdkv"
 	"github.com/accordsai/accords-mcp/store/kv"
 	bolt "go.etcd.io/bbolt"
@@ -58,6 +60,12 @@ var ErrLocked = errors.New("database is locked by another process")
 // ErrNewerSchema means the file was written by a newer accords-mcp.
 var ErrNewerSchema = errors.New("database schema is newer than this binary supports")
 
+// ErrDamaged means the file cannot be a database bbolt may map: cut short
+// (its meta page records more pages than it holds), or with no valid meta
+// page. bbolt would map it anyway and crash with SIGBUS at the first read
+// past its end, so it is refused before bbolt sees it.
+var ErrDamaged = errors.New("the database file is damaged")
+
 // Options tune Open.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock (default 2s).
@@ -73,6 +81,8 @@ type Options struct {
 // through the daemon), so services keep their *DB across a restore.
 type DB struct {
 	bolt atomic.Pointer[bolt.DB]
+	// file is the identity (fs.FileInfo) of the file bolt has open.
+	file atomic.Value
 	etcd *etcdkv.Backend
 	// closeEtcd closes the etcd client (set by OpenEtcd).
 	closeEtcd func() error
@@ -83,7 +93,8 @@ type DB struct {
 }
 
 // Open creates or opens the database at path (folder 0700, file 0600),
-// refuses a newer schema, and applies pending migrations, copying the file
+// refuses a folder other users may write to (unless opening read-only) and
+// a damaged file, refuses a newer schema, and applies pending migrations, copying the file
 // aside first.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.LockTimeout <= 0 {
@@ -93,7 +104,16 @@ func Open(path string, opts Options) (*DB, error) {
 		opts.Migrations = migrations.All()
 	}
 	dir := filepath.Dir(path)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if !opts.ReadOnly {
+		// The folder will hold what the server writes (the database, its
+		// key, its socket): another user must not be able to write there.
+		if err := privdir.Ensure(dir); err != nil {
+			if errors.Is(err, privdir.ErrUnsafe) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
+		}
+	} else if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
 		}
@@ -107,11 +127,12 @@ func Open(path string, opts Options) (*DB, error) {
 
 // open opens the file and checks or migrates its schema.
 func (db *DB) open() error {
-	b, err := openLocked(db.path, db.opts)
+	b, fi, err := openLocked(db.path, db.opts)
 	if err != nil {
 		return err
 	}
 	db.bolt.Store(b)
+	db.file.Store(fi)
 	migs := db.opts.Migrations
 	if db.opts.ReadOnly {
 		v, err := db.SchemaVersion()
@@ -172,28 +193,56 @@ func (db *DB) b() *bolt.DB { return db.bolt.Load() }
 // the file by a rename while holding the old file's lock; a process that
 // opened the old file just before and waited for that lock would otherwise
 // serve the replaced database (now only the .bak). It then opens again.
-func openLocked(path string, opts Options) (*bolt.DB, error) {
+func openLocked(path string, opts Options) (*bolt.DB, fs.FileInfo, error) {
 	for range 3 {
 		var opened *os.File
 		b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
 			InitialMmapSize: initialMmapSize(path),
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				f, err := os.OpenFile(name, flag, perm)
+				if err != nil {
+					return nil, err
+				}
+				// The very file bbolt is about to map is checked.
+				if err := checkFile(f); err != nil {
+					f.Close()
+					return nil, err
+				}
 				opened = f
-				return f, err
+				return f, nil
 			}})
 		if err != nil {
-			if errors.Is(err, bolterr.ErrTimeout) {
-				return nil, fmt.Errorf("open %s: %w (held by a process that is not a daemon answering on its socket: an accords-mcp command in progress, or an older accords-mcp; find it with fuser)", path, ErrLocked)
+			if errors.Is(err, ErrDamaged) {
+				return nil, nil, fmt.Errorf("%s: %w", path, err)
 			}
-			return nil, fmt.Errorf("open database %s: %w", path, err)
+			if errors.Is(err, bolterr.ErrTimeout) {
+				return nil, nil, fmt.Errorf("open %s: %w (held by a process that is not a daemon answering on its socket: an accords-mcp command in progress, or an older accords-mcp; find it with fuser)", path, ErrLocked)
+			}
+			return nil, nil, fmt.Errorf("open database %s: %w", path, err)
 		}
-		if stillThere(path, opened) {
-			return b, nil
+		if fi, ok := stillThere(path, opened); ok {
+			return b, fi, nil
 		}
 		_ = b.Close()
 	}
-	return nil, fmt.Errorf("open database %s: the file was replaced again and again while it was being opened", path)
+	return nil, nil, fmt.Errorf("open database %s: the file was replaced again and again while it was being opened", path)
+}
+
+// checkFile refuses a file bbolt must not map: its meta pages are read
+// with plain reads (store/boltfile) and must be valid and within the file.
+// An empty file is new: bbolt writes its first pages.
+func checkFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	if _, err := boltfile.Check(f, fi.Size()); err != nil {
+		return fmt.Errorf("%w: %w; restore the last good backup (accords-mcp restore FILE)", ErrDamaged, err)
+	}
+	return nil
 }
 
 // initialMmapSize maps at least 1 GiB beyond the file. A write that grows
@@ -210,16 +259,36 @@ func initialMmapSize(path string) int {
 	return headroom
 }
 
-func stillThere(path string, f *os.File) bool {
+// stillThere reports whether path names f, and f's identity.
+func stillThere(path string, f *os.File) (fs.FileInfo, bool) {
 	if f == nil {
-		return false
+		return nil, false
 	}
 	locked, err := f.Stat()
 	if err != nil {
-		return false
+		return nil, false
 	}
 	now, err := os.Stat(path)
-	return err == nil && os.SameFile(locked, now)
+	return locked, err == nil && os.SameFile(locked, now)
+}
+
+// OnDisk returns an error when the path no longer names the file this
+// handle has open (removed, or replaced other than by Replace): a process
+// serving it would serve a database no one else can open. Always nil on
+// etcd.
+func (db *DB) OnDisk() error {
+	if db.etcd != nil {
+		return nil
+	}
+	opened, _ := db.file.Load().(fs.FileInfo)
+	now, err := os.Stat(db.path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the database file: %w", err)
+	case opened == nil || !os.SameFile(opened, now):
+		return fmt.Errorf("%s is no longer the database file this process has open (replaced outside accords-mcp)", db.path)
+	}
+	return nil
 }
 
 // SchemaVersion reads the stored schema version (0 for a new file).

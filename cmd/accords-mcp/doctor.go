@@ -119,6 +119,9 @@ func doctorResults(ctx context.Context, env *environment, cfg config.Config, sco
 		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL,
 			Detail: fmt.Sprintf("the database is locked by a process that does not answer on %s", sock),
 			Hint:   "another program holds the file (an accords-mcp command in progress, or an older accords-mcp without a control socket?); find it with: fuser " + cfg.DBPath + " (or lsof)"})
+	case errors.Is(err, store.ErrDamaged):
+		return append(rs, doctor.Result{Check: "database", Status: doctor.FAIL, Detail: err.Error(),
+			Hint: "check a backup with accords-mcp restore --check FILE, then restore it with accords-mcp restore FILE (the damaged file is kept aside)"})
 	case errors.Is(err, store.ErrNewerSchema):
 		return append(rs, doctor.Result{Check: "schema version", Status: doctor.FAIL, Detail: err.Error(), Hint: "upgrade accords-mcp, or restore a backup taken by this version"})
 	default:

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+
+	"github.com/accordsai/accords-mcp/store/boltfile"
 )
 
 // Page layout of bbolt v1.5: a 16-byte header (id, flags, count, overflow)
@@ -29,19 +31,19 @@ type walker struct {
 	visited map[uint64]bool
 }
 
-func walkTree(path string, m boltMeta) error {
+func walkTree(path string, m boltfile.Meta) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	w := &walker{f: f, ps: uint64(m.pageSize), pgid: m.pgid, visited: map[uint64]bool{}}
-	if m.freelist != noFreelist {
-		if err := w.freelist(m.freelist); err != nil {
+	w := &walker{f: f, ps: uint64(m.PageSize), pgid: m.Pgid, visited: map[uint64]bool{}}
+	if m.Freelist != boltfile.NoFreelist {
+		if err := w.freelist(m.Freelist); err != nil {
 			return err
 		}
 	}
-	return w.visit(m.root, 0)
+	return w.visit(m.Root, 0)
 }
 
 func (w *walker) read(id uint64) ([]byte, error) {
