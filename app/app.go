@@ -40,6 +40,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/metrics"
+	"github.com/accordsai/accords-mcp/platform/privdir"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/platform/tracing"
 	"github.com/accordsai/accords-mcp/platform/version"
@@ -137,6 +138,12 @@ func Open(cfg config.Config, logger *slog.Logger, options ...Option) (*App, erro
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	// The server writes its state, key, index and socket in the database
+	// folder: one that other users may write to is refused before
+	// anything in it is touched (the store creates a missing one 0700).
+	if err := privdir.Check(filepath.Dir(cfg.DBPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	// A backup or restore killed midway leaves a temporary copy of the
 	// database (tens of megabytes) beside it.

@@ -19,6 +19,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/platform/config"
+	"github.com/accordsai/accords-mcp/platform/privdir"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport/frontend"
@@ -164,8 +165,10 @@ func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) er
 		// not start another.
 		return fmt.Errorf("refusing to start a daemon from a process started as one (%s is set)", spawnedMarker)
 	}
-	if err := os.MkdirAll(dirOf(cfg.DBPath), 0o700); err != nil {
-		return fmt.Errorf("create the database folder: %w", err)
+	// The log is created in the database folder: it must be private
+	// (the caller's owner lock has made sure of it already).
+	if err := privdir.Ensure(dirOf(cfg.DBPath)); err != nil {
+		return fmt.Errorf("the database folder: %w", err)
 	}
 	logPath := DaemonLogPath(cfg.DBPath)
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxDaemonLog {

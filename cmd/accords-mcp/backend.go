@@ -76,7 +76,9 @@ func openBackend(ctx context.Context, env *environment, cfg config.Config) (admi
 	switch {
 	case err == nil:
 		return c.Ops(), where{remote: true, daemon: st, socket: sock}, c.Close, nil
-	case errors.Is(err, control.ErrRefused):
+	case errors.Is(err, control.ErrRefused), errors.Is(err, control.ErrUntrusted):
+		// Another user's daemon, or a socket that may be another user's:
+		// the command neither uses it nor opens the database behind it.
 		c.Close()
 		return nil, where{}, nil, err
 	}

@@ -225,7 +225,7 @@ func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger
 	switch {
 	case errors.Is(err, control.ErrNotRunning):
 		return unlock, nil
-	case errors.Is(err, control.ErrRefused):
+	case errors.Is(err, control.ErrRefused), errors.Is(err, control.ErrUntrusted):
 		unlock()
 		return nil, err
 	case err != nil:

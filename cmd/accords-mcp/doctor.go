@@ -76,8 +76,11 @@ func doctorResults(ctx context.Context, env *environment, cfg config.Config, sco
 	rs := doctor.Files(cfg, sock)
 	b, w, closeFn, err := openBackend(ctx, env, cfg)
 	if err != nil {
-		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL, Detail: err.Error(),
-			Hint: "run doctor as the user the daemon runs as"})
+		hint := "run doctor as the user the daemon runs as"
+		if errors.Is(err, control.ErrUntrusted) {
+			hint = "the socket or its folder may be another user's: keep the database in a folder of your own (ACCORDS_MCP_DB)"
+		}
+		return append(rs, doctor.Result{Check: "daemon", Status: doctor.FAIL, Detail: err.Error(), Hint: hint})
 	}
 	defer closeFn()
 	if w.remote {

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/doctor"
+	"github.com/accordsai/accords-mcp/platform/privdir"
 )
 
 // ErrNotRunning means no daemon listens on the socket (no socket file, or
@@ -27,6 +30,11 @@ var ErrNotRunning = errors.New("no daemon is running")
 
 // ErrRefused means the daemon refused this process (another uid).
 var ErrRefused = errors.New("refused by the daemon")
+
+// ErrUntrusted means the socket may not belong to this user's daemon: its
+// folder or file is another user's, or the folder is writable by others,
+// or the process listening on it runs as another user. Nothing was sent.
+var ErrUntrusted = errors.New("refusing to use the control socket")
 
 // Client talks to a daemon's control socket.
 type Client struct {
@@ -45,18 +53,83 @@ func NewClient(path string) *Client {
 	return &Client{path: path, hc: &http.Client{Transport: tr}}
 }
 
+// dial connects to the daemon's socket, after making sure it is this
+// user's: what a client sends first (a launch's hello carries its Vault
+// token) must reach no one else. The socket's folder and file must belong
+// to this user (or root) and the folder be writable by no one else, which
+// also keeps another user from putting a socket in its place; once
+// connected, the listening process itself must run as this user (or root).
 func dial(ctx context.Context, path string) (net.Conn, error) {
+	if err := checkSocketPath(path); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	switch {
 	case err == nil:
-		return c, nil
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 		return nil, fmt.Errorf("%w (%s: %w)", ErrNotRunning, path, err)
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return nil, fmt.Errorf("%w: %s is not accessible to uid %d (the socket and its folder belong to the daemon's user; run the command as that user): %w", ErrRefused, path, os.Getuid(), err)
+		return nil, notAccessible(path, err)
+	default:
+		return nil, err
 	}
-	return nil, err
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("%w %s: not a Unix socket connection", ErrUntrusted, path)
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w %s: the credentials of the process listening on it cannot be read (%w); nothing was sent", ErrUntrusted, path, err)
+	}
+	if !privdir.Trusted(uid) {
+		c.Close()
+		return nil, fmt.Errorf("%w %s: the process listening on it runs as uid %d, not as this user (uid %d), so it is not this user's daemon and would receive what this process sends (its Vault token); nothing was sent. Keep the database in a folder of your own (ACCORDS_MCP_DB)",
+			ErrUntrusted, path, uid, os.Getuid())
+	}
+	return c, nil
+}
+
+// checkSocketPath checks the socket's folder (privdir.Check) and the
+// socket file's owner before anything connects. A missing folder or socket
+// is ErrNotRunning.
+func checkSocketPath(path string) error {
+	dir := filepath.Dir(path)
+	err := privdir.Check(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w (%s: %w)", ErrNotRunning, path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return notAccessible(path, err)
+	case errors.Is(err, privdir.ErrUnsafe):
+		return fmt.Errorf("%w %s: %w; nothing was sent", ErrUntrusted, path, err)
+	case err != nil:
+		return err
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w (%s: %w)", ErrNotRunning, path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return notAccessible(path, err)
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSocket == 0:
+		// A left-over file: no daemon listens there (one that starts
+		// says to move it away).
+		return fmt.Errorf("%w (%s is not a socket)", ErrNotRunning, path)
+	}
+	if uid, ok := privdir.Owner(fi); ok && !privdir.Trusted(uid) {
+		return fmt.Errorf("%w %s: it belongs to uid %d, not to this user (uid %d); nothing was sent. Keep the database in a folder of your own (ACCORDS_MCP_DB)",
+			ErrUntrusted, path, uid, os.Getuid())
+	}
+	return nil
+}
+
+func notAccessible(path string, err error) error {
+	return fmt.Errorf("%w: %s is not accessible to uid %d (the socket and its folder belong to the daemon's user; run the command as that user): %w", ErrRefused, path, os.Getuid(), err)
 }
 
 // Path is the socket.

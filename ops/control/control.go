@@ -20,11 +20,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/ops/admin"
+	"github.com/accordsai/accords-mcp/platform/privdir"
 	"github.com/accordsai/accords-mcp/store"
 )
 
@@ -267,11 +270,36 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // ErrInUse means a live daemon already answers on the socket.
 var ErrInUse = errors.New("control socket is in use by a running daemon")
 
-// Listen creates the socket at path with mode 0600. A socket file left by a
-// daemon that died is removed; a socket a live daemon answers on, or any
-// file that is not a socket, is left alone and reported. Connections from
-// another uid than this process's are answered with 403 and closed.
-func Listen(path string) (net.Listener, error) {
+// Listener is the control socket. It accepts only connections from this
+// process's uid (others are answered with 403 and closed), and can bind
+// its path again when the socket file was removed (Rebind).
+type Listener struct {
+	path string
+	uid  int
+
+	mu     sync.Mutex
+	cur    *net.UnixListener
+	closed bool
+}
+
+// Listen creates the socket at path with mode 0600, in a folder that must
+// be private (privdir.Check: this user's or root's, writable by no one
+// else). A socket file left by a daemon that died is removed; a socket a
+// live daemon answers on, or any file that is not a socket, is left alone
+// and reported. Connections from another uid than this process's are
+// answered with 403 and closed.
+func Listen(path string) (*Listener, error) {
+	ul, err := bind(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Listener{path: path, uid: os.Getuid(), cur: ul}, nil
+}
+
+func bind(path string) (*net.UnixListener, error) {
+	if err := privdir.Check(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSocket == 0 {
 			return nil, fmt.Errorf("%s exists and is not a socket; move it away", path)
@@ -284,7 +312,7 @@ func Listen(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale control socket %s: %w", path, err)
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
 	}
@@ -292,32 +320,75 @@ func Listen(path string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("restrict control socket %s: %w", path, err)
 	}
-	return &peerListener{Listener: ln, uid: os.Getuid()}, nil
+	return ln, nil
 }
 
-// peerListener accepts only connections from uid.
-type peerListener struct {
-	net.Listener
-	uid int
+// Path is the socket file.
+func (l *Listener) Path() string { return l.path }
+
+// Rebind binds a new socket at the path, under Listen's rules, and accepts
+// on it from now on; the old one is closed without removing what the path
+// names now. It is for a socket file that was removed or replaced:
+// connections already accepted go on.
+func (l *Listener) Rebind() error {
+	ul, err := bind(l.path)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		ul.Close()
+		return net.ErrClosed
+	}
+	old := l.cur
+	l.cur = ul
+	l.mu.Unlock()
+	// Closing would otherwise unlink the path, which is the new socket's.
+	old.SetUnlinkOnClose(false)
+	return old.Close()
 }
 
-func (l *peerListener) Accept() (net.Conn, error) {
+// Accept returns the next connection from this process's uid.
+func (l *Listener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		l.mu.Lock()
+		ln := l.cur
+		l.mu.Unlock()
+		c, err := ln.AcceptUnix()
 		if err != nil {
+			l.mu.Lock()
+			rebound := l.cur != ln && !l.closed
+			l.mu.Unlock()
+			if rebound {
+				continue
+			}
 			return nil, err
 		}
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			c.Close()
-			continue
-		}
-		uid, err := peerUID(uc)
+		uid, err := peerUID(c)
 		if err == nil && uid == l.uid {
 			return c, nil
 		}
 		go refuse(c, l.uid, uid, err)
 	}
+}
+
+// Close closes the socket and removes its file.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return net.ErrClosed
+	}
+	l.closed = true
+	return l.cur.Close()
+}
+
+// Addr is the socket's address.
+func (l *Listener) Addr() net.Addr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur.Addr()
 }
 
 // refuse answers a connection from another user with a 403 that says why,

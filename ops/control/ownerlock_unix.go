@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/accordsai/accords-mcp/platform/privdir"
 )
 
 // OwnerLockPath is the lock file serialising who becomes the owner of
@@ -21,8 +23,12 @@ func OwnerLockPath(dbPath string) string { return dbPath + ".owner.lock" }
 // lock is an flock on the lock file, released by the kernel if the
 // process dies.
 func LockOwner(ctx context.Context, dbPath string) (unlock func(), err error) {
-	// The database folder is created 0700, as the database would create it.
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+	// The database folder is created 0700, as the database would create it,
+	// and must be private before anything is created in it (privdir).
+	if err := privdir.Ensure(filepath.Dir(dbPath)); err != nil {
+		if errors.Is(err, privdir.ErrUnsafe) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("create the database folder: %w", err)
 	}
 	f, err := os.OpenFile(OwnerLockPath(dbPath), os.O_RDWR|os.O_CREATE, 0o600)

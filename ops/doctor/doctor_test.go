@@ -74,3 +74,23 @@ func TestIndexCheckRebuilding(t *testing.T) {
 	}})
 	assert.NotEqual(t, OK, r.Status)
 }
+
+// TestFilesFlagsAnotherUsersFiles: a database folder or socket another
+// user owns may hold what that user put there, whatever its mode.
+func TestFilesFlagsAnotherUsersFiles(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give files to another user (chown)")
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	db := filepath.Join(dir, "accords.db")
+	require.NoError(t, os.WriteFile(db, []byte("x"), 0o600))
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	require.NoError(t, os.Chown(db, 65534, 65534))
+	var b bytes.Buffer
+	Write(&b, Files(cfgAt(db), db+".sock"))
+	out := b.String()
+	assert.Contains(t, out, "FAIL  db folder")
+	assert.Contains(t, out, dir+" belongs to uid 65534")
+	assert.Contains(t, out, "FAIL  db file")
+}
