@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -48,6 +49,7 @@ type Owner struct {
 	idle     *time.Timer
 	stop     chan struct{}
 	reason   string
+	err      error
 }
 
 // ErrShuttingDown is what an attach gets while the daemon stops.
@@ -117,18 +119,22 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 	w.mu.Lock()
 	w.armIdleLocked()
 	w.mu.Unlock()
-	go w.watchSocket(ctx)
+	go w.watchSocket(ctx, ln)
 	a.Logger.Info("control socket listening", "socket", path, "mode", o.Mode)
 	return w, nil
 }
 
 // socketCheck is how often the daemon checks that its socket is still
-// there.
-const socketCheck = 5 * time.Second
+// there: one lstat.
+const socketCheck = time.Second
 
-// watchSocket stops the daemon when its socket file is removed or replaced
-// (the database folder deleted, say): nobody can reach it any more.
-func (w *Owner) watchSocket(ctx context.Context) {
+// watchSocket keeps the socket file in place. When it is removed or
+// replaced, the daemon binds it again and logs so, as long as the
+// database file it serves is still the one at its path (bbolt); when it
+// cannot (the folder was deleted, another process answers there, the
+// database file is gone), the daemon stops with that error, which makes it
+// exit non-zero: a supervisor (systemd's Restart=on-failure) restarts it.
+func (w *Owner) watchSocket(ctx context.Context, ln *control.Listener) {
 	fi, err := os.Lstat(w.path)
 	if err != nil {
 		return
@@ -142,11 +148,22 @@ func (w *Owner) watchSocket(ctx context.Context) {
 		case <-t.C:
 		}
 		now, err := os.Lstat(w.path)
-		if err != nil || !os.SameFile(fi, now) {
-			w.a.Logger.Warn("the control socket was removed or replaced; stopping", "socket", w.path)
-			w.requestStop("socket removed")
+		if err == nil && os.SameFile(fi, now) {
+			continue
+		}
+		err = w.a.DB.OnDisk()
+		if err == nil {
+			err = ln.Rebind()
+		}
+		if err == nil {
+			fi, err = os.Lstat(w.path)
+		}
+		if err != nil {
+			w.a.Logger.Error("the control socket was removed or replaced and cannot be bound again; stopping", "socket", w.path, "error", err.Error())
+			w.fail(fmt.Errorf("the control socket %s was removed or replaced and cannot be bound again: %w", w.path, err))
 			return
 		}
+		w.a.Logger.Warn("the control socket was removed or replaced; bound it again", "socket", w.path)
 	}
 }
 
@@ -185,12 +202,32 @@ func (w *Owner) attach(_ context.Context, h control.Hello) (control.Welcome, fun
 func (w *Owner) requestStop(reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopLocked(reason, nil)
+}
+
+// fail stops the daemon because it cannot go on serving: Err returns err.
+func (w *Owner) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopLocked(err.Error(), err)
+}
+
+func (w *Owner) stopLocked(reason string, err error) {
 	if w.reason != "" {
 		return
 	}
 	w.reason = reason
+	w.err = err
 	w.closing = true
 	close(w.stop)
+}
+
+// Err is why the daemon stopped when it had to (its socket could not be
+// bound again); nil when it was asked to stop or has not stopped.
+func (w *Owner) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 func (w *Owner) setClients(n int) {

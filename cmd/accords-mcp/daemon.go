@@ -196,6 +196,11 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	err = serve(sctx, a)
 	if own != nil {
 		own.Close(config.ShutdownGrace)
+		if err == nil {
+			// Stopped because it could not go on (its socket): a failure,
+			// so that a supervisor restarts it.
+			err = own.Err()
+		}
 	}
 	if err != nil {
 		logger.Error("server stopped", "error", err.Error())
