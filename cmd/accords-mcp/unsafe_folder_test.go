@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +21,12 @@ func TestServerRefusesAFolderOthersMayWrite(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o777))
 	vars := map[string]string{"ACCORDS_MCP_DB": filepath.Join(dir, "accords.db")}
 	for _, args := range [][]string{{"daemon"}, {"serve", "--http", "127.0.0.1:0"}, {"catalog", "list"}} {
-		code, _, errOut := runCmd(t, vars, args...)
+		// A hang guard: a server that starts runs until its context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		env, _, errb := opsEnv(vars, "")
+		code := run(ctx, env, args)
+		cancel()
+		errOut := errb.String()
 		assert.Equal(t, 1, code, "%v: %s", args, errOut)
 		assert.Contains(t, errOut, "unsafe database folder", "%v", args)
 		assert.Contains(t, errOut, "chmod 700 "+dir, "%v", args)
