@@ -34,7 +34,7 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	cat, err := catalog.Open(context.Background(), db, filepath.Join(t.TempDir(), "index"), catalog.Options{})
 	require.NoError(t, err)
 	f := &remoteFixture{vars: map[string]string{}, cat: cat}
-	f.svc = remote.New(db, remote.FromCatalog(cat), remote.Options{Getenv: func(k string) string { return f.vars[k] }})
+	f.svc = remote.New(db, remote.FromCatalog(cat), remote.Options{Getenv: func(k string) string { return f.vars[k] }, TokenEnvAllow: []string{"TEAM_TOKEN"}})
 	t.Cleanup(func() {
 		f.svc.Close()
 		cat.Close()
@@ -118,6 +118,8 @@ func TestRemoteToolsValidation(t *testing.T) {
 		{"vaultclaw_catalog_source_upsert", map[string]any{"source": map[string]any{"source_id": "s", "index_url": "https://x/i", "enabled": "yes"}}, "MCP_VALIDATION_ERROR", "source.enabled"},
 		{"vaultclaw_catalog_source_upsert", map[string]any{"source": map[string]any{"source_id": "s", "index_url": "ftp://x/i"}}, "MCP_CATALOG_SCHEMA_INVALID", "source.index_url"},
 		{"vaultclaw_catalog_source_upsert", map[string]any{}, "MCP_VALIDATION_ERROR", "source"},
+		// A variable the operator did not allow (issue 37, finding 4).
+		{"vaultclaw_catalog_source_upsert", map[string]any{"source": map[string]any{"source_id": "s", "index_url": "https://x/i", "auth_mode": "BEARER_ENV", "auth_env_var": "GITHUB_TOKEN"}}, "MCP_VALIDATION_ERROR", "source.auth_env_var"},
 		{"vaultclaw_catalog_source_delete", map[string]any{}, "MCP_VALIDATION_ERROR", "source_id"},
 		{"vaultclaw_cookbooks_remote_list", map[string]any{}, "MCP_VALIDATION_ERROR", "source_id"},
 		{"vaultclaw_cookbook_remote_install", map[string]any{"source_id": "s"}, "MCP_VALIDATION_ERROR", "cookbook_id"},

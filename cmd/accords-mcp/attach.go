@@ -121,10 +121,12 @@ func (d *dialer) attach(ctx context.Context, c *control.Client) (io.ReadWriteClo
 // so that nothing started that way can start another.
 const spawnedMarker = "ACCORDS_MCP_SPAWNED_DAEMON"
 
-// daemonEnv is the environment of a daemon a launch starts: this one's,
-// without what belongs to this launch only (its view and its Vault
-// session, which it hands over per connection instead: the daemon outlives
-// it and serves others).
+// daemonEnv is the environment of a daemon a launch starts: what the
+// server reads and the OS and runtime need (config.DaemonInherits), without
+// what belongs to this launch only (its view and its Vault session, which
+// it hands over per connection instead). The daemon outlives the launch
+// and serves other clients, so nothing else of this launch's environment
+// (other programs' credentials) goes with it.
 func daemonEnv(cfg config.Config) []string {
 	perClient := map[string]bool{
 		"ACCORDS_MCP_READ_ONLY": true, "ACCORDS_MCP_TOOLSETS": true, "ACCORDS_MCP_HTTP_ADDR": true,
@@ -134,7 +136,7 @@ func daemonEnv(cfg config.Config) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if !perClient[k] {
+		if cfg.DaemonInherits(k) && !perClient[k] {
 			out = append(out, kv)
 		}
 	}

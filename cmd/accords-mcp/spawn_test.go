@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -20,10 +21,17 @@ func TestNoDaemonFromATestBinary(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "test binary")
 
+	t.Setenv("OPENAI_API_KEY", "sk-launcher-only")
+	t.Setenv("TEAM_CATALOG_TOKEN", "team-token")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	cfg.RemoteTokenEnvAllow = []string{"TEAM_CATALOG_TOKEN"}
 	env := daemonEnv(cfg)
 	assert.Contains(t, env, spawnedMarker+"=1", "a daemon is marked as started by a launch")
+	assert.Contains(t, env, "TEAM_CATALOG_TOKEN=team-token", "an allowed source token goes with it")
+	assert.Contains(t, env, "XDG_CONFIG_HOME="+os.Getenv("XDG_CONFIG_HOME"), "what the runtime reads goes with it")
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		assert.NotContains(t, []string{"VC_AGENT_TOKEN", "ACCORDS_MCP_READ_ONLY", "ACCORDS_MCP_TOOLSETS"}, k, "the launch's own settings stay with it")
+		assert.NotEqual(t, "OPENAI_API_KEY", k, "other programs' credentials stay with the launch")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accordsai/accords-mcp/platform/ident"
 	"github.com/accordsai/accords-mcp/platform/profiling"
 )
 
@@ -52,7 +53,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_TIMEOUT_MS", "20000", "time limit of one remote catalog request, body included"},
-	{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "(any name outside ACCORDS_MCP_*, VC_*)", "comma-separated environment variables a BEARER_ENV catalog source may name as its token"},
+	{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "(none: BEARER_ENV sources are refused)", "comma-separated environment variables a BEARER_ENV catalog source may name as its token; only these reach a daemon a stdio launch starts (ACCORDS_MCP_*, VC_* and VAULT_UNIX_SOCKET cannot be listed)"},
 	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr; debug also shows the go-sdk's per-request logs)"},
 	{"ACCORDS_MCP_CATALOG_DIR", "<user config dir>/accords-mcp/catalog", "the previous accords-mcp's catalog folder: read by import-legacy, and a first start with a new database logs how to import it"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
@@ -286,10 +287,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.readStore(get); err != nil {
 		return c, err
 	}
-	for name := range strings.SplitSeq(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
+	for _, name := range SplitList(get("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW")) {
+		if err := checkTokenVarName(name); err != nil {
+			return c, fmt.Errorf("ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW: %w", err)
 		}
+		c.RemoteTokenEnvAllow = append(c.RemoteTokenEnvAllow, name)
 	}
 	if err := c.readTransportLimits(get); err != nil {
 		return c, err
@@ -306,6 +308,29 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.Tracing = tr
 	return c, nil
+}
+
+// EnvVarName is the shape of an environment variable's name.
+var EnvVarName = ident.New("A-Za-z_", "A-Za-z0-9_", 128)
+
+// ServerOwnedVar reports whether name is one of the server's own variables
+// (its configuration and its secrets: ACCORDS_MCP_*, VC_*,
+// VAULT_UNIX_SOCKET), which a catalog source may never send anywhere.
+func ServerOwnedVar(name string) bool {
+	up := strings.ToUpper(name)
+	return strings.HasPrefix(up, "ACCORDS_MCP_") || strings.HasPrefix(up, "VC_") || up == "VAULT_UNIX_SOCKET"
+}
+
+// checkTokenVarName checks one entry of ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW:
+// an environment variable's name, not one of the server's own.
+func checkTokenVarName(name string) error {
+	if !EnvVarName.Valid(name) {
+		return fmt.Errorf("%q is not an environment variable name (%s)", name, EnvVarName)
+	}
+	if ServerOwnedVar(name) {
+		return fmt.Errorf("%s is one of the server's own variables and can never be sent to a catalog source", name)
+	}
+	return nil
 }
 
 // resolvePaths defaults the database path and roots the HTTP path.

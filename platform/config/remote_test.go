@@ -42,6 +42,12 @@ func TestRemoteLimits(t *testing.T) {
 			assert.Contains(t, err.Error(), k)
 		}
 	}
+	// The allow-list is checked at start: names only, never the server's own.
+	for _, bad := range []string{"VC_AGENT_TOKEN", "ACCORDS_MCP_SECRET_KEY", "vault_unix_socket", "A-B", "1TOKEN"} {
+		_, err := FromEnv(env(map[string]string{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW": "TEAM_TOKEN," + bad}))
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW")
+	}
 	names := map[string]bool{}
 	for _, v := range Vars {
 		names[v.Name] = true

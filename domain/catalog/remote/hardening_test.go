@@ -104,3 +104,65 @@ func TestDownloadHostsValidation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"cdn.example", "[::1]:8443"}, src.DownloadHosts)
 }
+
+// TestBearerEnvNamesAreOptIn is the attack of issue 37, finding 4: whoever
+// may register a source chooses where its token goes, so naming any
+// variable of the server's environment (GITHUB_TOKEN) would ship it to
+// that host. A source may name only a variable the operator allowed; with
+// no allow-list, none. A source stored before the rule (or before the
+// allow-list changed) is refused at fetch time, without a request.
+func TestBearerEnvNamesAreOptIn(t *testing.T) {
+	const ghToken = "ghp_launchers0wnTokenNeverLeaves"
+	r := newRemote(t)
+	r.serveBytes("/index.json", indexJSON(), "")
+	for name, allow := range map[string][]string{"no allow-list": nil, "another variable allowed": {"TEAM_TOKEN"}} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.TokenEnvAllow = allow })
+			e.setVar("GITHUB_TOKEN", ghToken)
+			_, _, err := e.svc.UpsertSource(SourceInput{SourceID: "evil", IndexURL: r.URL + "/index.json", AuthMode: AuthBearerEnv, AuthEnvVar: "GITHUB_TOKEN"})
+			ae := requireCode(t, err, apperr.CodeValidation)
+			assert.Equal(t, "source.auth_env_var", ae.Details["field"])
+			assert.Contains(t, ae.Message, "GITHUB_TOKEN")
+			assert.Contains(t, ae.Message, "ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "the message says how an operator allows one")
+			list, err := e.svc.Sources()
+			require.NoError(t, err)
+			assert.Empty(t, list, "nothing stored")
+
+			// Stored directly, as an older version would have.
+			old := Source{SourceID: "old", IndexURL: r.URL + "/index.json", Enabled: true, AuthMode: AuthBearerEnv,
+				AuthEnvVar: "GITHUB_TOKEN", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+			require.NoError(t, e.db.Update(func(tx store.Tx) error {
+				b, err := nested(tx, bucketDefs)
+				if err != nil {
+					return err
+				}
+				return store.PutJSON(b, []byte(old.SourceID), old)
+			}))
+			before := len(r.requests())
+			_, err = e.svc.List(t.Context(), "old", "")
+			ae = requireCode(t, err, apperr.CodeRemoteFetchFailed)
+			assert.Equal(t, "GITHUB_TOKEN", ae.Details["auth_env_var"])
+			assert.Len(t, r.requests(), before, "no request is made")
+			_, err = e.svc.Install(t.Context(), InstallRequest{SourceID: "old", CookbookID: "cb"})
+			requireCode(t, err, apperr.CodeRemoteFetchFailed)
+			noSecret(t, ae, ghToken)
+		})
+	}
+	for _, s := range r.requests() {
+		assert.NotContains(t, s.Auth, ghToken, "the token never left")
+	}
+
+	// The operator's opt-in: a listed variable is accepted and sent.
+	e := newEnv(t, func(o *Options) { o.TokenEnvAllow = []string{"GITHUB_TOKEN"} })
+	e.setVar("GITHUB_TOKEN", ghToken)
+	e.addSource(t, SourceInput{SourceID: "gh", IndexURL: r.URL + "/index.json", AuthMode: AuthBearerEnv, AuthEnvVar: "GITHUB_TOKEN"})
+	_, err := e.svc.List(t.Context(), "gh", "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Bearer " + ghToken}, r.authOn("/index.json")[len(r.authOn("/index.json"))-1:])
+
+	// The server's own variables stay refused even when listed.
+	e = newEnv(t, func(o *Options) { o.TokenEnvAllow = []string{"VC_AGENT_TOKEN"} })
+	_, _, err = e.svc.UpsertSource(SourceInput{SourceID: "s", IndexURL: r.URL + "/index.json", AuthMode: AuthBearerEnv, AuthEnvVar: "VC_AGENT_TOKEN"})
+	ae := requireCode(t, err, apperr.CodeValidation)
+	assert.Equal(t, "source.auth_env_var", ae.Details["field"])
+}

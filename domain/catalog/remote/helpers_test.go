@@ -71,6 +71,9 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	e := &env{db: db, cat: &faultCatalog{Catalog: FromCatalog(cat), cat: cat}, vars: map[string]string{}, now: time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)}
 	opts := Options{
 		Timeout: 5 * time.Second,
+		// The variables the tests' BEARER_ENV sources name, as an operator
+		// would list them.
+		TokenEnvAllow: []string{"TEAM_TOKEN", "TOK"},
 		Getenv: func(k string) string {
 			e.mu.Lock()
 			defer e.mu.Unlock()

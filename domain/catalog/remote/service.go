@@ -25,8 +25,9 @@ type Options struct {
 	MaxBundleBytes int64
 	// Timeout bounds one HTTP exchange, body included.
 	Timeout time.Duration
-	// TokenEnvAllow, when non-empty, lists the only environment variables a
-	// BEARER_ENV source may name.
+	// TokenEnvAllow lists the only environment variables a BEARER_ENV
+	// source may name (ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW); empty allows
+	// none. The server's own variables are refused even when listed.
 	TokenEnvAllow []string
 	// Getenv reads bearer tokens at request time (os.Getenv by default).
 	Getenv func(string) string
@@ -73,10 +74,18 @@ func (s *Service) Limits() (maxIndex, maxBundle int64, timeout time.Duration) {
 }
 
 // token reads the source's bearer token at request time. The value is never
-// stored, logged or returned; only the variable name appears in errors.
+// stored, logged or returned; only the variable name appears in errors. The
+// name is checked against the allow-list in force now, so a source stored
+// before the list changed (or by an older version) reads nothing it no
+// longer may.
 func (s *Service) token(src Source) (string, error) {
 	if src.AuthMode != AuthBearerEnv {
 		return "", nil
+	}
+	if err := s.opts.checkTokenVar(src.AuthEnvVar); err != nil {
+		ae := apperr.As(err)
+		return "", apperr.New(apperr.CodeRemoteFetchFailed, "the bearer env var of this source is not allowed; re-register the source with a variable listed in ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW").
+			With("source_id", src.SourceID).With("auth_env_var", src.AuthEnvVar).With("reason", ae.Message)
 	}
 	tok := strings.TrimSpace(s.opts.Getenv(src.AuthEnvVar))
 	if tok == "" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/ident"
 	"github.com/accordsai/accords-mcp/store"
 )
@@ -32,9 +33,6 @@ var (
 	bucketIndexBody  = []byte("index_body")  // source_id -> raw index bytes
 	bucketInstallLog = []byte("install_log") // cookbook_id@version -> LockRecord
 )
-
-// envVarPattern is the shape of an environment variable's name.
-var envVarPattern = ident.New("A-Za-z_", "A-Za-z0-9_", 128)
 
 // Source is one configured remote catalog. It never holds a token: with
 // BEARER_ENV only the name of the environment variable is stored.
@@ -92,9 +90,8 @@ func parseHTTPURL(raw string) (*url.URL, bool) {
 }
 
 // normalize validates in and builds the record to store (times left zero).
-// The policy refuses to let a source read the server's own secrets as a
-// bearer token: an agent could otherwise register an attacker's index URL
-// with auth_env_var=VC_AGENT_TOKEN and have the server ship the token away.
+// A BEARER_ENV source may name only an operator-allowed variable
+// (checkTokenVar).
 func (s *Service) normalize(in SourceInput) (Source, error) {
 	src := Source{
 		SourceID:   strings.TrimSpace(in.SourceID),
@@ -138,7 +135,7 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 		if src.AuthEnvVar == "" {
 			return Source{}, schemaInvalid("source.auth_env_var", "source.auth_env_var is required for BEARER_ENV")
 		}
-		if !envVarPattern.Valid(src.AuthEnvVar) {
+		if !config.EnvVarName.Valid(src.AuthEnvVar) {
 			return Source{}, apperr.Validation("source.auth_env_var", "source.auth_env_var must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 		}
 		if err := s.opts.checkTokenVar(src.AuthEnvVar); err != nil {
@@ -154,25 +151,25 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 	return src, nil
 }
 
-// reservedTokenVar reports whether name is one of the server's own secrets
-// (or its configuration), which a source must never send anywhere.
-func reservedTokenVar(name string) bool {
-	up := strings.ToUpper(name)
-	return strings.HasPrefix(up, "ACCORDS_MCP_") || strings.HasPrefix(up, "VC_") || up == "VAULT_UNIX_SOCKET"
-}
-
+// checkTokenVar enforces that BEARER_ENV names are opt-in: a source may
+// name only a variable the operator listed in
+// ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW, and never one of the server's own.
+// Whoever may register a source chooses the URL the token goes to, so an
+// open choice would let a caller ship any variable of the server's
+// environment (GITHUB_TOKEN, a cloud key) to a host of its choosing.
 func (o Options) checkTokenVar(name string) error {
-	if reservedTokenVar(name) {
+	if config.ServerOwnedVar(name) {
 		return apperr.Validation("source.auth_env_var", "source.auth_env_var %s is reserved for the server's own configuration and cannot be sent to a catalog source", name)
-	}
-	if len(o.TokenEnvAllow) == 0 {
-		return nil
 	}
 	if slices.Contains(o.TokenEnvAllow, name) {
 		return nil
 	}
-	return apperr.Validation("source.auth_env_var", "source.auth_env_var %s is not in ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", name).
-		With("allowed", o.TokenEnvAllow)
+	if len(o.TokenEnvAllow) == 0 {
+		return apperr.Validation("source.auth_env_var", "source.auth_env_var %s is not allowed: a BEARER_ENV source may name only a variable the operator lists in ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW, and none is listed", name).
+			With("allowed", []string{}).With("allow_env_var", "ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW")
+	}
+	return apperr.Validation("source.auth_env_var", "source.auth_env_var %s is not allowed: a BEARER_ENV source may name only a variable listed in ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", name).
+		With("allowed", o.TokenEnvAllow).With("allow_env_var", "ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW")
 }
 
 // UpsertSource creates or replaces a source (whole record, no merge). created
