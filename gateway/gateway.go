@@ -136,7 +136,7 @@ func KnownNames() policy.Known {
 	for _, c := range KnownCapabilities {
 		caps[c] = true
 	}
-	var k policy.Known
+	k := policy.Known{Shared: tools.SharedCapabilities}
 	for _, t := range tools.Definitions() {
 		caps[t.Capability] = true
 		k.Tools = append(k.Tools, t.Name)
@@ -188,6 +188,7 @@ func New(o Options) (*Gateway, error) {
 	// The discovery tools come with --dynamic-toolsets, not --toolsets.
 	delete(tsSet, tools.ToolsetDynamic)
 	g.known.Capabilities = slices.Sorted(maps.Keys(capSet))
+	g.known.Shared = tools.SharedCapabilities
 	wantSets := map[string]bool{}
 	for _, ts := range o.Toolsets {
 		ts = strings.TrimSpace(ts)

@@ -74,6 +74,11 @@ func (g *Gateway) refusalIn(ctx context.Context, c *policy.Caller, t tools.Tool)
 		return deny("caller_read_only", "tool %s changes state and caller %s is read-only", t.Name, c.ID)
 	}
 	if t.Capability != tools.CapToolDiscovery && !c.Allows(t.Capability) {
+		if c.Withholds(t.Capability) {
+			return deny("missing_capability", "caller %s lacks capability %s required by %s: it changes the catalog every tenant shares, "+
+				"so \"*\" does not grant it to an HTTP caller; an operator grants it by naming it in the caller's capabilities", c.ID, t.Capability, t.Name).
+				With("shared", true)
+		}
 		return deny("missing_capability", "caller %s lacks capability %s required by %s", c.ID, t.Capability, t.Name)
 	}
 	return nil

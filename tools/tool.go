@@ -127,6 +127,14 @@ const (
 	CapToolDiscovery = "tool_discovery"
 )
 
+// SharedCapabilities are the capabilities whose tools change state every
+// tenant shares: the one catalog (cookbooks, remote sources, installs)
+// that every tenant searches, renders and executes from (D24). "*" grants
+// them to the local stdio caller, the operator, and to anonymous loopback
+// callers, whose tenant is a header any local process may send; an
+// authenticated HTTP caller holds one only when its policy entry names it.
+var SharedCapabilities = []string{CapCatalogWrite, CapRemoteInstall}
+
 // Tool is one tool. Definitions are package-level values built by Define;
 // they need no services, so they can be listed (Definitions) for snapshots
 // and docs. A Registry holds copies bound to the services of Deps.

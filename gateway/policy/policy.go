@@ -39,6 +39,13 @@ const (
 type Known struct {
 	Capabilities []string
 	Tools        []string
+	// Shared are the capabilities whose tools change state every tenant
+	// shares (the one catalog, D24). "*" and an absent list grant them to
+	// the stdio and anonymous callers only: an authenticated HTTP caller
+	// ([[callers]]) holds one only when its list names it, so one tenant's
+	// grant of "everything" never lets it change what another tenant
+	// renders or executes.
+	Shared []string
 }
 
 // Caller is one resolved principal of the policy: the stdio caller, the
@@ -50,20 +57,37 @@ type Caller struct {
 	Tenant string
 	// ReadOnly removes every write tool for this caller.
 	ReadOnly bool
-	caps     map[string]bool // nil: every capability
+	caps     map[string]bool // nil: every capability but the withheld ones
+	// withheld are the shared capabilities "*" did not grant (Known.Shared).
+	withheld map[string]bool
 	limit    ratelimit.Limit
 	tools    map[string]ratelimit.Limit
 }
 
 // Allows reports whether the caller holds capability.
 func (c *Caller) Allows(capability string) bool {
-	return c.caps == nil || c.caps[capability]
+	if c.caps == nil {
+		return !c.withheld[capability]
+	}
+	return c.caps[capability]
 }
 
-// Capabilities returns the granted capabilities sorted, or ["*"].
+// Withholds reports whether the caller lacks capability only because it is
+// shared and "*" does not grant it to this caller: an operator grants it by
+// naming it.
+func (c *Caller) Withholds(capability string) bool {
+	return c.caps == nil && c.withheld[capability]
+}
+
+// Capabilities returns the granted capabilities sorted, or ["*"] followed
+// by "-name" for each shared capability "*" did not grant.
 func (c *Caller) Capabilities() []string {
 	if c.caps == nil {
-		return []string{AllCapabilities}
+		out := []string{AllCapabilities}
+		for _, w := range slices.Sorted(maps.Keys(c.withheld)) {
+			out = append(out, "-"+w)
+		}
+		return out
 	}
 	return slices.Sorted(maps.Keys(c.caps))
 }
@@ -332,7 +356,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 	if f.Version != 0 && f.Version != 1 {
 		return nil, fmt.Errorf("version: unsupported policy version %d (this binary reads version 1)", f.Version)
 	}
-	v := validator{caps: set(known.Capabilities), tools: set(known.Tools)}
+	v := validator{caps: set(known.Capabilities), tools: set(known.Tools), shared: set(known.Shared)}
 	httpBase, err := v.limit("defaults", LimitSpec{f.Defaults.CallsPerMinute, f.Defaults.Burst},
 		ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst})
 	if err != nil {
@@ -390,6 +414,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.withhold(v.shared, cs.Capabilities)
 		p.callers[digest] = c
 		p.byID[cs.ID] = c
 	}
@@ -397,7 +422,23 @@ func (f *File) compile(known Known) (*Policy, error) {
 }
 
 type validator struct {
-	caps, tools map[string]bool
+	caps, tools, shared map[string]bool
+}
+
+// withhold keeps the shared capabilities out of an authenticated caller's
+// "*" (or absent list) unless the list names them.
+func (c *Caller) withhold(shared map[string]bool, listed []string) {
+	if c.caps != nil {
+		return
+	}
+	for cp := range shared {
+		if !slices.Contains(listed, cp) {
+			if c.withheld == nil {
+				c.withheld = map[string]bool{}
+			}
+			c.withheld[cp] = true
+		}
+	}
 }
 
 func set(names []string) map[string]bool {
@@ -428,13 +469,15 @@ func (v validator) principal(where, id string, caps []string, readOnly bool, ten
 		c.caps = map[string]bool{}
 		for _, cp := range caps {
 			if cp == AllCapabilities {
-				c.caps = nil
-				break
+				continue
 			}
 			if len(v.caps) > 0 && !v.caps[cp] {
 				return nil, fmt.Errorf("%s.capabilities: unknown capability %q (known: %s)", where, cp, strings.Join(slices.Sorted(maps.Keys(v.caps)), ", "))
 			}
 			c.caps[cp] = true
+		}
+		if slices.Contains(caps, AllCapabilities) {
+			c.caps = nil
 		}
 	}
 	var err error

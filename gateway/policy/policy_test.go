@@ -187,3 +187,55 @@ deny_if = 'argz.request == 1'
 	_, err = Parse([]byte("[[rules]]\nid = \"x\"\ntools = [\"*\"]\ndeny_if = \"true\"\nbogus = 1\n"), "toml", known)
 	require.ErrorContains(t, err, "unknown keys")
 }
+
+// TestSharedCapabilitiesNeedANamedGrant: the capabilities that change the
+// one catalog every tenant shares are not in an authenticated caller's
+// "*" (nor its absent list); the stdio caller, the operator, and the
+// anonymous loopback caller keep them; naming one grants it (D24).
+func TestSharedCapabilitiesNeedANamedGrant(t *testing.T) {
+	k := Known{Capabilities: []string{"catalog_view", "catalog_write", "remote_install", "vault_read"}, Shared: []string{"catalog_write", "remote_install"}}
+	doc := `
+[stdio]
+capabilities = ["*"]
+[[callers]]
+id = "acme"
+token_sha256 = "` + HashToken("a") + `"
+[[callers]]
+id = "beta"
+token_sha256 = "` + HashToken("b") + `"
+capabilities = ["*"]
+[[callers]]
+id = "ops"
+token_sha256 = "` + HashToken("o") + `"
+capabilities = ["*", "catalog_write"]
+[[callers]]
+id = "publisher"
+token_sha256 = "` + HashToken("p") + `"
+capabilities = ["catalog_view", "remote_install"]
+`
+	p, err := Parse([]byte(doc), "toml", k)
+	require.NoError(t, err)
+	for _, id := range []string{"acme", "beta"} {
+		c, ok := p.Lookup(id)
+		require.True(t, ok)
+		assert.True(t, c.Allows("vault_read"), "%s: the rest of * is granted", id)
+		assert.True(t, c.Allows("catalog_view"), id)
+		for _, shared := range k.Shared {
+			assert.False(t, c.Allows(shared), "%s: * does not grant %s", id, shared)
+			assert.True(t, c.Withholds(shared), id)
+		}
+		assert.Equal(t, []string{"*", "-catalog_write", "-remote_install"}, c.Capabilities())
+	}
+	ops, _ := p.Lookup("ops")
+	assert.True(t, ops.Allows("catalog_write"), "named: granted")
+	assert.False(t, ops.Allows("remote_install"))
+	pub, _ := p.Lookup("publisher")
+	assert.True(t, pub.Allows("remote_install"))
+	assert.False(t, pub.Withholds("catalog_write"), "an explicit list withholds nothing: it grants what it names")
+	assert.True(t, p.Stdio.Allows("catalog_write"), "the local caller is the operator")
+	assert.True(t, p.Anonymous.Allows("remote_install"), "anonymous loopback callers keep *")
+	acme, _ := p.Lookup("acme")
+	assert.NotEqual(t, p.Stdio.ViewKey(), acme.ViewKey(), "different rights, different servers")
+	assert.True(t, Default().Stdio.Allows("catalog_write"))
+	assert.True(t, Default().Anonymous.Allows("catalog_write"))
+}
