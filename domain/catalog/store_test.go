@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/index"
@@ -634,4 +635,36 @@ func TestListPagesByCookbook(t *testing.T) {
 	all, err := e.svc.List(ctx, ListFilter{Limit: 1, After: "zzz"})
 	require.NoError(t, err)
 	assert.Len(t, all, 6, "List ignores paging")
+}
+
+// TestUpsertOnAFullDiskIsRetryable: a write the disk had no room for
+// (ENOSPC, or EDQUOT over quota) is the retryable MCP_STORE_UNAVAILABLE
+// with reason no_space, not MCP_INTERNAL: nothing was committed, and the
+// same upsert succeeds once space is back. The error is injected where a
+// failed bbolt write surfaces, inside the write transaction.
+func TestUpsertOnAFullDiskIsRetryable(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := t.Context()
+			rev := e.svc.Rev()
+			full := &os.PathError{Op: "write", Path: e.dbPath(), Err: errno}
+			_, err := e.svc.Upsert(ctx, sample("full", "1.0.0", 1), UpsertOptions{InTx: func(store.Tx, *UpsertResult) error {
+				return fmt.Errorf("commit: %w", full)
+			}})
+			ae := apperr.As(err)
+			require.NotNil(t, ae)
+			assert.Equal(t, apperr.CodeStoreUnavailable, ae.Code, ae.Message)
+			assert.Equal(t, apperr.CatInternal, ae.Category)
+			assert.True(t, ae.Retryable, "the same write succeeds once space is freed")
+			assert.Equal(t, apperr.ReasonNoSpace, ae.Details["reason"])
+			assert.Equal(t, "upsert cookbook", ae.Details["operation"])
+			assert.Equal(t, rev, e.svc.Rev(), "nothing was committed")
+
+			// Space is back: the same call goes through.
+			r, err := e.svc.Upsert(ctx, sample("full", "1.0.0", 1), UpsertOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, OutcomeCreated, r.Outcome)
+		})
+	}
 }

@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Categories, exactly as clients expect them.
@@ -25,8 +26,9 @@ const (
 const (
 	CodeValidation = "MCP_VALIDATION_ERROR"
 	CodeInternal   = "MCP_INTERNAL"
-	// CodeStoreUnavailable: the shared store (etcd) is out of reach;
-	// nothing was written, and the call may be retried.
+	// CodeStoreUnavailable: the shared store (etcd) is out of reach, or
+	// the disk holding the state is full; nothing was written, and the
+	// call may be retried.
 	CodeStoreUnavailable     = "MCP_STORE_UNAVAILABLE"
 	CodeNetwork              = "MCP_NETWORK_ERROR"
 	CodeSessionNotConfigured = "MCP_SESSION_NOT_CONFIGURED"
@@ -178,11 +180,38 @@ func StoreUnavailable(operation string, cause error) *Error {
 	return e
 }
 
+// ReasonNoSpace is details.reason of a write refused because the disk
+// holding the state is full or the user is over quota.
+const ReasonNoSpace = "no_space"
+
+// noSpace reports a cause that is the file system refusing to grow a file:
+// ENOSPC (disk full) or EDQUOT (quota exceeded). Either passes once space is
+// freed, and neither leaves a partial write behind in the store (bbolt and
+// etcd commit a transaction whole or not at all).
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// NoSpace reports a write the disk had no room for: retryable
+// MCP_STORE_UNAVAILABLE with details.reason no_space, since the same call
+// succeeds once space is freed.
+func NoSpace(operation string, cause error) *Error {
+	e := New(CodeStoreUnavailable, "no space left on the disk holding the state during %s; nothing was changed, free space and try again", operation)
+	e.Retryable = true
+	e.Details["operation"] = operation
+	e.Details["reason"] = ReasonNoSpace
+	e.Cause = cause
+	return e
+}
+
 // Internal reports a failure that is not the caller's fault (a store out
-// of reach is MCP_STORE_UNAVAILABLE instead).
+// of reach, and a full disk, are MCP_STORE_UNAVAILABLE instead).
 func Internal(operation string, cause error) *Error {
 	if isUnavailable(cause) {
 		return StoreUnavailable(operation, cause)
+	}
+	if noSpace(cause) {
+		return NoSpace(operation, cause)
 	}
 	e := New(CodeInternal, "internal error during %s", operation)
 	e.Details["operation"] = operation
