@@ -91,7 +91,9 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		}
 	}
 	warnings := unknownArguments(t.known, args)
-	defer func() { env.Meta.Warnings = warnings }()
+	// The handler's own warnings (on its result or its error) follow those
+	// about the arguments.
+	defer func() { env.Meta.Warnings = append(warnings, env.Meta.Warnings...) }()
 	args, err := validateArgs(t.check, args)
 	if err != nil {
 		return failure(err), nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -235,5 +236,5 @@ func renderTemplate(ctx context.Context, d *Deps, _ *Call, in templateRenderIn) 
 	if err != nil {
 		return Result{}, err
 	}
-	return OK(res)
+	return Result{Data: res, Meta: envelope.Meta{Warnings: res.Warnings}}, nil
 }

@@ -160,3 +160,40 @@ func TestCatalogToolHints(t *testing.T) {
 		assert.False(t, tool.Hints.OpenWorld, "catalog tools never call Vaultclaw")
 	}
 }
+
+// TestTemplateRenderWarnsOfUnknownInputs: inputs the template does not know
+// (`__proto__`, a misspelt key) are ignored, never set in the rendered
+// request, and named in meta.warnings as D21 names unknown arguments; on a
+// render that fails too, where a typo is often why a required input is
+// missing.
+func TestTemplateRenderWarnsOfUnknownInputs(t *testing.T) {
+	reg := catalogRegistry(t)
+	require.Equal(t, true, callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+toolBundle+`}`)["ok"])
+	warnings := func(env map[string]any) []any {
+		w, _ := env["meta"].(map[string]any)["warnings"].([]any)
+		return w
+	}
+
+	env := callCatalog(t, reg, "vaultclaw_template_render",
+		`{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{"url":"https://x","__proto__":{"polluted":true},"constructor":1}}`)
+	require.Equal(t, true, env["ok"], env)
+	assert.Equal(t, []any{
+		`unknown template input "__proto__" is ignored; its inputs: url`,
+		`unknown template input "constructor" is ignored; its inputs: url`,
+	}, warnings(env))
+	rendered, err := json.Marshal(env["data"].(map[string]any)["rendered"])
+	require.NoError(t, err)
+	assert.NotContains(t, string(rendered), "polluted")
+	assert.NotContains(t, string(rendered), "constructor")
+
+	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{"urll":"https://x"},"verbose":true}`)
+	assert.Equal(t, "MCP_TEMPLATE_RENDER_UNRESOLVED", errCode(env))
+	assert.Equal(t, []any{
+		`unknown argument "verbose" is ignored; known here: cookbook_id, inputs, output_kind, template_id, version`,
+		`unknown template input "urll" is ignored; did you mean "url"?`,
+	}, warnings(env), "the arguments' warnings first, then the template's")
+
+	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{"url":"https://x"}}`)
+	require.Equal(t, true, env["ok"], env)
+	assert.NotContains(t, env["meta"], "warnings", "no warnings key when every input is known")
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/accordsai/accords-mcp/platform/suggest"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -118,52 +119,11 @@ func unknownWarning(path, name string, known []string) string {
 	if len(shown) > maxWarnedName {
 		shown = shown[:maxWarnedName] + "..."
 	}
-	if best := closest(name, known); best != "" {
+	if best := suggest.Closest(name, known); best != "" {
 		return fmt.Sprintf("unknown argument %q; did you mean %q?", child(path, shown), child(path, best))
 	}
 	if len(known) == 0 {
 		return fmt.Sprintf("unknown argument %q is ignored; this tool takes no arguments", child(path, shown))
 	}
 	return fmt.Sprintf("unknown argument %q is ignored; known here: %s", child(path, shown), strings.Join(known, ", "))
-}
-
-// closest is the known name nearest to name by edit distance (case
-// folded), when it is near enough to be a slip: at most a third of the
-// name's length, and at least 1 edit allowed; "" otherwise. Ties go to the
-// first in name order.
-func closest(name string, known []string) string {
-	if len(name) > 2*maxWarnedName {
-		return ""
-	}
-	limit := max(1, len(name)/3)
-	best, bestD := "", limit+1
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of two short strings, by
-// bytes (argument names are ASCII). Kept here rather than taken from a
-// library: it is a dozen lines on names of a few dozen bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

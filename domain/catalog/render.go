@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/suggest"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -57,6 +59,11 @@ type RenderResult struct {
 	UsedDefaults    []InputRef     `json:"used_defaults"`
 	SkippedOptional []InputRef     `json:"skipped_optional"`
 	SourceRef       SourceRef      `json:"source_ref"`
+	// Warnings name the inputs the template does not know (neither a
+	// binding's input_key nor a property of its input_schema): they are
+	// ignored, and the caller hears of it in meta.warnings (as D21 does
+	// for unknown arguments) instead of in the data.
+	Warnings []string `json:"-"`
 }
 
 // RenderEntry renders a template entry of bundle b with inputs. It is
@@ -68,7 +75,20 @@ func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) 
 // renderEntry is RenderEntry with the entry's input schema compiled by
 // schema (called only when the entry has one), so a cached template
 // compiles it once.
-func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, schema func() (*jsonschema.Resolved, error)) (*RenderResult, error) {
+func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, schema func() (*jsonschema.Resolved, error)) (res *RenderResult, err error) {
+	warnings := unknownInputs(e, inputs)
+	defer func() {
+		switch {
+		case len(warnings) == 0:
+		case err != nil:
+			// A typo'd input often is why a required one is missing.
+			if ae, ok := err.(*apperr.Error); ok {
+				ae.Warnings = append(ae.Warnings, warnings...)
+			}
+		case res != nil:
+			res.Warnings = warnings
+		}
+	}()
 	if !IsTemplate(e.EntryType) {
 		return nil, apperr.New(apperr.CodeTemplateNotFound, "entry is not a template").With("template_id", e.EntryID).With("entry_type", e.EntryType)
 	}
@@ -95,7 +115,7 @@ func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, 
 	if err != nil {
 		return nil, apperr.Internal("copy template base", err)
 	}
-	res := &RenderResult{MissingInputs: []InputRef{}, UsedDefaults: []InputRef{}, SkippedOptional: []InputRef{}}
+	res = &RenderResult{MissingInputs: []InputRef{}, UsedDefaults: []InputRef{}, SkippedOptional: []InputRef{}}
 	var missing []InputRef
 	effective := map[string]any{}
 	maps.Copy(effective, inputs)
@@ -148,6 +168,66 @@ func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, 
 	res.Rendered = rendered
 	res.SourceRef = SourceRef{CookbookID: b.CookbookID, Version: b.Version, TemplateID: e.EntryID, EntryType: e.EntryType, OutputKind: kind}
 	return res, nil
+}
+
+// Bounds of the unknown-input warnings of one render: a caller sending
+// thousands of junk keys gets a short list and a count, not an echo of its
+// input.
+const (
+	maxInputWarnings = 10
+	maxWarnedInput   = 64
+)
+
+// unknownInputs warns of every input e does not know, in name order: keys
+// that are neither a binding's input_key nor a property of its
+// input_schema. They are never set anywhere in the rendered request (a
+// binding names where each known input goes), whatever their name:
+// "__proto__" is an ordinary unknown key.
+func unknownInputs(e *Entry, inputs map[string]any) []string {
+	if len(inputs) == 0 {
+		return nil
+	}
+	knownSet := map[string]bool{}
+	for _, bd := range e.Bindings {
+		knownSet[bd.InputKey] = true
+	}
+	if props, ok := e.InputSchema["properties"].(map[string]any); ok {
+		for k := range props {
+			knownSet[k] = true
+		}
+	}
+	known := slices.Sorted(maps.Keys(knownSet))
+	var out []string
+	total := 0
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
+		if knownSet[name] {
+			continue
+		}
+		total++
+		if len(out) < maxInputWarnings {
+			out = append(out, inputWarning(name, known))
+		}
+	}
+	if total > maxInputWarnings {
+		out = append(out, fmt.Sprintf("%d more unknown template inputs not listed", total-maxInputWarnings))
+	}
+	return out
+}
+
+// inputWarning is `unknown template input "urll" is ignored; did you mean
+// "url"?`, or lists the template's inputs when none is close.
+func inputWarning(name string, known []string) string {
+	shown := name
+	if len(shown) > maxWarnedInput {
+		shown = shown[:maxWarnedInput] + "..."
+	}
+	if best := suggest.Closest(name, known); best != "" {
+		return fmt.Sprintf("unknown template input %q is ignored; did you mean %q?", shown, best)
+	}
+	if len(known) == 0 {
+		return fmt.Sprintf("unknown template input %q is ignored; this template takes no inputs", shown)
+	}
+	return fmt.Sprintf("unknown template input %q is ignored; its inputs: %s", shown, strings.Join(known, ", "))
 }
 
 func checkShape(kind string, r map[string]any) error {

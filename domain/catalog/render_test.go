@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
@@ -278,4 +279,36 @@ func TestServiceRenderNotFoundCodes(t *testing.T) {
 	res, err := e.svc.Render(t.Context(), RenderRequest{CookbookID: "net.http", TemplateID: "tpl_get", Version: "1.0.0", Inputs: map[string]any{"url": "u"}})
 	require.NoError(t, err)
 	assert.Equal(t, "1.0.0", res.SourceRef.Version)
+}
+
+// Unknown inputs are reported (bounded, in name order, with the closest
+// known input) and never rendered; inputs named by input_schema alone are
+// known.
+func TestRenderWarnsOfUnknownInputs(t *testing.T) {
+	b := mustBundle(t, netHTTP)
+	res, ae := render(t, b, "schema", map[string]any{"n": 2.0, "s": "y", "__proto__": map[string]any{"x": 1.0}, "nn": 1.0}, "")
+	require.Nil(t, ae)
+	assert.Equal(t, []string{
+		`unknown template input "__proto__" is ignored; its inputs: n, s`,
+		`unknown template input "nn" is ignored; did you mean "n"?`,
+	}, res.Warnings)
+	assert.Equal(t, map[string]any{"n": 2.0, "s": "y"}, res.Rendered["request"])
+
+	res, ae = render(t, b, "schema", map[string]any{"n": 2.0}, "")
+	require.Nil(t, ae)
+	assert.Empty(t, res.Warnings)
+
+	many := map[string]any{"url": "u"}
+	for i := range 25 {
+		many[fmt.Sprintf("junk%02d", i)] = true
+	}
+	res, ae = render(t, b, "tpl_get", many, "")
+	require.Nil(t, ae)
+	require.Len(t, res.Warnings, 11)
+	assert.Equal(t, "15 more unknown template inputs not listed", res.Warnings[10])
+
+	_, ae = render(t, b, "tpl_get", map[string]any{"URL": "u"}, "")
+	require.NotNil(t, ae)
+	assert.Equal(t, apperr.CodeTemplateRenderUnresolved, ae.Code)
+	assert.Equal(t, []string{`unknown template input "URL" is ignored; did you mean "url"?`}, ae.Warnings)
 }

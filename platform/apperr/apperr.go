@@ -120,6 +120,10 @@ type Error struct {
 	Retryable bool
 	VaultCode string
 	Details   map[string]any
+	// Warnings are problems beside the failure that the caller should
+	// still hear of (unknown template inputs, say); they go into the
+	// envelope's meta.warnings, not into details.
+	Warnings []string
 	// Cause is kept for logs and errors.Is; it is never serialised.
 	Cause error
 }

@@ -5,6 +5,7 @@ package envelope
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
@@ -105,7 +106,7 @@ func Failure(err error) Envelope {
 	if details == nil {
 		details = map[string]any{}
 	}
-	meta := Meta{VaultCode: ae.VaultCode}
+	meta := Meta{VaultCode: ae.VaultCode, Warnings: slices.Clone(ae.Warnings)}
 	if s, ok := details["request_id"].(string); ok {
 		meta.RequestID = s
 	}
