@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/gateway/ratelimit"
 	"github.com/accordsai/accords-mcp/gateway/rules"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,6 +47,25 @@ func TestDocumentedPolicyExamplesLoad(t *testing.T) {
 	require.NoError(t, err)
 	_, ok = pj.Authenticate("secret")
 	assert.True(t, ok)
+}
+
+// The stdio example in docs/gateway.md raises one tool's burst and lifts
+// another's limit, leaving the other tools that start Vault work at the
+// default.
+func TestDocumentedStdioExample(t *testing.T) {
+	raw, err := os.ReadFile("../docs/gateway.md")
+	require.NoError(t, err)
+	doc := string(raw)
+	i := strings.Index(doc, "```toml\n[stdio.tools.vaultclaw_connector_execute_job]")
+	require.GreaterOrEqual(t, i, 0, "stdio example block")
+	p, err := policy.Parse([]byte(fenced(t, doc[i:], "toml")), "toml", KnownNames())
+	require.NoError(t, err)
+	assert.Equal(t, ratelimit.Limit{PerMinute: policy.DefaultStdioExecuteCallsPerMinute, Burst: 50}, p.Stdio.LimitFor("vaultclaw_connector_execute_job"))
+	assert.True(t, p.Stdio.LimitFor("vaultclaw_plan_execute").Unlimited())
+	def := ratelimit.Limit{PerMinute: policy.DefaultStdioExecuteCallsPerMinute, Burst: policy.DefaultStdioExecuteBurst}
+	assert.Equal(t, def, p.Stdio.LimitFor("vaultclaw_connector_execute"))
+	assert.Equal(t, def, p.Stdio.LimitFor("vaultclaw_passport_email_workflow"))
+	assert.True(t, p.Stdio.LimitFor("vaultclaw_session_status").Unlimited())
 }
 
 // The rule examples in docs/gateway.md compile and decide as the text says.

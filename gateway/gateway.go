@@ -140,6 +140,9 @@ func KnownNames() policy.Known {
 	for _, t := range tools.Definitions() {
 		caps[t.Capability] = true
 		k.Tools = append(k.Tools, t.Name)
+		if t.Effect == tools.Executes {
+			k.Executing = append(k.Executing, t.Name)
+		}
 	}
 	k.Capabilities = slices.Sorted(maps.Keys(caps))
 	return k
@@ -184,6 +187,9 @@ func New(o Options) (*Gateway, error) {
 		capSet[t.Capability] = true
 		tsSet[t.Toolset] = true
 		g.known.Tools = append(g.known.Tools, t.Name)
+		if t.Effect == tools.Executes {
+			g.known.Executing = append(g.known.Executing, t.Name)
+		}
 	}
 	// The discovery tools come with --dynamic-toolsets, not --toolsets.
 	delete(tsSet, tools.ToolsetDynamic)
@@ -214,7 +220,7 @@ func New(o Options) (*Gateway, error) {
 		}
 		return len(wantSets) == 0 || wantSets[t.Toolset]
 	})
-	p := policy.Default()
+	p := policy.Default(g.known)
 	if o.PolicyFile != "" {
 		var err error
 		if p, err = policy.Load(o.PolicyFile, g.known); err != nil {

@@ -66,6 +66,9 @@ type setup struct {
 	dynamic    bool
 	tracer     trace.Tracer
 	shared     bool // the audit log as replicas on etcd open it
+	// vault is the environment session (a simulator's URL and token);
+	// none by default, and then Vault is never reached.
+	vault session.Defaults
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -77,7 +80,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	require.NoError(t, err)
 	keys, err := keyring.New(make([]byte, 32))
 	require.NoError(t, err)
-	sessions := session.New(h.db, keys, session.Defaults{})
+	sessions := session.New(h.db, keys, s.vault)
 	h.key, err = audit.NewKey(make([]byte, audit.KeySize), "test")
 	require.NoError(t, err)
 	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now, Shared: s.shared})

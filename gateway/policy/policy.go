@@ -23,10 +23,18 @@ import (
 	"github.com/accordsai/accords-mcp/platform/ident"
 )
 
-// Defaults for HTTP callers (the stdio caller is unlimited by default).
+// Defaults for HTTP callers (the stdio caller is unlimited by default,
+// except for the tools that start work in Vault).
 const (
 	DefaultCallsPerMinute = 60
 	DefaultBurst          = 20
+	// DefaultStdioExecuteCallsPerMinute and DefaultStdioExecuteBurst limit
+	// the stdio caller's calls of each tool that starts work in Vault
+	// (Known.Executing) unless the [stdio] table sets calls_per_minute or
+	// the tool's own entry: an agent looping on such a call over stdio
+	// stops at this rate instead of filling Vault with pending approvals.
+	DefaultStdioExecuteCallsPerMinute = 20
+	DefaultStdioExecuteBurst          = 10
 	// AllCapabilities in a capabilities list grants every capability.
 	AllCapabilities = "*"
 	// Reserved principal ids.
@@ -46,6 +54,20 @@ type Known struct {
 	// grant of "everything" never lets it change what another tenant
 	// renders or executes.
 	Shared []string
+	// Executing are the tools that start work in Vault (an execution, a
+	// job, a plan run): the stdio caller's default limit applies to them.
+	Executing []string
+}
+
+// stdioExecuteDefaults are the stdio caller's built-in limits: one entry
+// per tool of known that starts work in Vault.
+func stdioExecuteDefaults(known Known) map[string]LimitSpec {
+	rate, burst := float64(DefaultStdioExecuteCallsPerMinute), DefaultStdioExecuteBurst
+	out := make(map[string]LimitSpec, len(known.Executing))
+	for _, t := range known.Executing {
+		out[t] = LimitSpec{CallsPerMinute: &rate, Burst: &burst}
+	}
+	return out
 }
 
 // Caller is one resolved principal of the policy: the stdio caller, the
@@ -152,11 +174,17 @@ func (p *Policy) CallerIDs() []string {
 }
 
 // Default is the policy without a file: stdio and anonymous HTTP hold every
-// capability; HTTP is limited to 60 calls a minute per tool, burst 20.
-func Default() *Policy {
+// capability; HTTP is limited to 60 calls a minute per tool, burst 20;
+// stdio only in the tools of known that start work in Vault, to 20 calls a
+// minute per tool, burst 10.
+func Default(known Known) *Policy {
 	httpLimit := ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst}
+	stdio := &Caller{ID: LocalID, Tenant: "default", tools: map[string]ratelimit.Limit{}}
+	for _, t := range known.Executing {
+		stdio.tools[t] = ratelimit.Limit{PerMinute: DefaultStdioExecuteCallsPerMinute, Burst: DefaultStdioExecuteBurst}
+	}
 	return &Policy{
-		Stdio:     &Caller{ID: LocalID, Tenant: "default"},
+		Stdio:     stdio,
 		Anonymous: &Caller{ID: AnonymousID, limit: httpLimit},
 		callers:   map[[sha256.Size]byte]*Caller{},
 		byID:      map[string]*Caller{},
@@ -371,9 +399,15 @@ func (f *File) compile(known Known) (*Policy, error) {
 	}
 	p := &Policy{callers: map[[sha256.Size]byte]*Caller{}, byID: map[string]*Caller{}}
 
-	// stdio: unlimited unless its own table sets limits.
+	// stdio: unlimited unless its own table sets limits, but for the tools
+	// that start work in Vault, which keep the built-in limit until the
+	// table sets calls_per_minute (0 lifts it) or the tool's own entry.
+	var stdioTools map[string]LimitSpec
+	if f.Stdio.CallsPerMinute == nil {
+		stdioTools = stdioExecuteDefaults(known)
+	}
 	p.Stdio, err = v.principal("stdio", LocalID, f.Stdio.Capabilities, f.Stdio.ReadOnly, f.Stdio.Tenant,
-		LimitSpec{f.Stdio.CallsPerMinute, f.Stdio.Burst}, f.Stdio.Tools, ratelimit.Limit{Burst: DefaultBurst}, nil)
+		LimitSpec{f.Stdio.CallsPerMinute, f.Stdio.Burst}, f.Stdio.Tools, ratelimit.Limit{Burst: DefaultBurst}, stdioTools)
 	if err != nil {
 		return nil, err
 	}
@@ -457,8 +491,9 @@ func (v validator) tool(where, name string) error {
 }
 
 // principal resolves one caller. Limits: the caller's per-tool entry, then
-// the [defaults.tools] entry (HTTP only), then the caller's own limit, then
-// the inherited base.
+// defaultTools (HTTP: the [defaults.tools] entries; stdio: the built-in
+// limits of the tools that start work in Vault), then the caller's own
+// limit, then the inherited base.
 func (v validator) principal(where, id string, caps []string, readOnly bool, tenant string, own LimitSpec,
 	tools map[string]LimitSpec, base ratelimit.Limit, defaultTools map[string]LimitSpec) (*Caller, error) {
 	c := &Caller{ID: id, ReadOnly: readOnly, Tenant: strings.TrimSpace(tenant), tools: map[string]ratelimit.Limit{}}

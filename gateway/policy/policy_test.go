@@ -87,7 +87,7 @@ func TestParseFullTOML(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	p := Default()
+	p := Default(Known{})
 	assert.False(t, p.HasCallers())
 	assert.True(t, p.Stdio.Allows("anything"))
 	assert.True(t, p.Stdio.LimitFor("t").Unlimited())
@@ -96,6 +96,33 @@ func TestDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ratelimit.Limit{PerMinute: 60, Burst: 20}, empty.Anonymous.LimitFor("t"))
 	assert.Equal(t, "default", empty.Stdio.Tenant)
+}
+
+// Without a policy file, and with one whose [stdio] table sets no
+// calls_per_minute, the stdio caller's calls of the tools that start work in
+// Vault are limited; its other tools are not.
+func TestStdioExecuteDefaults(t *testing.T) {
+	k := Known{Tools: []string{"vaultclaw_execute", "vaultclaw_session_status"}, Executing: []string{"vaultclaw_execute"}}
+	want := ratelimit.Limit{PerMinute: DefaultStdioExecuteCallsPerMinute, Burst: DefaultStdioExecuteBurst}
+	p := Default(k)
+	assert.Equal(t, want, p.Stdio.LimitFor("vaultclaw_execute"))
+	assert.True(t, p.Stdio.LimitFor("vaultclaw_session_status").Unlimited())
+	for doc, exec := range map[string]ratelimit.Limit{
+		"":                                  want,
+		"[stdio]\ntenant = \"me\"\n":        want,
+		"[stdio]\ncalls_per_minute = 0\n":   {PerMinute: 0, Burst: DefaultBurst},
+		"[stdio]\ncalls_per_minute = 100\n": {PerMinute: 100, Burst: DefaultBurst},
+		"[stdio.tools.vaultclaw_execute]\nburst = 40\n":           {PerMinute: DefaultStdioExecuteCallsPerMinute, Burst: 40},
+		"[stdio.tools.vaultclaw_execute]\ncalls_per_minute = 0\n": {PerMinute: 0, Burst: DefaultStdioExecuteBurst},
+	} {
+		p, err := Parse([]byte(doc), "toml", k)
+		require.NoError(t, err, doc)
+		assert.Equal(t, exec, p.Stdio.LimitFor("vaultclaw_execute"), doc)
+		assert.Equal(t, exec.Unlimited(), p.Stdio.LimitFor("vaultclaw_execute").Unlimited(), doc)
+		if doc != "[stdio]\ncalls_per_minute = 100\n" {
+			assert.True(t, p.Stdio.LimitFor("vaultclaw_session_status").Unlimited(), doc)
+		}
+	}
 }
 
 func TestJSONFormatAndLoad(t *testing.T) {
