@@ -288,7 +288,7 @@ func (a *App) init() error {
 	if _, err := a.Handles.Prune(); err != nil {
 		a.Logger.Warn("pruning approval handles failed", "error", err)
 	}
-	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles}
+	a.Execution = &execution.Service{Vault: a.Vault, ModuleHash: a.ModuleHash, Handles: a.Handles, Polls: approval.NewPolls()}
 	routes, err := routing.Default()
 	if err != nil {
 		return fmt.Errorf("load route registry: %w", err)
@@ -386,7 +386,7 @@ func (a *App) openTasks() error {
 	var err error
 	topts := tasks.Options{
 		Store: a.TaskStore, Keys: a.Keys, Handles: a.Handles, Sessions: a.Sessions, Checker: a.Execution,
-		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, Logger: a.Logger,
+		Finish: a.finishApproval, PollInterval: a.Config.TaskPollInterval, MaxWorking: a.Config.TaskMaxWorking, Logger: a.Logger,
 	}
 	if a.Fleet != nil {
 		// One replica follows each task; another takes over when it dies;

@@ -98,6 +98,9 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 	if err != nil {
 		return failure(err), nil
 	}
+	if e := refusal(ctx); e != nil {
+		return failure(e), nil
+	}
 	d := t.deps
 	if d == nil {
 		if t.Needs != 0 {

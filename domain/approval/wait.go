@@ -117,6 +117,11 @@ type Waiter struct {
 	API      API
 	Clock    Clock
 	Progress Progress
+	// Polls, when set, shares this waiter's polls with everything else
+	// waiting on the same job or run with the same Vault Identity (see
+	// Polls); nil polls Vault for this waiter alone.
+	Polls    *Polls
+	Identity string
 }
 
 // PollGrace is how long a poll may run past the wait's deadline. It bounds
@@ -145,12 +150,13 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 	deadline := start.Add(timeout)
 	interval := time.Duration(opts.PollIntervalMS) * time.Millisecond
 	res := WaitResult{Handle: h}
+	cur := &Cursor{MaxAge: interval}
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, interrupted(ctx, res, opts)
 		}
 		pollCtx, cancel := context.WithTimeout(ctx, deadline.Sub(clock.Now())+PollGrace)
-		err := w.poll(pollCtx, &res)
+		err := w.poll(pollCtx, &res, cur)
 		cutOff := pollCtx.Err() != nil
 		cancel()
 		if err != nil {
@@ -219,10 +225,11 @@ func timeoutErr(res WaitResult, opts WaitOptions) *apperr.Error {
 }
 
 // Check polls the job or run of h once: the state it is in now, with Done
-// set when that state is terminal.
-func (w Waiter) Check(ctx context.Context, h Handle) (WaitResult, error) {
+// set when that state is terminal. cur is the caller's place among the
+// shared polls (see Polls); nil polls Vault whatever others saw.
+func (w Waiter) Check(ctx context.Context, h Handle, cur *Cursor) (WaitResult, error) {
 	res := WaitResult{Handle: h}
-	if err := w.poll(ctx, &res); err != nil {
+	if err := w.poll(ctx, &res, cur); err != nil {
 		return res, err
 	}
 	if IsTerminal(res.State) {
@@ -234,11 +241,26 @@ func (w Waiter) Check(ctx context.Context, h Handle) (WaitResult, error) {
 	return res, nil
 }
 
-func (w Waiter) poll(ctx context.Context, res *WaitResult) error {
+// get reads the job or run of h from Vault, through the shared polls when
+// there are any.
+func (w Waiter) get(ctx context.Context, h Handle, cur *Cursor) (Reply, error) {
+	fetch := func(ctx context.Context) (Reply, error) { return w.API.JobGet(ctx, h.JobID) }
+	key := PollKey{Identity: w.Identity, Kind: KindJob, ID: h.JobID}
+	if h.Kind == KindPlanRun {
+		fetch = func(ctx context.Context) (Reply, error) { return w.API.PlanRunGet(ctx, h.RunID) }
+		key = PollKey{Identity: w.Identity, Kind: KindPlanRun, ID: h.RunID}
+	}
+	if w.Polls == nil || cur == nil {
+		return fetch(ctx)
+	}
+	return w.Polls.Poll(ctx, key, cur, fetch)
+}
+
+func (w Waiter) poll(ctx context.Context, res *WaitResult, cur *Cursor) error {
 	res.Polls++
+	r, err := w.get(ctx, res.Handle, cur)
 	switch res.Handle.Kind {
 	case KindPlanRun:
-		r, err := w.API.PlanRunGet(ctx, res.Handle.RunID)
 		if err != nil {
 			return err
 		}
@@ -252,7 +274,6 @@ func (w Waiter) poll(ctx context.Context, res *WaitResult) error {
 		res.State = upper(run["state"])
 		res.Outcome = RunOutcome(run, res.Job)
 	default:
-		r, err := w.API.JobGet(ctx, res.Handle.JobID)
 		if err != nil {
 			return err
 		}

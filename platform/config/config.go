@@ -65,7 +65,8 @@ var Vars = []Var{
 	{"ACCORDS_MCP_MAPPED_RESIDENT_MAX", "32MiB", "the serving process keeps at most about this much of the database, index and executable files mapped into its resident set (Linux): past it, the mapped pages are released (they stay in the page cache; the next read maps them again). Bytes or KiB/MiB/GiB, or off"},
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
-	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows, and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
+	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows while it is young (then a twentieth of its age, at most 30s), and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
+	{"ACCORDS_MCP_TASK_MAX_WORKING", "32", "most tasks (MCP Tasks extension) one caller may have waiting for approval at once in this process; a call that could start one more is refused with the retryable MCP_RATE_LIMITED (1 to 100000)"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
 	{"ACCORDS_MCP_PPROF", "(off)", "serve Go pprof profiles on this loopback address, e.g. 127.0.0.1:6060 (/debug/pprof/); any other host is refused. For profiling only: profiles show memory contents"},
@@ -153,6 +154,8 @@ type Config struct {
 	DBLockTimeout time.Duration
 	// TaskPollInterval is how often a task polls Vault.
 	TaskPollInterval time.Duration
+	// TaskMaxWorking bounds the working tasks of one caller.
+	TaskMaxWorking int
 }
 
 // Default timeouts and limits.
@@ -168,6 +171,8 @@ const (
 	DefaultHandleRetention = 7 * 24 * time.Hour
 	DefaultTaskPoll        = 2 * time.Second
 	MinTaskPoll            = 250 * time.Millisecond
+	DefaultTaskMaxWorking  = 32
+	MaxTaskMaxWorking      = 100000
 	ShutdownGrace          = 10 * time.Second
 	DefaultDaemonIdle      = 5 * time.Minute
 )
@@ -224,6 +229,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
 		MaxBundleBytes:       DefaultMaxBundleBytes,
 		TaskPollInterval:     DefaultTaskPoll,
+		TaskMaxWorking:       DefaultTaskMaxWorking,
 	}
 	if err := c.resolvePaths(); err != nil {
 		return c, err
@@ -391,6 +397,13 @@ func (c *Config) readLimits(get func(string) string) error {
 			return fmt.Errorf("ACCORDS_MCP_TASK_POLL_INTERVAL must be a duration of at least %s such as 2s, got %q", MinTaskPoll, v)
 		}
 		c.TaskPollInterval = d
+	}
+	if v := get("ACCORDS_MCP_TASK_MAX_WORKING"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxTaskMaxWorking {
+			return fmt.Errorf("ACCORDS_MCP_TASK_MAX_WORKING must be a whole number from 1 to %d, got %q", MaxTaskMaxWorking, v)
+		}
+		c.TaskMaxWorking = n
 	}
 	for _, lim := range []struct {
 		name string

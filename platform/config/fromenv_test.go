@@ -37,6 +37,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_POLICY_HASH_TTL":            "45",
 		"ACCORDS_MCP_HANDLE_RETENTION":           "72h",
 		"ACCORDS_MCP_TASK_POLL_INTERVAL":         "750ms",
+		"ACCORDS_MCP_TASK_MAX_WORKING":           "5",
 		"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES":   "4096",
 		"ACCORDS_MCP_STANDALONE":                 "1",
 		"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT":        "90s",
@@ -68,7 +69,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		AllowedOrigins:    []string{"http://localhost:6274", "https://inspector.example"},
 		HTTPHeaderTimeout: 2 * time.Second, HTTPBodyTimeout: 3 * time.Second, HTTPIdleTimeout: 4 * time.Second,
 		HTTPMaxConns: 5, MaxAnonTenants: 6, StdioMaxMessageBytes: 7, MaxBundleBytes: 8,
-		TaskPollInterval: 750 * time.Millisecond, MappedResidentMax: 24 << 20,
+		TaskPollInterval: 750 * time.Millisecond, TaskMaxWorking: 5, MappedResidentMax: 24 << 20,
 	}, c)
 }
 
@@ -88,7 +89,7 @@ func TestFromEnvDefaults(t *testing.T) {
 		HTTPHeaderTimeout: DefaultHTTPHeaderTimeout, HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout,
 		HTTPMaxConns: DefaultHTTPMaxConns, MaxAnonTenants: DefaultMaxAnonTenants, StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
 		MaxBundleBytes:   DefaultMaxBundleBytes,
-		TaskPollInterval: DefaultTaskPoll, MappedResidentMax: DefaultMappedResidentMax,
+		TaskPollInterval: DefaultTaskPoll, TaskMaxWorking: DefaultTaskMaxWorking, MappedResidentMax: DefaultMappedResidentMax,
 	}, c)
 
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock"}))
@@ -124,6 +125,8 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "0", "ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "0"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "0"`},
 		{map[string]string{"ACCORDS_MCP_HANDLE_RETENTION": "week"}, `ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got "week"`},
 		{map[string]string{"ACCORDS_MCP_TASK_POLL_INTERVAL": "100ms"}, `ACCORDS_MCP_TASK_POLL_INTERVAL must be a duration of at least 250ms such as 2s, got "100ms"`},
+		{map[string]string{"ACCORDS_MCP_TASK_MAX_WORKING": "0"}, `ACCORDS_MCP_TASK_MAX_WORKING must be a whole number from 1 to 100000, got "0"`},
+		{map[string]string{"ACCORDS_MCP_TASK_MAX_WORKING": "many"}, `ACCORDS_MCP_TASK_MAX_WORKING must be a whole number from 1 to 100000, got "many"`},
 		{map[string]string{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES": "-3", "ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0"}, `ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES must be a positive integer, got "-3"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES": "0", "ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "0"}, `ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES must be a positive integer, got "0"`},
 		{map[string]string{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES": "x", "ACCORDS_MCP_REMOTE_TIMEOUT_MS": "0"}, `ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES must be a positive integer, got "x"`},

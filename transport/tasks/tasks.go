@@ -47,10 +47,11 @@ type Sessions interface {
 	Resolve(ctx context.Context, scope string) (session.Session, error)
 }
 
-// Checker polls an approval once (the execution service, which also
-// records what it saw on the durable handle).
+// Checker polls an approval once, or takes a state newer than cur saw from
+// a poll of the same job shared with other waiters (the execution service,
+// which also records what it saw on the durable handle).
 type Checker interface {
-	Check(ctx context.Context, scope string, sess session.Session, h approval.Handle) (approval.WaitResult, error)
+	Check(ctx context.Context, scope string, sess session.Session, h approval.Handle, cur *approval.Cursor) (approval.WaitResult, error)
 }
 
 // Finisher is the envelope a handed-off call answers once Vault has
@@ -97,10 +98,15 @@ type Options struct {
 	Checker  Checker
 	Finish   Finisher
 	Gate     Gate
-	// PollInterval is how often a task polls Vault and the pollIntervalMs
-	// clients are told (default 2 s).
+	// PollInterval is how often a young task polls Vault (older ones poll
+	// less often, see PollDelay) and the pollIntervalMs clients are told
+	// (default 2 s).
 	PollInterval time.Duration
-	Logger       *slog.Logger
+	// MaxWorking bounds the tasks one caller has working at once in this
+	// process (default DefaultMaxWorking); a call that could make one more
+	// is refused with the retryable MCP_RATE_LIMITED before it runs.
+	MaxWorking int
+	Logger     *slog.Logger
 	// Claim and Release, when set, let one replica of several sharing a
 	// store follow a task (store.Fleet): a task is followed only where
 	// Claim succeeds, and Rescan (default FleetRescan) looks for working
@@ -120,6 +126,9 @@ const FleetRescan = 5 * time.Second
 // DefaultPollInterval is the default of Options.PollInterval.
 const DefaultPollInterval = 2 * time.Second
 
+// DefaultMaxWorking is the default of Options.MaxWorking.
+const DefaultMaxWorking = 32
+
 // Extension is the Tasks extension of one process, shared by every server
 // it builds. Safe for concurrent use.
 type Extension struct {
@@ -127,10 +136,13 @@ type Extension struct {
 	logger *slog.Logger
 	envKey []byte
 
-	mu     sync.Mutex
-	runs   map[string]context.CancelFunc // task ref -> stop its runner
-	wg     sync.WaitGroup
-	closed bool
+	mu   sync.Mutex
+	runs map[string]run // task ref -> its runner
+	// working counts, per caller, the tasks followed here and the calls
+	// that may become one (reservations), for Options.MaxWorking.
+	working map[string]int
+	wg      sync.WaitGroup
+	closed  bool
 	// rescanStop ends the look for orphaned tasks (with Claim).
 	rescanStop chan struct{}
 	// sent is the UpdatedAt of the last state published per listened
@@ -148,10 +160,14 @@ func New(o Options) (*Extension, error) {
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
 	}
+	if o.MaxWorking <= 0 {
+		o.MaxWorking = DefaultMaxWorking
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Extension{o: o, logger: o.Logger, envKey: EnvKey(o.Keys), runs: map[string]context.CancelFunc{}, subs: map[string]map[chan task.Task]struct{}{}}, nil
+	return &Extension{o: o, logger: o.Logger, envKey: EnvKey(o.Keys), runs: map[string]run{}, working: map[string]int{},
+		subs: map[string]map[chan task.Task]struct{}{}}, nil
 }
 
 // SetGate sets the policy layer (the gateway, built after the extension);
@@ -250,6 +266,13 @@ func checkNameHeader(req mcp.Request) error {
 // becomes a stored task. If the task cannot be stored the handoff envelope
 // goes out as it is: the handle is never lost (D3).
 func (x *Extension) call(ctx context.Context, method string, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	release, refused := x.reserve(caller.From(ctx).ID, req.Params.Name)
+	if refused != nil {
+		// The gateway still checks capability and rate first, and writes
+		// the receipt of the refusal; the tool does not run.
+		return next(tools.WithRefusal(ctx, refused), method, req)
+	}
+	defer release()
 	ctx, out := tools.TrackOutcome(ctx)
 	res, err := next(ctx, method, req)
 	if err != nil {
@@ -300,6 +323,55 @@ func (x *Extension) call(ctx context.Context, method string, req *mcp.CallToolRe
 	meta["accords/approval"] = t.Approval
 	cr.Meta = meta
 	return cr, nil
+}
+
+// ReasonWorkingTasks is details.reason of a call refused because its
+// caller already has Options.MaxWorking tasks working.
+const ReasonWorkingTasks = "working_tasks"
+
+// reserve holds a place for one more working task of callerID, for the
+// length of a call that may create one; release gives it back (a task the
+// call created is counted by then as followed). At the bound, the refusal
+// to answer with instead: the retryable MCP_RATE_LIMITED, before the tool
+// runs, so nothing reaches Vault. Every task a caller has working here
+// polls Vault until a person decides, so the bound is what keeps a caller
+// from making this process poll without end.
+func (x *Extension) reserve(callerID, tool string) (release func(), refused *apperr.Error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := x.working[callerID]
+	if n >= x.o.MaxWorking {
+		ms := x.o.PollInterval.Milliseconds()
+		e := apperr.New(apperr.CodeRateLimited, "%s refused: this caller already has %d tasks waiting for a person's decision in Vaultclaw, "+
+			"the most it may have at once; retry in %d ms, or once one of them is decided or cancelled (tasks/cancel)", tool, n, ms)
+		e.Retryable = true
+		return nil, e.With("retry_after_ms", ms).With("tool", tool).With("reason", ReasonWorkingTasks).
+			With("working_tasks", n).With("max_working_tasks", x.o.MaxWorking)
+	}
+	x.working[callerID] = n + 1
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			x.mu.Lock()
+			x.unworkLocked(callerID)
+			x.mu.Unlock()
+		})
+	}, nil
+}
+
+// unworkLocked gives back one place of callerID.
+func (x *Extension) unworkLocked(callerID string) {
+	if x.working[callerID]--; x.working[callerID] <= 0 {
+		delete(x.working, callerID)
+	}
+}
+
+// Working reports how many tasks callerID has working here, reservations
+// of calls in progress included (tests, metrics).
+func (x *Extension) Working(callerID string) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.working[callerID]
 }
 
 // waitingMessage says what awaits approval, and where.

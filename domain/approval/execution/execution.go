@@ -8,6 +8,8 @@ package execution
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -27,6 +29,30 @@ type Service struct {
 	Handles    *approval.Store
 	// Clock drives waits (approval.RealClock when nil).
 	Clock approval.Clock
+	// Polls, when set, shares the polls of every wait and task check on
+	// one job or run with the same Vault session (approval.Polls).
+	Polls *approval.Polls
+}
+
+// identity is the key under which polls with sess are shared: a digest of
+// where it points and its token, so only waiters with the very same
+// credentials share a reply, and no token is kept in the key.
+func identity(sess session.Session) string {
+	h := sha256.New()
+	for _, part := range []string{sess.BaseURL, sess.UnixSocket, sess.Token} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// waiter is the approval waiter of sess.
+func (s *Service) waiter(sess session.Session, progress approval.Progress) approval.Waiter {
+	w := approval.Waiter{API: s.ApprovalAPI(sess), Clock: s.Clock, Progress: progress, Polls: s.Polls}
+	if s.Polls != nil {
+		w.Identity = identity(sess)
+	}
+	return w
 }
 
 // Outcome is a successful flow result: the tool's data and the meta of the
@@ -394,17 +420,18 @@ func (s *Service) Wait(ctx context.Context, scope string, sess session.Session, 
 // Await is Wait returning the last state seen: terminal on success; on
 // MCP_WAIT_TIMEOUT or cancellation, the latest one.
 func (s *Service) Await(ctx context.Context, scope string, sess session.Session, h approval.Handle, opts approval.WaitOptions, progress approval.Progress) (approval.WaitResult, error) {
-	w := approval.Waiter{API: s.ApprovalAPI(sess), Clock: s.Clock, Progress: progress}
-	res, err := w.Wait(ctx, h, opts)
+	res, err := s.waiter(sess, progress).Wait(ctx, h, opts)
 	if s.Handles != nil && res.Polls > 0 {
 		_, _ = s.Handles.Observe(scope, res)
 	}
 	return res, err
 }
 
-// Check polls h once and records what it saw in the durable handle.
-func (s *Service) Check(ctx context.Context, scope string, sess session.Session, h approval.Handle) (approval.WaitResult, error) {
-	res, err := approval.Waiter{API: s.ApprovalAPI(sess)}.Check(ctx, h)
+// Check polls h once, or takes a newer state than cur saw from a poll of
+// the same job shared with other waiters, and records what it saw in the
+// durable handle.
+func (s *Service) Check(ctx context.Context, scope string, sess session.Session, h approval.Handle, cur *approval.Cursor) (approval.WaitResult, error) {
+	res, err := s.waiter(sess, nil).Check(ctx, h, cur)
 	if s.Handles != nil && err == nil {
 		_, _ = s.Handles.Observe(scope, res)
 	}
