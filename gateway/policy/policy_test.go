@@ -263,6 +263,6 @@ capabilities = ["catalog_view", "remote_install"]
 	assert.True(t, p.Anonymous.Allows("remote_install"), "anonymous loopback callers keep *")
 	acme, _ := p.Lookup("acme")
 	assert.NotEqual(t, p.Stdio.ViewKey(), acme.ViewKey(), "different rights, different servers")
-	assert.True(t, Default().Stdio.Allows("catalog_write"))
-	assert.True(t, Default().Anonymous.Allows("catalog_write"))
+	assert.True(t, Default(Known{}).Stdio.Allows("catalog_write"))
+	assert.True(t, Default(Known{}).Anonymous.Allows("catalog_write"))
 }
