@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // An Anchor hands a signed checkpoint to a place the holder of the database
@@ -181,4 +183,130 @@ func (q *anchorQueue) close(grace time.Duration) {
 		<-q.done
 	}
 	q.cancel()
+}
+
+// AnchorReader is an anchor whose newest checkpoints can be read back.
+type AnchorReader interface {
+	// Tail returns the checkpoints at the end of the anchor, oldest first
+	// (none when it holds nothing yet).
+	Tail() ([][]byte, error)
+}
+
+// anchorTail is how much of the end of an anchor file Tail reads: many
+// checkpoints, whatever the file's length.
+const anchorTail = 64 << 10
+
+// Tail reads the notes at the end of the file (none when it does not
+// exist yet). The first note of the stretch read may be cut; Log's check
+// only uses the newest that verifies.
+func (a *FileAnchor) Tail() ([][]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f, err := os.Open(a.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(fi.Size()-anchorTail, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return nil, err
+	}
+	if off > 0 {
+		// Start at a line.
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		}
+	}
+	return SplitNotes(buf), nil
+}
+
+// checkAnchor compares the log with the newest checkpoint at the end of a
+// readable anchor (CheckAnchor): the log must extend it (the same root at
+// its size), unless its receipts were pruned since or a signed restore
+// record says that checkpoint is of the history a restore replaced. A log
+// that does not is flagged like a damaged one: the anchor is where the
+// server put what the database's holder cannot rewrite, so an older copy
+// of the database swapped in shows here at the next start.
+func (l *Log) checkAnchor() *Problem {
+	ar, ok := l.opts.Anchor.(AnchorReader)
+	if !ok {
+		return nil
+	}
+	target := l.opts.Anchor.Target()
+	notes, err := ar.Tail()
+	if err != nil || len(notes) == 0 {
+		// Not readable now (or empty): nothing to compare with. A failing
+		// anchor is reported by every hand-over.
+		return nil
+	}
+	var cp Checkpoint
+	found := false
+	for i := len(notes) - 1; i >= 0 && !found; i-- {
+		if c, err := OpenCheckpoint(notes[i], "", l.key.Verifier()); err == nil {
+			cp, found = c, true
+		}
+	}
+	if !found {
+		return &Problem{Kind: ProblemForged, Message: fmt.Sprintf("no checkpoint at the end of the anchor %s is signed by the audit key (%s)", target, l.key.Verifier().Name())}
+	}
+	var p *Problem
+	err = l.db.View(func(tx store.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		var head Head
+		if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
+			return err
+		}
+		var start uint64 // receipts up to here were pruned
+		c := b.bases.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
+				start = base.Size
+				break
+			}
+		}
+		var root []byte
+		switch {
+		case cp.Origin != l.origin:
+			p = &Problem{Kind: ProblemForeign, Message: fmt.Sprintf("the newest checkpoint in the anchor %s is of log %s, this database holds log %s: the database was replaced", target, cp.Origin, l.origin)}
+		case cp.Size <= start:
+			return nil // pruned since: nothing left to compare
+		case cp.Size > head.Seq:
+			p = &Problem{Kind: ProblemRolledBack, Seq: head.Seq + 1, Message: fmt.Sprintf("the newest checkpoint in the anchor %s covers %d receipts but the log ends at receipt %d: an older copy of the database was put in place (receipts %d..%d are gone)", target, cp.Size, head.Seq, head.Seq+1, cp.Size)}
+		default:
+			rng, err := loadRange(b.tree, cp.Size)
+			if err == nil {
+				root = rootOf(rng)
+			}
+			if !bytes.Equal(root, cp.Root) {
+				p = &Problem{Kind: ProblemRewritten, Seq: cp.Size, Message: fmt.Sprintf("the receipts up to %d are not the ones the newest checkpoint in the anchor %s covers: the log was replaced or rewritten", cp.Size, target)}
+			}
+		}
+		if p == nil {
+			return nil
+		}
+		restores, rp := readRestores(readKeyed(b.restores), l.origin, l.key.Verifier())
+		if rp != nil {
+			p = rp
+			return nil
+		}
+		if restoreAccounts(restores, cp) {
+			p = nil
+		}
+		return nil
+	})
+	if err != nil {
+		return &Problem{Kind: ProblemCorrupt, Message: fmt.Sprintf("checking the log against the anchor %s: %v", target, err)}
+	}
+	return p
 }

@@ -267,10 +267,10 @@ func TestParseRetention(t *testing.T) {
 	assert.Equal(t, DefaultRetention, r)
 	r, err = ParseRetention("30d, 5000")
 	require.NoError(t, err)
-	assert.Equal(t, Retention{MaxAge: 30 * 24 * time.Hour, MaxCount: 5000}, r)
+	assert.Equal(t, Retention{MaxAge: 30 * 24 * time.Hour, MaxCount: 5000, Floor: DefaultTenantFloor}, r)
 	r, err = ParseRetention("720h")
 	require.NoError(t, err)
-	assert.Equal(t, Retention{MaxAge: 720 * time.Hour}, r)
+	assert.Equal(t, Retention{MaxAge: 720 * time.Hour, Floor: DefaultTenantFloor}, r)
 	r, err = ParseRetention("off")
 	require.NoError(t, err)
 	assert.Equal(t, Retention{}, r)
@@ -278,6 +278,14 @@ func TestParseRetention(t *testing.T) {
 		_, err := ParseRetention(bad)
 		assert.Error(t, err, bad)
 	}
+	f, err := ParseFloor("")
+	require.NoError(t, err)
+	assert.EqualValues(t, DefaultTenantFloor, f)
+	f, err = ParseFloor(" 0 ")
+	require.NoError(t, err)
+	assert.Zero(t, f)
+	_, err = ParseFloor("-1")
+	assert.Error(t, err)
 }
 
 func TestFailedCommitMarksUnhealthyAndRecovers(t *testing.T) {

@@ -17,8 +17,9 @@ import (
 )
 
 // ExportFormat names the NDJSON export: a "log" line, then "base",
-// "frontier" and "checkpoint" lines, then one "receipt" line per receipt
-// with the stored bytes verbatim. With the public key it verifies offline
+// "frontier", "checkpoint", "restore" lines and a "path" line (inclusion
+// proof) per receipt kept under the tenant floor, then one "receipt" line
+// per receipt with the stored bytes verbatim. With the public key it verifies offline
 // (VerifyExport) exactly as the database does, except for the stored tree
 // hashes, which it recomputes instead.
 const ExportFormat = "accords-mcp-audit-export/v1"
@@ -50,9 +51,13 @@ func Export(db *store.DB, w io.Writer) (int, error) {
 		if err := enc.Encode(exportLine{Type: "log", Format: ExportFormat, Origin: src.origin, Head: src.head}); err != nil {
 			return err
 		}
+		var start uint64 // the retention base: receipts up to it are kept ones
 		for _, k := range src.bases {
 			if err := enc.Encode(exportLine{Type: "base", Size: k.key, Note: string(k.raw)}); err != nil {
 				return err
+			}
+			if b, err := openBase(k.raw, nil); err == nil && b.Kind != BaseAcknowledged {
+				start = b.Size
 			}
 			rng, err := src.frontier(k.key)
 			if err != nil {
@@ -70,6 +75,33 @@ func Export(db *store.DB, w io.Writer) (int, error) {
 			if err := enc.Encode(exportLine{Type: "checkpoint", Size: k.key, Note: string(k.raw)}); err != nil {
 				return err
 			}
+		}
+		for _, k := range src.restores {
+			if err := enc.Encode(exportLine{Type: "restore", Size: k.key, Note: string(k.raw)}); err != nil {
+				return err
+			}
+		}
+		var perr error
+		err = src.receipts(0, func(seq uint64, _ []byte) bool {
+			if seq > start {
+				return false
+			}
+			var path [][]byte
+			if path, perr = src.path(seq, start); perr != nil {
+				return false
+			}
+			hs := make([]string, len(path))
+			for i, h := range path {
+				hs[i] = base64.StdEncoding.EncodeToString(h)
+			}
+			perr = enc.Encode(exportLine{Type: "path", Size: seq, Hashes: hs})
+			return perr == nil
+		})
+		if err != nil {
+			return err
+		}
+		if perr != nil {
+			return fmt.Errorf("export: %w", perr)
 		}
 		var werr error
 		err = src.receipts(0, func(_ uint64, raw []byte) bool {
@@ -100,6 +132,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	src := &source{hasInfo: true}
 	frontiers := map[uint64]*compact.Range{0: factory.NewEmptyRange(0)}
+	paths := map[uint64][][]byte{}
 	var first []byte
 	lineNo := 0
 	readLine := func() ([]byte, error) {
@@ -135,6 +168,16 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 			src.bases = append(src.bases, keyed{key: l.Size, raw: []byte(l.Note)})
 		case "checkpoint":
 			src.checkpoints = append(src.checkpoints, keyed{key: l.Size, raw: []byte(l.Note)})
+		case "restore":
+			src.restores = append(src.restores, keyed{key: l.Size, raw: []byte(l.Note)})
+		case "path":
+			hs := make([][]byte, len(l.Hashes))
+			for i, h := range l.Hashes {
+				if hs[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(hs[i]) != hashSize {
+					return Report{}, fmt.Errorf("export line %d: bad path hash", lineNo)
+				}
+			}
+			paths[l.Size] = hs
 		case "frontier":
 			hs := make([][]byte, len(l.Hashes))
 			for i, h := range l.Hashes {
@@ -161,6 +204,12 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 			return cloneRange(r), nil
 		}
 		return nil, fmt.Errorf("the export has no tree frontier at size %d", size)
+	}
+	src.path = func(seq, _ uint64) ([][]byte, error) {
+		if p, ok := paths[seq]; ok {
+			return p, nil
+		}
+		return nil, fmt.Errorf("the export has no inclusion proof for receipt %d", seq)
 	}
 	var streamErr error
 	src.receipts = func(_ uint64, yield func(uint64, []byte) bool) error {

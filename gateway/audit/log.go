@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,9 +25,11 @@ var (
 	bucketTree        = []byte("tree")        // big-endian storage position -> 32-byte subtree hash
 	bucketCheckpoints = []byte("checkpoints") // big-endian tree size -> signed checkpoint note
 	bucketBases       = []byte("bases")       // big-endian tree size -> signed base note
+	bucketRestores    = []byte("restores")    // big-endian restore number -> signed restored note
 	keyHead           = []byte("head")        // last appended {seq, hash}
 	keyLog            = []byte("log")         // {origin, created}
 	keyIntegrity      = []byte("integrity")   // an unacknowledged verification failure
+	keyTenants        = []byte("tenants")     // {scope: receipts of it in the log}, for the retention floor
 	// keyLegacyCheckpoint is the unsigned retention record of logs written
 	// before signed audit; adoption replaces it with a signed base.
 	keyLegacyCheckpoint = []byte("checkpoint")
@@ -82,14 +85,26 @@ var (
 type Retention struct {
 	MaxAge   time.Duration
 	MaxCount uint64
+	// Floor is the per-tenant floor of the count bound: of each tenant
+	// (receipt scope) the newest Floor receipts are never removed because
+	// the log holds more than MaxCount, whatever other tenants wrote. They
+	// stay, with the tree hashes of their inclusion proofs, below the
+	// signed retention base until they are older than MaxAge or no longer
+	// among their tenant's newest Floor. 0 is no floor.
+	Floor uint64
 }
 
-// DefaultRetention keeps 90 days and at most 100000 receipts.
-var DefaultRetention = Retention{MaxAge: 90 * 24 * time.Hour, MaxCount: 100000}
+// DefaultTenantFloor is the default Retention.Floor.
+const DefaultTenantFloor = 1000
+
+// DefaultRetention keeps 90 days and at most 100000 receipts, with each
+// tenant's newest 1000 kept whatever the count.
+var DefaultRetention = Retention{MaxAge: 90 * 24 * time.Hour, MaxCount: 100000, Floor: DefaultTenantFloor}
 
 // ParseRetention reads ACCORDS_MCP_AUDIT_RETENTION: comma-separated bounds,
 // each an age ("90d", "720h", "30m") or a count ("100000"); "off" keeps
-// everything; "" is the default.
+// everything; "" is the default. A count comes with the default tenant
+// floor (ParseFloor sets another).
 func ParseRetention(s string) (Retention, error) {
 	s = strings.TrimSpace(strings.ToLower(s))
 	if s == "" {
@@ -98,7 +113,7 @@ func ParseRetention(s string) (Retention, error) {
 	if s == "off" || s == "none" || s == "0" {
 		return Retention{}, nil
 	}
-	var r Retention
+	r := Retention{Floor: DefaultTenantFloor}
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -118,6 +133,20 @@ func ParseRetention(s string) (Retention, error) {
 		r.MaxAge = d
 	}
 	return r, nil
+}
+
+// ParseFloor reads ACCORDS_MCP_AUDIT_TENANT_FLOOR: a receipt count, 0 for
+// no floor; "" is DefaultTenantFloor.
+func ParseFloor(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DefaultTenantFloor, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("audit tenant floor %q: use a receipt count such as 1000, or 0 for none", s)
+	}
+	return n, nil
 }
 
 func parseAge(s string) (time.Duration, error) {
@@ -195,6 +224,15 @@ type Options struct {
 	// OnStartProblem, when set, is told of a verification failure found
 	// at start, before Integrity reports it.
 	OnStartProblem func(*Problem)
+	// OnPrune, when set, is told of each retention pass that removed
+	// receipts (on the writer's goroutine: keep it short).
+	OnPrune func(PruneEvent)
+	// CheckAnchor makes the start-up verification read the newest
+	// checkpoint of an anchor that can be read back (a file anchor) and
+	// flag a log that does not extend it as it flags a damaged log, unless
+	// a signed restore record accounts for it. Servers set it; tools that
+	// open the log for a moment (acknowledge, restore) do not.
+	CheckAnchor bool
 	// Shared means other processes append to the same log (replicas on
 	// one etcd store). Each commit then starts from the head, tree
 	// frontier, base and last checkpoint as stored, and numbers and chains
@@ -212,6 +250,8 @@ type item struct {
 	rec     Receipt
 	ref     *Ref
 	seq     uint64
+	scope   string
+	restore *RestoreDiff
 	raw     []byte
 	leaf    []byte
 	hash    string
@@ -272,6 +312,7 @@ type Log struct {
 	// Owned by the writer goroutine (and Open before it starts).
 	head     Head
 	rng      *compact.Range
+	tenants  map[string]uint64 // receipts per scope in the log, as stored (keyTenants)
 	pending  []item
 	base     Base
 	lastCP   uint64
@@ -416,6 +457,9 @@ func (l *Log) verifyStart(recorded *Problem) {
 	if err != nil {
 		p = &Problem{Kind: ProblemCorrupt, Message: err.Error()}
 	}
+	if p == nil && recorded == nil && l.opts.CheckAnchor {
+		p = l.checkAnchor()
+	}
 	if p == nil && recorded != nil {
 		l.problem.Store(recorded)
 		if l.opts.OnStartProblem != nil {
@@ -477,7 +521,7 @@ func (l *Log) Verified() <-chan struct{} { return l.verified }
 
 // buckets are the audit sub-buckets of one transaction.
 type buckets struct {
-	root, receipts, tree, checkpoints, bases store.Bucket
+	root, receipts, tree, checkpoints, bases, restores store.Bucket
 }
 
 func auditBuckets(tx store.Tx) (buckets, error) {
@@ -489,7 +533,8 @@ func auditBuckets(tx store.Tx) (buckets, error) {
 	b.tree = b.root.Bucket(bucketTree)
 	b.checkpoints = b.root.Bucket(bucketCheckpoints)
 	b.bases = b.root.Bucket(bucketBases)
-	if b.receipts == nil || b.tree == nil || b.checkpoints == nil || b.bases == nil {
+	b.restores = b.root.Bucket(bucketRestores)
+	if b.receipts == nil || b.tree == nil || b.checkpoints == nil || b.bases == nil || b.restores == nil {
 		if !tx.Writable() {
 			// A file of an older schema read in place (backup checks):
 			// what is missing reads as empty.
@@ -498,7 +543,7 @@ func auditBuckets(tx store.Tx) (buckets, error) {
 		for _, p := range []struct {
 			dst  *store.Bucket
 			name []byte
-		}{{&b.receipts, bucketReceipts}, {&b.tree, bucketTree}, {&b.checkpoints, bucketCheckpoints}, {&b.bases, bucketBases}} {
+		}{{&b.receipts, bucketReceipts}, {&b.tree, bucketTree}, {&b.checkpoints, bucketCheckpoints}, {&b.bases, bucketBases}, {&b.restores, bucketRestores}} {
 			nb, err := b.root.CreateBucketIfNotExists(p.name)
 			if err != nil {
 				return b, err
@@ -520,7 +565,10 @@ func (l *Log) load(b buckets) error {
 		return err
 	}
 	if !hasInfo {
-		return l.adopt(b)
+		if err := l.adopt(b); err != nil {
+			return err
+		}
+		return l.loadTenants(b)
 	}
 	l.origin = info.Origin
 	if l.head.Hash == "" {
@@ -543,7 +591,7 @@ func (l *Log) load(b buckets) error {
 		rng = rebuildRange(b, l.head.Seq)
 	}
 	l.rng = rng
-	return nil
+	return l.loadTenants(b)
 }
 
 // beginShared starts a shared log's commit: it reports whether the
@@ -576,10 +624,18 @@ func (it *item) number(head Head) error {
 // head moved) the tree frontier. It runs inside the commit's transaction,
 // so the commit conflicts if any of it changes before it lands.
 func (l *Log) syncShared(b buckets) error {
+	if p, ok := b.root.(kv.Prefetcher); ok {
+		p.Prefetch([][]byte{keyHead, keyTenants})
+	}
 	var head Head
 	if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
 		return err
 	}
+	tenants := map[string]uint64{}
+	if _, err := store.GetJSON(b.root, keyTenants, &tenants); err != nil {
+		return err
+	}
+	l.tenants = tenants
 	if head.Hash == "" {
 		head.Hash = Genesis
 	}
@@ -757,20 +813,22 @@ func (l *Log) Integrity() (*Problem, error) {
 // commit, so Append returns at once with an empty Ref: the receipt is
 // committed within Linger (with whatever else is queued) and is found by
 // its call id.
-func (l *Log) Append(r Receipt) (Ref, error) { return l.append(r, false) }
+func (l *Log) Append(r Receipt) (Ref, error) { return l.append(r, false, nil) }
 
 // AppendSync is Append that waits until the receipt is committed. On a
 // failed commit the receipt stays queued and is written by the next
 // successful commit, under the same reference.
-func (l *Log) AppendSync(r Receipt) (Ref, error) { return l.append(r, true) }
+func (l *Log) AppendSync(r Receipt) (Ref, error) { return l.append(r, true, nil) }
 
-func (l *Log) append(r Receipt, wait bool) (Ref, error) {
+// append queues r; restore, when set, makes its commit sign a restored
+// record just before it (RecordRestore).
+func (l *Log) append(r Receipt, wait bool, restore *RestoreDiff) (Ref, error) {
 	r = sanitize(r)
 	if r.Type == "" {
 		r.Type = TypeToolCall
 	}
-	it := item{ts: r.Timestamp, ack: r.Type == TypeAcknowledgement}
-	if wait || it.ack {
+	it := item{ts: r.Timestamp, scope: r.Scope, ack: r.Type == TypeAcknowledgement, restore: restore}
+	if wait || it.ack || it.restore != nil {
 		it.done = make(chan error, 1)
 		l.verifyNow() // the caller waits for the writer
 	}
@@ -880,7 +938,7 @@ func (l *Log) Acknowledge(operator, note string, p *Problem) (Ref, error) {
 		Timestamp: l.opts.Now().UTC().Format(time.RFC3339Nano),
 		Caller:    operator, Transport: "cli", Type: TypeAcknowledgement,
 		Outcome: OutcomeAcknowledged, Note: oneLine(note + " | acknowledged: " + what),
-	}, true)
+	}, true, nil)
 	if err == nil {
 		l.problem.Store(nil)
 	}
@@ -1156,6 +1214,7 @@ func (l *Log) write(items []item, forceSign bool) error {
 	acked, landed := false, false
 	var committedRev int64
 	speculated := false
+	var tenants map[string]uint64
 	if l.specSkip > 0 {
 		l.specSkip--
 	}
@@ -1199,6 +1258,11 @@ func (l *Log) write(items []item, forceSign bool) error {
 				}
 				signing, acked = true, true
 			}
+			if it.restore != nil {
+				if err := l.writeRestored(b, rng, head, *it.restore); err != nil {
+					return err
+				}
+			}
 			if err := b.receipts.Put(store.U64(it.seq), it.raw); err != nil {
 				return err
 			}
@@ -1212,6 +1276,10 @@ func (l *Log) write(items []item, forceSign bool) error {
 		}
 		if len(items) > 0 {
 			if err := store.PutJSON(b.root, keyHead, head); err != nil {
+				return err
+			}
+			tenants = countTenants(l.tenants, items)
+			if err := store.PutJSON(b.root, keyTenants, tenants); err != nil {
 				return err
 			}
 		}
@@ -1234,6 +1302,9 @@ func (l *Log) write(items []item, forceSign bool) error {
 	} else {
 		l.rng, l.head = rng, head
 		l.knownRev = committedRev
+		if tenants != nil {
+			l.tenants = tenants
+		}
 	}
 	l.committed(items, cp)
 	return nil
@@ -1351,11 +1422,30 @@ func (l *Log) writeAckBase(b buckets, rng *compact.Range, head Head) error {
 	return b.bases.Put(store.U64(base.Size), base.Signed)
 }
 
+// PruneEvent is one retention pass that removed receipts.
+type PruneEvent struct {
+	// From..To is the stretch the pass moved the start of the log over;
+	// Kept of those receipts (and of those kept by earlier passes) stay
+	// below the new base under the tenant floor.
+	From, To uint64
+	// ByCount were removed because the log held more than MaxCount, ByAge
+	// for being older than the age bound; Dropped were kept under the
+	// floor before and are removed now.
+	ByCount, ByAge, Dropped int
+	Kept                    int
+	MaxCount, Floor         uint64
+}
+
+// Removed is every receipt the pass removed.
+func (e PruneEvent) Removed() int { return e.ByCount + e.ByAge + e.Dropped }
+
 // prune removes receipts beyond the retention bounds, oldest first, in
-// transactions of at most pruneChunk deletions. Each transaction signs a
-// retention base at the new start, keeps the tree hashes the retained
-// receipts' proofs still need, and drops checkpoints and bases before it.
-// Nothing is pruned while a verification failure stands.
+// transactions that each examine at most pruneLimit receipts. Each
+// transaction signs a retention base at the new start, keeps the tree
+// hashes the retained receipts' proofs still need, and drops checkpoints
+// and bases before it; receipts under the tenant floor stay below the base
+// with their inclusion paths (pruneChunk). Nothing is pruned while a
+// verification failure stands.
 func (l *Log) prune() (int, error) {
 	ret := l.opts.Retention
 	if (ret.MaxAge <= 0 && ret.MaxCount == 0) || l.problem.Load() != nil {
@@ -1366,20 +1456,36 @@ func (l *Log) prune() (int, error) {
 		// nothing leaves the file as it was.
 		return 0, nil
 	}
-	total := 0
+	ev := PruneEvent{MaxCount: ret.MaxCount, Floor: ret.Floor}
+	var err error
 	for {
-		n, err := l.pruneChunk(ret)
-		total += n
-		if err != nil || n < l.pruneLimit() {
-			return total, err
+		var r chunkResult
+		r, err = l.pruneChunk(ret)
+		if r.changed {
+			if ev.From == 0 {
+				ev.From = r.from
+			}
+			ev.To = r.to
+			ev.ByCount += r.byCount
+			ev.ByAge += r.byAge
+			ev.Dropped += r.dropped
+			ev.Kept = r.kept
+		}
+		if err != nil || !r.changed || r.examined < l.pruneLimit() {
+			break
 		}
 	}
+	if ev.Removed() > 0 && l.opts.OnPrune != nil {
+		l.opts.OnPrune(ev)
+	}
+	return ev.Removed(), err
 }
 
 const pruneChunk = 5000
 
 // prunable reports, reading only, whether retention would remove the
-// oldest receipt now (pruneChunk's first test).
+// oldest receipt now (pruneChunk's first test), or a receipt kept under
+// the tenant floor has grown older than the age bound.
 func (l *Log) prunable(ret Retention) bool {
 	count := l.head.Seq - l.base.Size
 	if l.opts.Shared || (ret.MaxCount > 0 && count > ret.MaxCount) {
@@ -1393,11 +1499,15 @@ func (l *Log) prunable(ret Retention) bool {
 	old := false
 	_ = l.db.View(func(tx store.Tx) error {
 		b, err := auditBuckets(tx)
-		if err != nil {
+		if err != nil || b.receipts == nil {
 			old = true // let pruneChunk report it
 			return nil
 		}
-		if k, v := b.receipts.Cursor().Seek(store.U64(l.base.Size + 1)); k != nil {
+		c := b.receipts.Cursor()
+		if k, v := c.First(); k != nil && u64(k) <= l.base.Size {
+			old = olderThan(timestampOf(v), cutoff) // kept under the floor
+		}
+		if k, v := c.Seek(store.U64(l.base.Size + 1)); k != nil && !old {
 			old = olderThan(timestampOf(v), cutoff)
 		}
 		return nil
@@ -1406,9 +1516,15 @@ func (l *Log) prunable(ret Retention) bool {
 }
 
 // sharedPruneChunk bounds one pruning transaction of a shared log: each
-// receipt removed takes its own deletion and about two tree hashes', under
-// etcd's 128 operations.
-const sharedPruneChunk = 25
+// receipt removed takes its own deletion and about two tree hashes', plus
+// the hashes of the previous base's frontier and of one receipt dropped
+// from under the floor, under etcd's 128 operations.
+const sharedPruneChunk = 16
+
+// sharedFloorDrops is how many receipts kept under the floor one pruning
+// transaction of a shared log removes (the others stay kept a while
+// longer, which only keeps more).
+const sharedFloorDrops = 1
 
 func (l *Log) pruneLimit() int {
 	if l.opts.Shared {
@@ -1417,14 +1533,25 @@ func (l *Log) pruneLimit() int {
 	return pruneChunk
 }
 
-func (l *Log) pruneChunk(ret Retention) (int, error) {
+// chunkResult is what one pruning transaction did.
+type chunkResult struct {
+	changed                 bool
+	examined                int
+	from, to                uint64
+	byCount, byAge, dropped int
+	kept                    int
+}
+
+func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 	var cutoff time.Time
 	if ret.MaxAge > 0 {
 		cutoff = l.opts.Now().UTC().Add(-ret.MaxAge)
 	}
-	deleted := 0
+	var res chunkResult
 	var newBase Base
+	var tenants map[string]uint64
 	err := l.db.Update(func(tx store.Tx) error {
+		res = chunkResult{}
 		b, err := auditBuckets(tx)
 		if err != nil {
 			return err
@@ -1435,61 +1562,98 @@ func (l *Log) pruneChunk(ret Retention) (int, error) {
 				return err
 			}
 		}
-		start := l.base.Size // receipts 1..start are gone already
-		count := l.head.Seq - start
+		start := l.base.Size // receipts 1..start are gone already, but for those kept
+		// The cut: receipts after the base beyond a bound, oldest first.
 		var last uint64
-		var lastRaw []byte
 		c := b.receipts.Cursor()
-		for k, v := c.Seek(store.U64(start + 1)); k != nil && deleted < l.pruneLimit(); k, v = c.Next() {
+		for k, v := c.Seek(store.U64(start + 1)); k != nil && res.examined < l.pruneLimit(); k, v = c.Next() {
 			seq := u64(k)
-			overCount := ret.MaxCount > 0 && count-uint64(deleted) > ret.MaxCount
+			overCount := ret.MaxCount > 0 && seq <= l.head.Seq && l.head.Seq-seq >= ret.MaxCount
 			if !overCount && (cutoff.IsZero() || !olderThan(timestampOf(v), cutoff)) {
 				break
 			}
-			last, lastRaw = seq, v
-			deleted++
+			last = seq
+			res.examined++
 		}
-		if deleted == 0 {
+		cut := max(last, start)
+		plan := l.planKeep(b, ret, cutoff, start, cut)
+		if last == 0 && plan.dropped == 0 {
 			return nil
 		}
-		lastHash := hashOf(lastRaw)
-		frontier, err := loadRange(b.tree, last)
-		if err != nil {
-			return fmt.Errorf("prune: %w", err)
+		res.changed = true
+		res.from, res.to = start+1, cut
+		res.byCount, res.byAge, res.dropped, res.kept = plan.byCount, plan.byAge, plan.dropped, len(plan.keep)
+		// The chain hash and tree at the new start.
+		chain, root := l.base.Chain, l.base.Root
+		if last > start {
+			raw := b.receipts.Get(store.U64(last))
+			chain = hashOf(raw)
+			frontier, err := loadRange(b.tree, last)
+			if err != nil {
+				return fmt.Errorf("prune: %w", err)
+			}
+			root = rootOf(frontier)
 		}
-		newBase, err = signBase(l.key, Base{Origin: l.origin, Kind: BaseRetention, Size: last, Root: rootOf(frontier),
-			Chain: lastHash, Time: l.opts.Now(), Text: fmt.Sprintf("retention removed receipts %d..%d", start+1, last)})
+		text := fmt.Sprintf("retention removed receipts %d..%d: %d by the count bound, %d by the age bound", start+1, cut, plan.byCount, plan.byAge)
+		if last == 0 {
+			text = "retention removed receipts kept under the tenant floor"
+		}
+		if plan.dropped > 0 {
+			text += fmt.Sprintf(", %d kept under the tenant floor before", plan.dropped)
+		}
+		text += keptMarker(plan.keep)
+		newBase, err = signBase(l.key, Base{Origin: l.origin, Kind: BaseRetention, Size: cut, Root: root,
+			Chain: chain, Time: l.opts.Now(), Text: text})
 		if err != nil {
 			return err
 		}
-		if err := deleteBelow(b.receipts, last+1, nil); err != nil {
-			return err
+		for _, seq := range plan.remove {
+			if err := b.receipts.Delete(store.U64(seq)); err != nil {
+				return err
+			}
 		}
 		keep := map[uint64]bool{}
-		for _, id := range frontierIDs(last) {
+		for _, id := range frontierIDs(cut) {
 			keep[nodeKey(id)] = true
 		}
-		if err := deleteBelow(b.tree, leafKey(last), keep); err != nil {
+		for _, seq := range plan.keep {
+			for _, id := range keptPathIDs(seq, cut) {
+				keep[nodeKey(id)] = true
+			}
+		}
+		if err := deleteBelow(b.tree, leafKey(cut), keep); err != nil {
 			return err
 		}
-		if err := deleteBelow(b.checkpoints, last+1, nil); err != nil {
+		if err := deleteBelow(b.checkpoints, cut+1, nil); err != nil {
 			return err
 		}
-		if err := deleteBelow(b.bases, last+1, nil); err != nil {
+		if err := deleteBelow(b.bases, cut+1, nil); err != nil {
 			return err
 		}
-		return b.bases.Put(store.U64(last), newBase.Signed)
+		tenants = maps.Clone(l.tenants)
+		for scope, n := range plan.gone {
+			if tenants[scope] <= n {
+				delete(tenants, scope)
+			} else {
+				tenants[scope] -= n
+			}
+		}
+		if err := store.PutJSON(b.root, keyTenants, tenants); err != nil {
+			return err
+		}
+		return b.bases.Put(store.U64(cut), newBase.Signed)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("prune audit log: %w", err)
+		return chunkResult{}, fmt.Errorf("prune audit log: %w", err)
 	}
-	if deleted > 0 {
+	if res.changed {
 		l.base = newBase
+		l.tenants = tenants
 		if l.lastCP < newBase.Size {
 			l.lastCP = newBase.Size
 		}
 	}
-	return deleted, nil
+	return res, nil
 }
 
 // deleteFrom deletes keys >= from.

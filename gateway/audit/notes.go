@@ -22,12 +22,17 @@ import (
 //     operator's acknowledgement of a broken stretch, or the adoption of a
 //     log written before signed audit. Without the key nobody can write
 //     one, so deleting the oldest receipts is told apart from retention.
+//     A restored note (same format, kept apart from the bases) marks where
+//     a restored backup's log went on and names the log it replaced.
 
 // Base kinds.
 const (
 	BaseRetention    = "retention"
 	BaseAcknowledged = "acknowledged"
 	BaseAdopted      = "adopted"
+	// BaseRestored records a restore; it does not move the start of
+	// verification.
+	BaseRestored = "restored"
 )
 
 const baseHeader = "accords-mcp audit base v1"
@@ -155,7 +160,7 @@ func openBase(raw []byte, v note.Verifier) (Base, error) {
 		return Base{}, fmt.Errorf("base time: %w", err)
 	}
 	switch b.Kind {
-	case BaseRetention, BaseAcknowledged, BaseAdopted:
+	case BaseRetention, BaseAcknowledged, BaseAdopted, BaseRestored:
 	default:
 		return Base{}, fmt.Errorf("unknown base kind %q", b.Kind)
 	}

@@ -46,8 +46,11 @@ type Receipt struct {
 	RulesEvaluated []string `json:"rules_evaluated,omitempty"`
 	RulesMatched   []string `json:"rules_matched,omitempty"`
 	// Note is the text of receipts the log writes about itself (an
-	// operator's acknowledgement).
+	// operator's acknowledgement, a restore) and of refusal summaries.
 	Note string `json:"note,omitempty"`
+	// Count is how many refused calls a refusal summary (TypeRefusals)
+	// stands for; omitted on every other receipt.
+	Count uint64 `json:"count,omitempty"`
 	// TaskRef (a keyed digest of the task id) and ParentCallID (the
 	// tools/call that created the task) tie a task receipt to its call;
 	// omitted on other receipts.
@@ -65,8 +68,16 @@ const (
 	TypeAcknowledgement = "audit_acknowledgement"
 	// TypeTask records a task of the Tasks extension finishing (completed,
 	// failed) or being cancelled by its owner.
-	TypeTask            = "mcp_task"
+	TypeTask = "mcp_task"
+	// TypeRefusals stands for calls the gateway refused in one window for
+	// one caller, tenant, tool and reason beyond those receipted one by
+	// one (Count says how many).
+	TypeRefusals = "mcp_refusals"
+	// TypeRestore records a backup restored into the database; its note
+	// says how many receipts of the previous log were discarded.
+	TypeRestore         = "audit_restore"
 	OutcomeAcknowledged = "acknowledged"
+	OutcomeRestored     = "restored"
 	OutcomeOK           = "ok"
 	// OutcomeProtocolError marks calls the protocol layer rejected (for
 	// example an unknown tool name).

@@ -34,6 +34,7 @@ var receiptFields = []canonjson.Field[Receipt]{
 	canonjson.NewField(`"rules_evaluated":`, true, func(p *canonjson.Scanner, r *Receipt) bool { return p.List(&r.RulesEvaluated) }),
 	canonjson.NewField(`"rules_matched":`, true, func(p *canonjson.Scanner, r *Receipt) bool { return p.List(&r.RulesMatched) }),
 	canonjson.NewField(`"note":`, true, func(p *canonjson.Scanner, r *Receipt) bool { return p.Set(&r.Note) }),
+	canonjson.NewField(`"count":`, true, func(p *canonjson.Scanner, r *Receipt) bool { return p.Uint(&r.Count) && r.Count != 0 }),
 	canonjson.NewField(`"task_ref":`, true, func(p *canonjson.Scanner, r *Receipt) bool { return p.Set(&r.TaskRef) }),
 	canonjson.NewField(`"parent_call_id":`, true, func(p *canonjson.Scanner, r *Receipt) bool { return p.Set(&r.ParentCallID) }),
 	canonjson.NewField(`"prev_hash":`, false, func(p *canonjson.Scanner, r *Receipt) bool { return p.Str(&r.PrevHash) }),

@@ -46,6 +46,9 @@ func randomReceipt(r *rand.Rand) Receipt {
 	if r.IntN(3) == 0 {
 		rc.DurationMS = r.Float64() * 1000
 	}
+	if r.IntN(3) == 0 {
+		rc.Count = seqs[1+r.IntN(len(seqs)-1)]
+	}
 	return rc
 }
 
@@ -89,6 +92,7 @@ func TestParseCanonicalDeclinesWhatIsNotExactlyCanonical(t *testing.T) {
 		"line separator":       edit(`"local"`, "\"lo\u2028cal\""),
 		"empty optional":       edit(`,"scope"`, `,"session":"","scope"`),
 		"empty list":           edit(`,"prev_hash"`, `,"rules_evaluated":[],"prev_hash"`),
+		"zero count":           edit(`,"prev_hash"`, `,"count":0,"prev_hash"`),
 		"list with a space":    edit(`,"prev_hash"`, `,"rules_evaluated":["a", "b"],"prev_hash"`),
 		"float not shortest":   edit(`"duration_ms":0.125`, `"duration_ms":0.1250`),
 		"float as exponent":    edit(`"duration_ms":0.125`, `"duration_ms":1.25e-1`),

@@ -66,9 +66,15 @@ type SavedInfo struct {
 	Root string `json:"root"`
 	// Status: consistent (the log extends it), before_retention (its
 	// receipts were pruned under a signed retention base, so it cannot be
-	// compared), acknowledged (inside a stretch an operator acknowledged).
+	// compared), acknowledged (inside a stretch an operator acknowledged),
+	// replaced_by_restore (of the history a signed restore record says a
+	// restore replaced).
 	Status string `json:"status"`
 }
+
+// SavedReplaced is the status of a saved checkpoint of the history a
+// signed restore record says a restore replaced.
+const SavedReplaced = "replaced_by_restore"
 
 // Signature statuses.
 const (
@@ -91,11 +97,16 @@ type Report struct {
 	Newest      *CheckpointInfo `json:"newest_checkpoint,omitempty"`
 	// Unsigned counts receipts after the newest checkpoint (normal: they
 	// are signed at the next checkpoint).
-	Unsigned     uint64      `json:"unsigned_receipts"`
-	Base         *BaseInfo   `json:"base,omitempty"`
-	Acknowledged []BaseInfo  `json:"acknowledged,omitempty"`
-	Saved        []SavedInfo `json:"saved,omitempty"`
-	Signatures   string      `json:"signatures"`
+	Unsigned uint64    `json:"unsigned_receipts"`
+	Base     *BaseInfo `json:"base,omitempty"`
+	// Kept counts receipts below the retention base kept under the tenant
+	// floor, each proven against the base's signed root.
+	Kept         int        `json:"kept,omitempty"`
+	Acknowledged []BaseInfo `json:"acknowledged,omitempty"`
+	// Restores are the signed records of restores into this database.
+	Restores   []BaseInfo  `json:"restores,omitempty"`
+	Saved      []SavedInfo `json:"saved,omitempty"`
+	Signatures string      `json:"signatures"`
 	// Legacy: the log has no signed history (never opened by a server
 	// with signed audit).
 	Legacy  bool     `json:"legacy,omitempty"`
@@ -153,6 +164,7 @@ type source struct {
 	legacy      *legacyCheckpoint
 	checkpoints []keyed
 	bases       []keyed
+	restores    []keyed
 	// receipts yields stored receipts with seq >= from in order.
 	receipts func(from uint64, yield func(seq uint64, raw []byte) bool) error
 	// frontier is the stored compact range [0, size).
@@ -161,6 +173,9 @@ type source struct {
 	tree func(fromLeaf uint64) *treeChecker
 	// hashAt reads the chain hash of receipt seq (stretch checks).
 	hashAt func(seq uint64) (string, bool)
+	// path is the inclusion proof of receipt seq, kept under the tenant
+	// floor, in the tree of size (the retention base's).
+	path func(seq, size uint64) ([][]byte, error)
 }
 
 type keyed struct {
@@ -193,6 +208,7 @@ func dbSource(tx store.Tx) (*source, error) {
 	}
 	src.checkpoints = readKeyed(b.checkpoints)
 	src.bases = readKeyed(b.bases)
+	src.restores = readKeyed(b.restores)
 	src.receipts = func(from uint64, yield func(uint64, []byte) bool) error {
 		if b.receipts == nil {
 			return nil
@@ -213,6 +229,7 @@ func dbSource(tx store.Tx) (*source, error) {
 		return src, nil
 	}
 	src.frontier = func(size uint64) (*compact.Range, error) { return loadRange(b.tree, size) }
+	src.path = func(seq, size uint64) ([][]byte, error) { return inclusionProof(bucketNodes(b.tree), seq-1, size) }
 	src.tree = func(from uint64) *treeChecker { return newTreeChecker(b.tree, from) }
 	src.hashAt = func(seq uint64) (string, bool) {
 		v := b.receipts.Get(store.U64(seq))
@@ -248,11 +265,18 @@ type walker struct {
 	rng   *compact.Range
 	tree  *treeChecker
 
-	cps   []Checkpoint
-	ci    int
-	saved []Checkpoint
-	si    int
-	acks  []Base
+	cps      []Checkpoint
+	ci       int
+	saved    []Checkpoint
+	si       int
+	acks     []Base
+	restores []Base
+
+	// full is a walk of every receipt (not the start-up stretch);
+	// retention is the base it starts from, kept what it found below it.
+	full      bool
+	retention *Base
+	kept      []uint64
 
 	skipUntil uint64
 	skipping  *Base
@@ -266,7 +290,7 @@ func verify(src *source, opts VerifyOptions, from uint64) Report {
 	if opts.Verifier == nil {
 		rep.Signatures = SignaturesUnverified
 	}
-	w := &walker{rep: &rep, src: src, opts: opts, prev: Genesis, next: 1}
+	w := &walker{rep: &rep, src: src, opts: opts, prev: Genesis, next: 1, full: from == 0}
 	if !src.hasInfo {
 		w.legacyWalk()
 		return rep
@@ -277,6 +301,7 @@ func verify(src *source, opts VerifyOptions, from uint64) Report {
 	}
 	if retention != nil {
 		rep.Base = baseInfo(*retention)
+		w.retention = retention
 		w.start, w.prev, w.next = retention.Size, retention.Chain, retention.Size+1
 	}
 	rng, err := src.frontier(w.start)
@@ -367,6 +392,10 @@ func (w *walker) readNotes() *Base {
 			w.rep.fail(ProblemForged, k.key, "the base note stored at size %d is for size %d of log %q: moved or forged", k.key, b.Size, b.Origin)
 			return nil
 		}
+		if b.Kind == BaseRestored {
+			w.rep.fail(ProblemForged, k.key, "a restore record is stored as the base at size %d: moved or forged", k.key)
+			return nil
+		}
 		if b.Kind == BaseAcknowledged {
 			w.acks = append(w.acks, b)
 		} else {
@@ -380,6 +409,15 @@ func (w *walker) readNotes() *Base {
 	}
 	for _, a := range w.acks {
 		w.rep.Acknowledged = append(w.rep.Acknowledged, *baseInfo(a))
+	}
+	restores, p := readRestores(w.src.restores, w.src.origin, v)
+	if p != nil {
+		w.rep.fail(p.Kind, p.Seq, "%s", p.Message)
+		return nil
+	}
+	w.restores = restores
+	for _, r := range restores {
+		w.rep.Restores = append(w.rep.Restores, *baseInfo(r))
 	}
 	for _, k := range w.src.checkpoints {
 		var cp Checkpoint
@@ -411,6 +449,10 @@ func (w *walker) readNotes() *Base {
 		if err != nil {
 			w.rep.fail(ProblemForged, 0, "saved checkpoint %d: %v", i+1, err)
 			return nil
+		}
+		if cp.Origin != w.src.origin && restoreAccounts(w.restores, cp) {
+			w.rep.Saved = append(w.rep.Saved, savedInfo(cp, SavedReplaced))
+			continue
 		}
 		if cp.Origin != w.src.origin {
 			w.rep.fail(ProblemForeign, 0, "saved checkpoint %d belongs to log %q, this database holds log %q: the database was replaced", i+1, cp.Origin, w.src.origin)
@@ -487,6 +529,11 @@ func (w *walker) compareRoots() {
 			root = rootOf(w.rng)
 		}
 		if !bytes.Equal(root, w.saved[w.si].Root) {
+			if restoreAccounts(w.restores, w.saved[w.si]) {
+				w.rep.Saved = append(w.rep.Saved, savedInfo(w.saved[w.si], SavedReplaced))
+				w.si++
+				continue
+			}
 			w.problem(ProblemRewritten, end, "the receipts up to %d are not the ones the saved checkpoint for size %d covers: history was rewritten", end, end)
 			return
 		}
@@ -547,6 +594,9 @@ func (w *walker) receipt(keySeq uint64, raw []byte) bool {
 		}
 	}
 	if keySeq <= w.start {
+		if w.full && w.retention != nil {
+			return w.keptReceipt(keySeq, raw)
+		}
 		w.problem(ProblemCorrupt, keySeq, "receipt %d is present although the signed start of the log is after receipt %d", keySeq, w.start)
 		return w.rep.Problem == nil
 	}
@@ -638,8 +688,16 @@ func (w *walker) finish() {
 		rep.fail(ProblemTruncated, last+1, "log truncated: a signed checkpoint covers %d receipts but the log ends at receipt %d (receipts %d..%d removed and the head moved back)", cp.Size, last, last+1, cp.Size)
 		return
 	}
-	if w.si < len(w.saved) {
-		cp := w.saved[len(w.saved)-1]
+	var beyond *Checkpoint
+	for ; w.si < len(w.saved); w.si++ {
+		if cp := w.saved[w.si]; restoreAccounts(w.restores, cp) {
+			rep.Saved = append(rep.Saved, savedInfo(cp, SavedReplaced))
+		} else {
+			beyond = &w.saved[w.si]
+		}
+	}
+	if beyond != nil {
+		cp := *beyond
 		rep.fail(ProblemRolledBack, last+1, "log rolled back: the saved checkpoint covers %d receipts but the log ends at receipt %d (receipts %d..%d are gone, with their signatures)", cp.Size, last, last+1, cp.Size)
 		return
 	}
@@ -648,6 +706,9 @@ func (w *walker) finish() {
 			rep.fail(ProblemTree, last, "%s", msg)
 			return
 		}
+	}
+	if w.full && !w.keptComplete() {
+		return
 	}
 	signedTo := w.start
 	if w.matched != nil {
