@@ -364,6 +364,7 @@ func (a *App) init() error {
 		MaxAnonymousTenants: a.Config.MaxAnonTenants,
 		StoredTenants:       a.storedTenants,
 		Replicas:            a.Fleet.Live,
+		RefusalWindow:       a.Config.AuditRefusalWindow,
 	})
 	if err != nil {
 		a.Audit.Close()
@@ -436,6 +437,9 @@ func (a *App) openAudit() error {
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_RETENTION: %w", err)
 	}
+	if retention.Floor, err = audit.ParseFloor(a.Config.AuditTenantFloor); err != nil {
+		return fmt.Errorf("ACCORDS_MCP_AUDIT_TENANT_FLOOR: %w", err)
+	}
 	cadence, err := audit.ParseCadence(a.Config.AuditCheckpoint)
 	if err != nil {
 		return fmt.Errorf("ACCORDS_MCP_AUDIT_CHECKPOINT: %w", err)
@@ -459,7 +463,10 @@ func (a *App) openAudit() error {
 		OnStartProblem: func(p *audit.Problem) {
 			a.Logger.Error("audit log failed verification: write tools are refused and nothing is signed until an operator acknowledges it",
 				"kind", p.Kind, "seq", p.Seq, "problem", p.Message, "hint", "accords-mcp audit verify; then accords-mcp audit acknowledge --note TEXT")
-		}}
+		},
+		OnPrune:     a.auditPruned,
+		CheckAnchor: true,
+	}
 	if !shared {
 		opts.VerifyDelay = auditVerifyDelay
 	}
@@ -488,6 +495,23 @@ func (a *App) openAudit() error {
 		return 0, true
 	})
 	return nil
+}
+
+// auditPruned reports a retention pass: a pass the count bound drove
+// (a burst of receipts filled it) at WARN with what it removed and kept,
+// one the age bound drove at INFO; both in accords_mcp_audit_pruned_receipts_total.
+func (a *App) auditPruned(e audit.PruneEvent) {
+	a.Metrics.AuditPruned.Add(float64(e.ByCount), "count")
+	a.Metrics.AuditPruned.Add(float64(e.ByAge), "age")
+	a.Metrics.AuditPruned.Add(float64(e.Dropped), "floor")
+	args := []any{"from", e.From, "to", e.To, "by_count", e.ByCount, "by_age", e.ByAge, "floor_dropped", e.Dropped,
+		"kept_under_floor", e.Kept, "count_bound", e.MaxCount, "tenant_floor", e.Floor}
+	if e.ByCount > 0 {
+		a.Logger.Warn("audit retention removed receipts by count: more receipts arrived than ACCORDS_MCP_AUDIT_RETENTION keeps; each tenant's newest receipts under ACCORDS_MCP_AUDIT_TENANT_FLOOR stay",
+			append(args, "hint", "accords-mcp audit tail shows who wrote them; raise the count in ACCORDS_MCP_AUDIT_RETENTION to keep more")...)
+		return
+	}
+	a.Logger.Info("audit retention removed receipts", args...)
 }
 
 // AuditKeySpec is where the configuration puts the audit key.
@@ -592,6 +616,9 @@ func (a *App) Close() error {
 		a.Tasks.Close()
 	}
 	a.Fleet.Leave()
+	if a.Gateway != nil {
+		a.Gateway.Close() // its pending refusal summaries, before the log closes
+	}
 	if a.Audit != nil {
 		a.Audit.Close()
 	}
@@ -696,6 +723,7 @@ func (a *App) HTTPHandler() http.Handler {
 	h := transport.NewHTTPHandler(transport.HTTPOptions{
 		Path:                a.Config.HTTPPath,
 		MaxBodyBytes:        a.Config.MaxBodyBytes,
+		MaxBatch:            a.Config.MaxBatch,
 		BodyTimeout:         a.Config.HTTPBodyTimeout,
 		AllowedOrigins:      a.Config.AllowedOrigins,
 		RequireTenantHeader: a.Config.RequireTenantHeader,

@@ -142,3 +142,47 @@ func TestPublicKeyIsServedAndAnchorFailuresAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(notes[0]), "accords-mcp/audit/"))
 }
+
+// A burst that fills the count bound is loud: the retention pass logs at
+// WARN what the count removed, counts it in
+// accords_mcp_audit_pruned_receipts_total{bound="count"}, and doctor
+// reports it (WARN, not a failure); the other tenant's receipts stay.
+func TestCountPruneAfterABurstIsLoud(t *testing.T) {
+	cfg := testenv.Config(t, "ACCORDS_MCP_AUDIT_RETENTION=30", "ACCORDS_MCP_AUDIT_TENANT_FLOOR=5")
+	var logs bytes.Buffer
+	a, err := app.Open(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
+	require.NoError(t, err)
+	defer a.Close()
+	srv := httptest.NewServer(a.HTTPHandler())
+	defer srv.Close()
+	quiet := mcptest.PostCall(t, srv.URL+"/v1/mcp", "vaultclaw_session_status", nil, map[string]string{"X-Tenant-Id": "quiet"})
+	require.True(t, quiet.OK)
+	cs := mcptest.Connect(t, a.MCPServer(), nil)
+	for range 80 {
+		require.True(t, mcptest.Call(t, cs.ClientSession, "vaultclaw_session_status", nil).OK)
+	}
+	cs.Close()
+	require.NoError(t, a.Audit.Prune())
+
+	assert.Contains(t, logs.String(), `"level":"WARN"`)
+	assert.Contains(t, logs.String(), "audit retention removed receipts by count")
+	assert.Positive(t, a.Metrics.AuditPruned.Value("count"))
+	var text bytes.Buffer
+	require.NoError(t, a.Metrics.Registry.WriteText(&text))
+	assert.Contains(t, text.String(), `accords_mcp_audit_pruned_receipts_total{bound="count"}`)
+
+	rs := doctor.Database(context.Background(), doctor.Inputs{DB: a.DB, AuditKey: a.AuditKey, Probe: func(context.Context, session.Session) (int, error) { return 200, nil }})
+	var row doctor.Result
+	for _, r := range rs {
+		if r.Check == "audit retention" {
+			row = r
+		}
+	}
+	assert.Equal(t, doctor.WARN, row.Status, "%+v", rs)
+	assert.Contains(t, row.Detail, "by the count bound")
+	assert.False(t, doctor.Failed([]doctor.Result{row}))
+
+	kept, err := audit.List(a.DB, audit.Filter{Scope: "quiet"})
+	require.NoError(t, err)
+	assert.Len(t, kept, 1, "the burst did not push the quiet tenant's receipt out")
+}

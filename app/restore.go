@@ -10,6 +10,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/backup"
+	"github.com/accordsai/accords-mcp/store"
 )
 
 // RestoreDrain bounds how long a restore waits for the calls in flight
@@ -29,7 +30,9 @@ var ErrRestoreFailed = errors.New("the database could not be reopened after the 
 // reopened on the restored file (the index rebuilt), and the held calls go
 // on against it. Clients see a pause, never an error; a backup that does
 // not verify, or calls that do not finish within RestoreDrain, change
-// nothing.
+// nothing. The result says how many audit receipts of the replaced log
+// the restore discards, and the restored log records the restore (a
+// signed restored note and a receipt) before it serves.
 func (a *App) Restore(ctx context.Context, src string, r io.Reader) (admin.RestoreResult, error) {
 	a.restoreMu.Lock()
 	defer a.restoreMu.Unlock()
@@ -50,9 +53,11 @@ func (a *App) Restore(ctx context.Context, src string, r io.Reader) (admin.Resto
 	held := time.Now()
 
 	// Every receipt written so far belongs to the old file.
+	a.Gateway.FlushRefusals()
 	if err := a.Audit.Flush(); err != nil {
 		a.Logger.Warn("flushing audit receipts before the restore", "error", err.Error())
 	}
+	out.CompareAudit(st, a.DB, nil, src, nil)
 	a.Audit.Close()
 	if err := a.Catalog.Close(); err != nil {
 		a.Logger.Warn("closing the catalog index before the restore", "error", err.Error())
@@ -71,6 +76,16 @@ func (a *App) Restore(ctx context.Context, src string, r io.Reader) (admin.Resto
 	_, ierr := a.Catalog.Reopen(ctx)
 	if ierr == nil {
 		ierr = a.seedBuiltins(ctx)
+	}
+	if swapErr == nil {
+		// Recorded before the log serves, so that its start-up check finds
+		// the anchor's newest checkpoint accounted for.
+		out.RecordAudit(a.DB, func(db *store.DB, d audit.RestoreDiff) (audit.Ref, error) {
+			return audit.RecordRestoreIn(db, a.auditOpts, d, "daemon")
+		})
+		if out.AuditRecordError != "" {
+			a.Logger.Error("the restore is not recorded in the audit log", "error", out.AuditRecordError)
+		}
 	}
 	l, aerr := audit.Open(a.DB, a.auditOpts)
 	if aerr != nil {
@@ -96,7 +111,10 @@ func (a *App) Restore(ctx context.Context, src string, r io.Reader) (admin.Resto
 		out.Reindexed, out.IndexDocs = true, int(docs)
 	}
 	out.Warnings = admin.SessionWarnings(ctx, a.DB, a.Config.SecretKey, a.Config.KeyFile())
-	a.Logger.Info("database restored through the daemon", "from", src, "previous", prev,
-		"schema_version", out.SchemaVersion, "held_ms", time.Since(held).Milliseconds())
+	args := []any{"from", src, "previous", prev, "schema_version", out.SchemaVersion, "held_ms", time.Since(held).Milliseconds()}
+	if d := out.AuditRestore; d != nil {
+		args = append(args, "audit_discarded", d.Discarded, "audit", d.Summary())
+	}
+	a.Logger.Info("database restored through the daemon", args...)
 	return out, nil
 }

@@ -88,6 +88,14 @@ type Options struct {
 	// Tracer, when set, opens a span per tool call (platform/tracing);
 	// nil is tracing off.
 	Tracer trace.Tracer
+	// RefusalWindow and RefusalsEach shape the refusal summaries
+	// (refusals.go): per caller, session, tenant, tool and refusal code,
+	// the first RefusalsEach refusals of each window get receipts of their
+	// own, the rest one summary receipt. Zero values take
+	// DefaultRefusalWindow and DefaultRefusalsEach; a negative window
+	// gives every refusal a receipt of its own.
+	RefusalWindow time.Duration
+	RefusalsEach  int
 }
 
 // Gateway enforces policy (capabilities, rate limits, pre-execution rules)
@@ -113,6 +121,8 @@ type Gateway struct {
 	sessions sync.Map // *mcp.ServerSession -> *liveSession
 	// lists holds encoded tools/list answers (listcache.go).
 	lists listCache
+	// refusals summarises repeated refusals (refusals.go).
+	refusals *refusals
 }
 
 // KnownCapabilities are every capability tools may declare.
@@ -169,6 +179,11 @@ func New(o Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: o, reg: o.Registry, limiter: ratelimit.New(o.Now), logger: o.Logger,
 		tenants: newTenantGate(o.MaxAnonymousTenants, o.StoredTenants, o.Logger)}
+	g.refusals = newRefusals(o.RefusalWindow, o.RefusalsEach, o.Now, func(rec audit.Receipt) {
+		if _, err := o.Audit.Append(rec); err != nil {
+			g.logger.Error("audit refusal summary not written", "tool", rec.Tool, "call_id", rec.CallID, "count", rec.Count, "error", err.Error())
+		}
+	})
 	if o.Builder != nil {
 		g.builder = *o.Builder
 	}
@@ -230,6 +245,14 @@ func New(o Options) (*Gateway, error) {
 	g.policy.Store(p)
 	return g, nil
 }
+
+// FlushRefusals writes the pending refusal summaries now.
+func (g *Gateway) FlushRefusals() { g.refusals.Flush() }
+
+// Close writes the pending refusal summaries and stops their writer; call
+// it before closing the audit log. Later refusals get receipts of their
+// own.
+func (g *Gateway) Close() { g.refusals.close() }
 
 // Policy is the policy in force.
 func (g *Gateway) Policy() *policy.Policy { return g.policy.Load() }

@@ -68,7 +68,10 @@ type setup struct {
 	shared     bool // the audit log as replicas on etcd open it
 	// vault is the environment session (a simulator's URL and token);
 	// none by default, and then Vault is never reached.
-	vault session.Defaults
+	vault     session.Defaults
+	retention audit.Retention
+	// refusalWindow is the gateway's RefusalWindow (0: the default).
+	refusalWindow time.Duration
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -83,7 +86,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	sessions := session.New(h.db, keys, s.vault)
 	h.key, err = audit.NewKey(make([]byte, audit.KeySize), "test")
 	require.NoError(t, err)
-	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now, Shared: s.shared})
+	h.log, err = audit.Open(h.db, audit.Options{Key: h.key, Now: h.clock.Now, Shared: s.shared, Retention: s.retention})
 	require.NoError(t, err)
 	// Every toolset but the catalog ones (they need the bleve index and
 	// add nothing here): session, vault, approvals and audit, bound to real
@@ -112,9 +115,11 @@ func newHarness(t testing.TB, s setup) *harness {
 	h.gw, err = New(Options{
 		Registry: reg, Builder: &transport.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
 		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, DynamicToolsets: s.dynamic, Tracer: s.tracer,
+		RefusalWindow: s.refusalWindow,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
+		h.gw.Close()
 		h.log.Close()
 		client.Close()
 		h.db.Close()

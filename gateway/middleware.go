@@ -79,11 +79,15 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	}
 	writes := known && t.Writes()
 	var decision rules.Decision
+	// summary is the call id of the refusal summary this call is counted
+	// into instead of a receipt of its own (refusals.go).
+	var summary string
 	if !known {
 		// Unknown names stay protocol errors, but they share one bucket
 		// per caller so they cannot flood the log.
 		if refused := g.limit(p, g.callerFor(g.policy.Load(), p), unknownToolKey); refused != nil {
 			res = tools.Fail(ctx, refused)
+			summary = g.summarise(p, unknownToolsLabel, "", refused)
 		} else {
 			res, err = next(ctx, method, req)
 		}
@@ -93,8 +97,10 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		pol := g.policy.Load()
 		if refused := g.admit(ctx, pol, p, t); refused != nil {
 			res = tools.Fail(ctx, refused)
+			summary = g.summarise(p, t.Name, t.Capability, refused)
 		} else if refused := s.notEnabled(t); refused != nil {
 			res = tools.Fail(ctx, refused)
+			summary = g.summarise(p, t.Name, t.Capability, refused)
 		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else {
@@ -110,6 +116,15 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	rec.RulesEvaluated, rec.RulesMatched = decision.Evaluated, decision.MatchedIDs()
 	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
+	if summary != "" {
+		if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
+			if ctr.Meta == nil {
+				ctr.Meta = mcp.Meta{}
+			}
+			ctr.Meta["accords/call_id"] = summary
+		}
+		return res, err
+	}
 	// Write tools wait for the commit so their result is never returned
 	// before their receipt is durable; read tools do not wait. On one
 	// process's log both learn their receipt's reference at once; on a
@@ -141,6 +156,17 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 // ({seq, leaf_hash, log}): with `audit prove SEQ` it proves the call against
 // a signed checkpoint.
 const MetaReceipt = "accords/receipt"
+
+// summarise counts a refusal made before the call reached its rules or
+// tool into its window's summary, returning the summary's call id, or ""
+// when the refusal gets a receipt of its own.
+func (g *Gateway) summarise(p caller.Principal, tool, capability string, refused *apperr.Error) string {
+	id, ok := g.refusals.count(refusalKeyOf(p, tool, refused.Code), capability)
+	if !ok {
+		return ""
+	}
+	return id
+}
 
 // ruleInput is what the rules see of a call.
 func (g *Gateway) ruleInput(p caller.Principal, t tools.Tool, args json.RawMessage) rules.Input {

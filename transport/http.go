@@ -27,6 +27,10 @@ type HTTPOptions struct {
 	Path string
 	// MaxBodyBytes limits request bodies; larger bodies get 413.
 	MaxBodyBytes int64
+	// MaxBatch limits the messages of one JSON-RPC batch (default
+	// DefaultMaxBatch); a larger batch is refused whole with 400 and a
+	// JSON-RPC error, and nothing in it runs.
+	MaxBatch int
 	// BodyTimeout bounds the time to receive a request body (default
 	// DefaultBodyTimeout); a slower body gets 408.
 	BodyTimeout time.Duration
@@ -60,6 +64,12 @@ type HTTPOptions struct {
 // DefaultBodyTimeout is how long a client has to send a request body.
 const DefaultBodyTimeout = 30 * time.Second
 
+// DefaultMaxBatch is how many messages one JSON-RPC batch may hold. Every
+// call in a batch passes the gateway on its own (capabilities, its rate
+// limit token, its receipt), so the bound keeps one POST from being
+// thousands of calls.
+const DefaultMaxBatch = 32
+
 // NewHTTPHandler returns the bridge: Streamable HTTP (stateless, so each
 // POST stands alone and bare JSON-RPC posts work without initialize), health
 // endpoints, browser and Host checks, tenant checks, body limits and
@@ -76,6 +86,9 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -127,6 +140,10 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		}
 		body, ok := readBody(w, r, o.MaxBodyBytes, o.BodyTimeout)
 		if !ok {
+			return
+		}
+		if n := batchSize(body); n > o.MaxBatch {
+			writeBatchTooLarge(w, n, o.MaxBatch)
 			return
 		}
 		// A page's no-cors POST carries no Content-Type; only clients that
@@ -234,6 +251,43 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, true
+}
+
+// batchSize is the number of messages of a JSON-RPC batch (a body that is
+// a JSON array), 0 for anything else; a malformed batch counts what it
+// holds before the fault and is the SDK's to refuse.
+func batchSize(body []byte) int {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if len(b) == 0 || b[0] != '[' {
+		return 0
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return 0
+	}
+	n := 0
+	for dec.More() {
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// writeBatchTooLarge refuses a batch over the limit as a whole: HTTP 400
+// with one JSON-RPC error (id null, as for a batch that is invalid as a
+// whole) naming the limit and its variable.
+func writeBatchTooLarge(w http.ResponseWriter, n, limit int) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code":    -32600,
+		"message": fmt.Sprintf("invalid request: a JSON-RPC batch of %d messages exceeds the limit of %d (ACCORDS_MCP_HTTP_MAX_BATCH); nothing in it ran: send at most %d per request", n, limit, limit),
+		"data":    map[string]any{"reason": "batch_too_large", "messages": n, "max_batch": limit},
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(body)
 }
 
 func acceptsEventStream(values []string) bool {

@@ -264,6 +264,13 @@ func writeReport(w io.Writer, rep audit.Report, pub note.Verifier) {
 	if rep.Base != nil {
 		fmt.Fprintf(w, "starts after receipt %d: signed %s base of %s (%s)\n", rep.Base.Size, rep.Base.Kind, rep.Base.Time, rep.Base.Note)
 	}
+	if rep.Kept > 0 {
+		fmt.Fprintf(w, "kept below the base under the tenant floor: %d receipts, each proven against the signed base\n", rep.Kept)
+	}
+	for _, r := range rep.Restores {
+		text, _, _ := strings.Cut(r.Note, " [replaced ")
+		fmt.Fprintf(w, "restored at receipt %d on %s: %s\n", r.Size, r.Time, text)
+	}
 	for _, a := range rep.Acknowledged {
 		fmt.Fprintf(w, "acknowledged up to receipt %d on %s: %s\n", a.Size, a.Time, a.Note)
 	}
@@ -278,6 +285,9 @@ func writeReport(w io.Writer, rep audit.Report, pub note.Verifier) {
 		}
 		if n := counts["acknowledged"]; n > 0 {
 			fmt.Fprintf(w, ", %d inside an acknowledged stretch", n)
+		}
+		if n := counts[audit.SavedReplaced]; n > 0 {
+			fmt.Fprintf(w, ", %d of the history a recorded restore replaced", n)
 		}
 		fmt.Fprintln(w)
 	}
@@ -421,16 +431,21 @@ func exportLog(ctx context.Context, env *environment, log admin.Audit, out strin
 	return 0
 }
 
-func auditAcknowledge(ctx context.Context, env *environment, op, text string) int {
-	operator := &op
-	if *operator == "" {
-		*operator = "operator"
-		if u, err := user.Current(); err == nil {
-			*operator = "operator:" + u.Username
-		}
+// operatorName is op, or "operator:<OS user>" when op is empty.
+func operatorName(op string) string {
+	if op != "" {
+		return op
 	}
+	if u, err := user.Current(); err == nil {
+		return "operator:" + u.Username
+	}
+	return "operator"
+}
+
+func auditAcknowledge(ctx context.Context, env *environment, op, text string) int {
+	operator := operatorName(op)
 	return withBackend(ctx, env, func(b admin.Backend, _ where) int {
-		msg, err := b.AuditAcknowledge(ctx, *operator, text)
+		msg, err := b.AuditAcknowledge(ctx, operator, text)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit acknowledge:", err)
 			return 1

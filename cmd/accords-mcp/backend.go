@@ -244,7 +244,14 @@ func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string
 	if err != nil {
 		return "", fmt.Errorf("the audit key is needed to sign the acknowledgement: %w", err)
 	}
-	lg, err := audit.Open(db, audit.Options{Key: key, Shared: db.Kind() == store.KindEtcd})
+	// The acknowledgement's checkpoint goes to the anchor too, so that the
+	// server's start-up check finds the anchor's newest checkpoint is one
+	// the log extends.
+	anchor, err := audit.ParseAnchor(l.cfg.AuditAnchor)
+	if err != nil {
+		return "", err
+	}
+	lg, err := audit.Open(db, audit.Options{Key: key, Anchor: anchor, Shared: db.Kind() == store.KindEtcd})
 	if err != nil {
 		return "", err
 	}
@@ -312,8 +319,26 @@ func (l *localBackend) Backup(ctx context.Context, w io.Writer) (n int64, err er
 	return n, err
 }
 
+// restoreRecorder records a restore in the restored database's audit log
+// with the configured audit key and anchor; without a key it returns a
+// recorder that says why there is no record.
+func restoreRecorder(cfg config.Config) func(*store.DB, audit.RestoreDiff) (audit.Ref, error) {
+	return func(db *store.DB, d audit.RestoreDiff) (audit.Ref, error) {
+		key, err := audit.LoadKey(app.AuditKeySpec(cfg), false)
+		if err != nil {
+			return audit.Ref{}, fmt.Errorf("the audit key is needed to sign the restore record: %w", err)
+		}
+		anchor, err := audit.ParseAnchor(cfg.AuditAnchor)
+		if err != nil {
+			return audit.Ref{}, err
+		}
+		return audit.RecordRestoreIn(db, audit.Options{Key: key, Anchor: anchor, Shared: db.Kind() == store.KindEtcd}, d, operatorName(""))
+	}
+}
+
 func (l *localBackend) Restore(ctx context.Context, src string, r io.Reader) (admin.RestoreResult, error) {
-	res, err := backup.Restore(src, r, backup.RestoreOptions{DBPath: l.cfg.DBPath, IndexDir: l.cfg.IndexDir(), Reindex: rebuildIndex(ctx, l.cfg)})
+	res, err := backup.Restore(src, r, backup.RestoreOptions{DBPath: l.cfg.DBPath, IndexDir: l.cfg.IndexDir(), Reindex: rebuildIndex(ctx, l.cfg),
+		Record: restoreRecorder(l.cfg)})
 	out := admin.RestoreResult{Result: res, DBPath: l.cfg.DBPath}
 	if err != nil {
 		return out, err

@@ -101,12 +101,13 @@ func restoreEtcd(env *environment, cfg config.Config, src string) int {
 		fmt.Fprintln(env.stderr, "accords-mcp restore: nothing was changed:", err)
 		return 1
 	}
-	res, err := backup.RestoreEtcd(db, src, env.stdin, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir()})
+	res, err := backup.RestoreEtcd(db, src, env.stdin, backup.RestoreOptions{DBPath: cfg.DBPath, IndexDir: cfg.IndexDir(), Record: restoreRecorder(cfg)})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "accords-mcp restore: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(env.stdout, "restore: %s loaded into %s (schema version %d, %d audit receipts verify)\n", src, db.Path(), res.SchemaVersion, res.Audit.Count)
+	printAuditRestore(env, res)
 	fmt.Fprintln(env.stdout, "restore: every replica rebuilds its search index on its next start")
 	return 0
 }
@@ -133,6 +134,7 @@ func restoreBackup(ctx context.Context, env *environment, m admin.Maintenance, s
 	if res.MigratedFrom > 0 {
 		fmt.Fprintf(env.stdout, "restore: migrated the backup from schema version %d\n", res.MigratedFrom)
 	}
+	printAuditRestore(env, res.Result)
 	if res.Previous != "" {
 		fmt.Fprintf(env.stdout, "restore: the previous database is kept as %s\n", res.Previous)
 	}
@@ -151,4 +153,23 @@ func restoreBackup(ctx context.Context, env *environment, m admin.Maintenance, s
 		fmt.Fprintln(env.stderr, "restore: warning:", w)
 	}
 	return 0
+}
+
+// printAuditRestore says what the restore did to the audit log: the
+// receipts of the replaced log it discards, and the record of the restore
+// in the restored log (or why there is none, as a warning: without it the
+// next start with a file anchor flags the log as rolled back).
+func printAuditRestore(env *environment, res backup.Result) {
+	if d := res.AuditRestore; d != nil {
+		fmt.Fprintf(env.stdout, "restore: audit log: %s\n", d.Summary())
+	}
+	if res.AuditCompareError != "" {
+		fmt.Fprintf(env.stderr, "restore: warning: the replaced audit log could not be compared: %s\n", res.AuditCompareError)
+	}
+	switch {
+	case res.AuditRecord != nil:
+		fmt.Fprintf(env.stdout, "restore: recorded in the audit log as receipt %d with a signed restore record\n", res.AuditRecord.Seq)
+	case res.AuditRecordError != "":
+		fmt.Fprintf(env.stderr, "restore: warning: the restore is not recorded in the audit log (%s); a server with a file anchor will flag the log as rolled back until acknowledged\n", res.AuditRecordError)
+	}
 }

@@ -1533,6 +1533,9 @@ func (l *Log) pruneLimit() int {
 	return pruneChunk
 }
 
+// retentionText begins a retention base's note (BaseInfo reads it back).
+const retentionText = "retention removed receipts %d..%d: %d by the count bound, %d by the age bound"
+
 // chunkResult is what one pruning transaction did.
 type chunkResult struct {
 	changed                 bool
@@ -1594,7 +1597,7 @@ func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 			}
 			root = rootOf(frontier)
 		}
-		text := fmt.Sprintf("retention removed receipts %d..%d: %d by the count bound, %d by the age bound", start+1, cut, plan.byCount, plan.byAge)
+		text := fmt.Sprintf(retentionText, start+1, cut, plan.byCount, plan.byAge)
 		if last == 0 {
 			text = "retention removed receipts kept under the tenant floor"
 		}

@@ -95,3 +95,23 @@ func (l *Log) List(f Filter) ([]Receipt, error) {
 	_ = l.Flush()
 	return List(l.db, f)
 }
+
+// RecordedProblem is the verification failure a server found and stored
+// (at start, against the log itself or its anchor) that no operator has
+// acknowledged yet; nil when there is none.
+func RecordedProblem(db *store.DB) (*Problem, error) {
+	var p *Problem
+	err := db.View(func(tx store.Tx) error {
+		b := tx.Bucket(store.BucketAudit)
+		if b == nil || b.Get(keyIntegrity) == nil {
+			return nil
+		}
+		var rec Problem
+		if _, err := store.GetJSON(b, keyIntegrity, &rec); err != nil || rec.Kind == "" {
+			rec = Problem{Kind: ProblemCorrupt, Message: "a verification failure was recorded"}
+		}
+		p = &rec
+		return nil
+	})
+	return p, err
+}

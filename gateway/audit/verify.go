@@ -58,6 +58,12 @@ type BaseInfo struct {
 	Size uint64 `json:"size"`
 	Time string `json:"time"`
 	Note string `json:"note"`
+	// RemovedByCount and RemovedByAge are what a retention base's pass
+	// removed by each bound; Kept the receipts it keeps below it under the
+	// tenant floor.
+	RemovedByCount int `json:"removed_by_count,omitempty"`
+	RemovedByAge   int `json:"removed_by_age,omitempty"`
+	Kept           int `json:"kept,omitempty"`
 }
 
 // SavedInfo is the outcome for one saved checkpoint.
@@ -505,7 +511,13 @@ func savedInfo(cp Checkpoint, status string) SavedInfo {
 }
 
 func baseInfo(b Base) *BaseInfo {
-	return &BaseInfo{Kind: b.Kind, Size: b.Size, Time: b.Time.UTC().Format("2006-01-02T15:04:05Z07:00"), Note: b.Text}
+	bi := &BaseInfo{Kind: b.Kind, Size: b.Size, Time: b.Time.UTC().Format("2006-01-02T15:04:05Z07:00"), Note: b.Text}
+	if b.Kind == BaseRetention {
+		var from, to uint64
+		_, _ = fmt.Sscanf(b.Text, retentionText, &from, &to, &bi.RemovedByCount, &bi.RemovedByAge)
+		bi.Kept, _, _ = parseKept(b.Text)
+	}
+	return bi
 }
 
 // compareRoots checks the checkpoints whose size the walk has reached.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/store"
 )
@@ -33,6 +34,11 @@ type RestoreOptions struct {
 	Now func() time.Time
 	// Migrations overrides the schema migrations (tests of upgrades).
 	Migrations []migrations.Migration
+	// Record writes the restore into the restored database's audit log
+	// (audit.RecordRestoreIn with the audit key): a signed record of what
+	// the restore discarded and a receipt. nil leaves the log without one,
+	// and the result says so.
+	Record func(db *store.DB, d audit.RestoreDiff) (audit.Ref, error)
 }
 
 // Result reports what Restore did.
@@ -48,6 +54,56 @@ type Result struct {
 	// IndexError is set when the data was restored but the rebuild failed
 	// (the next start retries it).
 	IndexError string `json:"index_error,omitempty"`
+	// AuditRestore compares the replaced database's audit log with the
+	// backup's: how many receipts the restore discards.
+	AuditRestore *audit.RestoreDiff `json:"audit_restore,omitempty"`
+	// AuditCompareError says why the replaced log could not be read (a
+	// damaged database); AuditRestore then names only the backup's.
+	AuditCompareError string `json:"audit_compare_error,omitempty"`
+	// AuditRecord is the restore's receipt in the restored log;
+	// AuditRecordError says why there is none.
+	AuditRecord      *audit.Ref `json:"audit_record,omitempty"`
+	AuditRecordError string     `json:"audit_record_error,omitempty"`
+}
+
+// CompareAudit fills res.AuditRestore: the staged backup's log against
+// current's (nil when there is no current database; a current database
+// that cannot be read is reported, not fatal: a restore is how a damaged
+// one is replaced).
+func (res *Result) CompareAudit(st *Staged, current *store.DB, currentErr error, src string, migs []migrations.Migration) {
+	staged, err := store.Open(st.Path(), store.Options{ReadOnly: true, Migrations: migs})
+	if err != nil {
+		res.AuditCompareError = err.Error()
+		return
+	}
+	defer staged.Close()
+	if currentErr != nil {
+		res.AuditCompareError = "the current database could not be read: " + currentErr.Error()
+		current = nil
+	}
+	d, err := audit.CompareForRestore(current, staged, src)
+	if err != nil {
+		res.AuditCompareError = err.Error()
+	}
+	res.AuditRestore = &d
+}
+
+// RecordAudit writes the restore into db's log with record (see
+// RestoreOptions.Record).
+func (res *Result) RecordAudit(db *store.DB, record func(*store.DB, audit.RestoreDiff) (audit.Ref, error)) {
+	switch {
+	case record == nil:
+		res.AuditRecordError = "the restore is not recorded in the audit log (no audit key)"
+		return
+	case res.AuditRestore == nil:
+		res.AuditRestore = &audit.RestoreDiff{}
+	}
+	ref, err := record(db, *res.AuditRestore)
+	if err != nil {
+		res.AuditRecordError = err.Error()
+		return
+	}
+	res.AuditRecord = &ref
 }
 
 // Restore replaces the database at o.DBPath with the backup read from src
@@ -81,6 +137,7 @@ func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) 
 		return res, err
 	}
 	defer st.Discard()
+	compareWithCurrent(&res, st, src, o)
 
 	// Past this point the backup is known good. Take the lock for the swap
 	// only: validation can take long, and a daemon blocked on the lock of
@@ -95,23 +152,44 @@ func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) 
 		return res, err
 	}
 
-	if o.Reindex != nil {
-		db, err := store.Open(o.DBPath, store.Options{LockTimeout: o.LockTimeout, Migrations: o.Migrations})
-		if err != nil {
-			res.IndexError = err.Error()
-			return res, nil
-		}
-		n, err := o.Reindex(db)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			res.IndexError = err.Error()
-			return res, nil
-		}
-		res.Reindexed, res.IndexDocs = true, n
+	if o.Record == nil && o.Reindex == nil {
+		res.RecordAudit(nil, nil)
+		return res, nil
 	}
+	db, err := store.Open(o.DBPath, store.Options{LockTimeout: o.LockTimeout, Migrations: o.Migrations})
+	if err != nil {
+		res.IndexError = err.Error()
+		res.AuditRecordError = err.Error()
+		return res, nil
+	}
+	res.RecordAudit(db, o.Record)
+	var n int
+	if o.Reindex != nil {
+		n, err = o.Reindex(db)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		res.IndexError = err.Error()
+		return res, nil
+	}
+	res.Reindexed, res.IndexDocs = o.Reindex != nil, n
 	return res, nil
+}
+
+// compareWithCurrent compares the staged backup's audit log with the one
+// of the database it replaces (read-only, before the swap).
+func compareWithCurrent(res *Result, st *Staged, src string, o RestoreOptions) {
+	if _, err := os.Stat(o.DBPath); errors.Is(err, fs.ErrNotExist) {
+		res.CompareAudit(st, nil, nil, src, o.Migrations)
+		return
+	}
+	cur, err := store.Open(o.DBPath, store.Options{ReadOnly: true, LockTimeout: o.LockTimeout, Migrations: o.Migrations})
+	if err == nil {
+		defer cur.Close()
+	}
+	res.CompareAudit(st, cur, err, src, o.Migrations)
 }
 
 func (o RestoreOptions) withDefaults() RestoreOptions {
@@ -349,6 +427,7 @@ func RestoreEtcd(db *store.DB, src string, r io.Reader, o RestoreOptions) (Resul
 	if err != nil {
 		return res, err
 	}
+	res.CompareAudit(st, db, nil, src, o.Migrations)
 	if status.Replicas > 0 {
 		return res, fmt.Errorf("%d replica(s) are registered on %s: stop every replica before restoring into etcd (a replica killed less than %s ago still counts)", status.Replicas, db.Path(), store.FleetTTL)
 	}
@@ -383,6 +462,7 @@ func RestoreEtcd(db *store.DB, src string, r io.Reader, o RestoreOptions) (Resul
 	if _, err := db.LoadFrom(staged, skip, finish); err != nil {
 		return res, err
 	}
+	res.RecordAudit(db, o.Record)
 	if o.IndexDir != "" {
 		if err := removeAll(o.IndexDir); err != nil {
 			return res, fmt.Errorf("the store is restored, but this replica's index %s could not be removed: %w", o.IndexDir, err)

@@ -27,9 +27,10 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// Statuses.
+// Statuses. WARN is worth an operator's look but does not fail doctor.
 const (
 	OK   = "OK"
+	WARN = "WARN"
 	FAIL = "FAIL"
 	SKIP = "SKIP"
 )
@@ -48,6 +49,10 @@ func ok(check, format string, a ...any) Result {
 
 func fail(check, hint, format string, a ...any) Result {
 	return Result{Check: check, Status: FAIL, Detail: fmt.Sprintf(format, a...), Hint: hint}
+}
+
+func warn(check, hint, format string, a ...any) Result {
+	return Result{Check: check, Status: WARN, Detail: fmt.Sprintf(format, a...), Hint: hint}
 }
 
 func skip(check, format string, a ...any) Result {
@@ -225,6 +230,8 @@ type Inputs struct {
 	AuditKeyProblem string
 	// Probe contacts Vaultclaw (HTTPProbe when nil).
 	Probe func(ctx context.Context, s session.Session) (int, error)
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
 // IndexState is the index's view of its consistency with the store.
@@ -258,7 +265,11 @@ func Database(ctx context.Context, in Inputs) []Result {
 		rs = append(rs, r)
 	}
 	rs = append(rs, indexCheck(ctx, in))
-	rs = append(rs, auditCheck(in))
+	chain, retention := auditCheck(in)
+	rs = append(rs, chain)
+	if retention != nil {
+		rs = append(rs, *retention)
+	}
 	rs = append(rs, vaultCheck(ctx, in))
 	return rs
 }
@@ -295,15 +306,57 @@ func indexCheck(ctx context.Context, in Inputs) Result {
 	return ok("index", "%d documents, consistent with the store (revision %d)", st.Documents, st.StoreRev)
 }
 
-func auditCheck(in Inputs) Result {
+// countPruneWindow is how recent a retention pass the count bound drove
+// must be for doctor to warn of it.
+const countPruneWindow = 24 * time.Hour
+
+// retentionCheck reports the newest retention pass: a pass the count
+// bound drove within countPruneWindow means more receipts arrived than the
+// log keeps (a burst, or a bound too small), so receipts left before they
+// aged out: WARN, with what was removed and kept.
+func retentionCheck(in Inputs, rep audit.Report) Result {
+	now := time.Now
+	if in.Now != nil {
+		now = in.Now
+	}
+	b := rep.Base
+	if b == nil || b.Kind != audit.BaseRetention {
+		return ok("audit retention", "no receipt removed by retention")
+	}
+	at, _ := time.Parse(time.RFC3339, b.Time)
+	what := fmt.Sprintf("the newest retention pass (%s) removed receipts up to %d: %d by the count bound, %d by the age bound; %d kept under the tenant floor",
+		b.Time, b.Size, b.RemovedByCount, b.RemovedByAge, b.Kept)
+	if b.RemovedByCount > 0 && now().Sub(at) < countPruneWindow {
+		return warn("audit retention", "a burst of receipts filled the count of ACCORDS_MCP_AUDIT_RETENTION: see who wrote them with accords-mcp audit tail, and raise the count if the volume is legitimate (each tenant's newest ACCORDS_MCP_AUDIT_TENANT_FLOOR receipts stayed)",
+			"%s", what)
+	}
+	return ok("audit retention", "%s", what)
+}
+
+func auditCheck(in Inputs) (Result, *Result) {
 	opts := audit.VerifyOptions{}
 	if in.AuditKey != nil {
 		opts.Verifier = in.AuditKey.Verifier()
 	}
 	rep, err := audit.Verify(in.DB, opts)
 	if err != nil {
-		return fail("audit chain", "restore a backup whose log verifies", "cannot read the audit log: %v", err)
+		return fail("audit chain", "restore a backup whose log verifies", "cannot read the audit log: %v", err), nil
 	}
+	retention := retentionCheck(in, rep)
+	res := auditChainCheck(in, rep)
+	if res.Status != FAIL {
+		// A failure the server found at start (the log against its anchor,
+		// say) and stored stands until acknowledged, whatever the log
+		// alone shows.
+		if p, err := audit.RecordedProblem(in.DB); err == nil && p != nil {
+			res = fail("audit chain", "keep a copy of the database, look into it (accords-mcp audit verify --checkpoint ANCHOR), then restore a backup or accept it with accords-mcp audit acknowledge --note TEXT",
+				"the server recorded a verification failure at start (%s at receipt %d): %s; write tools are refused until acknowledged", p.Kind, p.Seq, p.Message)
+		}
+	}
+	return res, &retention
+}
+
+func auditChainCheck(in Inputs, rep audit.Report) Result {
 	if !rep.OK {
 		detail := "does not verify"
 		if rep.Problem != nil {
@@ -327,6 +380,13 @@ func auditCheck(in Inputs) Result {
 		return ok("audit chain", "empty (no tool calls recorded yet)")
 	}
 	detail := fmt.Sprintf("%d receipts verify (seq %d..%d); %d signed checkpoints match", rep.Count, rep.FirstSeq, rep.LastSeq, rep.Checkpoints)
+	if rep.Kept > 0 {
+		detail += fmt.Sprintf("; %d kept below the retention base under the tenant floor verify against it", rep.Kept)
+	}
+	if n := len(rep.Restores); n > 0 {
+		newest, _, _ := strings.Cut(rep.Restores[n-1].Note, " [replaced ")
+		detail += fmt.Sprintf("; restored %d time(s), the newest: %s", n, newest)
+	}
 	if rep.Newest != nil {
 		detail += fmt.Sprintf(", newest covers %d", rep.Newest.Size)
 	}

@@ -32,6 +32,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_HTTP_PATH", "/v1/mcp", "path of the MCP endpoint; /mcp is always an alias"},
 	{"ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", "false", "reject HTTP requests without a tenant header (400 MCP_TENANT_HEADER_REQUIRED)"},
 	{"ACCORDS_MCP_HTTP_MAX_BODY_BYTES", "1048576", "largest accepted HTTP request body; larger bodies get 413"},
+	{"ACCORDS_MCP_HTTP_MAX_BATCH", "32", "most messages in one JSON-RPC batch (protocol 2025-03-26 and older); a larger batch gets 400 with a JSON-RPC error and nothing in it runs; each call in a batch takes its own rate-limit token"},
 	{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS", "(none: only the server's own origin)", "comma-separated browser origins (scheme://host[:port]) allowed to call the HTTP bridge, e.g. a local MCP Inspector; other web pages get 403 (docs/security.md)"},
 	{"ACCORDS_MCP_HTTP_HEADER_TIMEOUT", "10s", "time a client has to send its request headers (a Go duration)"},
 	{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", "30s", "time a client has to send its request body once the headers are in; slower bodies get 408"},
@@ -45,6 +46,8 @@ var Vars = []Var{
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
+	{"ACCORDS_MCP_AUDIT_TENANT_FLOOR", "1000", "each tenant's newest N audit receipts are never removed by the count bound of ACCORDS_MCP_AUDIT_RETENTION, whatever other tenants write (only by its age); 0 turns the floor off"},
+	{"ACCORDS_MCP_AUDIT_REFUSAL_WINDOW", "60s", "per caller, tenant, tool and refusal code, the first 10 refusals (capability, rate limit) of each window get their own audit receipts and the rest one summary receipt with a count; off gives every refusal its own"},
 	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
 	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
 	{"ACCORDS_MCP_AUDIT_CHECKPOINT", "1000,30s", "sign an audit checkpoint every N receipts and/or, when receipts were added, every interval (also at the first receipt and at shutdown)"},
@@ -115,6 +118,14 @@ type Config struct {
 	AuditKeyFile    string
 	AuditCheckpoint string
 	AuditAnchor     string
+	// AuditTenantFloor is ACCORDS_MCP_AUDIT_TENANT_FLOOR (parsed by the
+	// audit package, like the retention).
+	AuditTenantFloor string
+	// AuditRefusalWindow is the refusal summaries' window; negative when
+	// off (every refusal its own receipt).
+	AuditRefusalWindow time.Duration
+	// MaxBatch caps the messages of one JSON-RPC batch over HTTP.
+	MaxBatch int
 
 	RemoteMaxIndexBytes  int64
 	RemoteMaxBundleBytes int64
@@ -184,6 +195,8 @@ const (
 	DefaultHTTPIdleTimeout      = 60 * time.Second
 	DefaultHTTPMaxConns         = 256
 	DefaultMaxAnonTenants       = 64
+	DefaultMaxBatch             = 32
+	DefaultAuditRefusalWindow   = time.Minute
 	DefaultStdioMaxMessageBytes = 8 << 20
 	DefaultMaxBundleBytes       = 4 << 20
 )
@@ -226,6 +239,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		HTTPIdleTimeout:      DefaultHTTPIdleTimeout,
 		HTTPMaxConns:         DefaultHTTPMaxConns,
 		MaxAnonTenants:       DefaultMaxAnonTenants,
+		MaxBatch:             DefaultMaxBatch,
+		AuditRefusalWindow:   DefaultAuditRefusalWindow,
 		StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
 		MaxBundleBytes:       DefaultMaxBundleBytes,
 		TaskPollInterval:     DefaultTaskPoll,
@@ -277,6 +292,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.AuditKey = get("ACCORDS_MCP_AUDIT_KEY")
 	c.AuditCheckpoint = get("ACCORDS_MCP_AUDIT_CHECKPOINT")
 	c.AuditAnchor = get("ACCORDS_MCP_AUDIT_ANCHOR")
+	c.AuditTenantFloor = get("ACCORDS_MCP_AUDIT_TENANT_FLOOR")
+	if v := get("ACCORDS_MCP_AUDIT_REFUSAL_WINDOW"); v != "" {
+		switch d, err := time.ParseDuration(v); {
+		case strings.EqualFold(v, "off") || v == "0":
+			c.AuditRefusalWindow = -1
+		case err != nil || d < time.Second:
+			return c, fmt.Errorf("ACCORDS_MCP_AUDIT_REFUSAL_WINDOW must be a duration of at least 1s such as 60s, or off, got %q", v)
+		default:
+			c.AuditRefusalWindow = d
+		}
+	}
 	mapped, err := parseMappedMax(get("ACCORDS_MCP_MAPPED_RESIDENT_MAX"))
 	if err != nil {
 		return c, err
@@ -452,6 +478,7 @@ func (c *Config) readTransportLimits(get func(string) string) error {
 	}{
 		{"ACCORDS_MCP_HTTP_MAX_CONNS", &c.HTTPMaxConns},
 		{"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS", &c.MaxAnonTenants},
+		{"ACCORDS_MCP_HTTP_MAX_BATCH", &c.MaxBatch},
 		{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", &c.StdioMaxMessageBytes},
 	} {
 		if v := get(n.name); v != "" {
@@ -672,6 +699,8 @@ func (c Config) DaemonWide() map[string]string {
 		"ACCORDS_MCP_SECRET_KEY":               c.SecretKey,
 		"ACCORDS_MCP_POLICY_FILE":              c.PolicyFile,
 		"ACCORDS_MCP_AUDIT_RETENTION":          c.AuditRetention,
+		"ACCORDS_MCP_AUDIT_TENANT_FLOOR":       c.AuditTenantFloor,
+		"ACCORDS_MCP_AUDIT_REFUSAL_WINDOW":     c.AuditRefusalWindow.String(),
 		"ACCORDS_MCP_AUDIT_ON_FAILURE":         c.AuditOnFailure,
 		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":   strconv.FormatInt(c.RemoteMaxIndexBytes, 10),
 		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":  strconv.FormatInt(c.RemoteMaxBundleBytes, 10),

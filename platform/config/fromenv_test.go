@@ -29,6 +29,9 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_AUDIT_KEY_FILE":             "/keys/audit.key",
 		"ACCORDS_MCP_AUDIT_CHECKPOINT":           "10,5s",
 		"ACCORDS_MCP_AUDIT_ANCHOR":               "file:/anchors/a.log",
+		"ACCORDS_MCP_AUDIT_TENANT_FLOOR":         "50",
+		"ACCORDS_MCP_AUDIT_REFUSAL_WINDOW":       "2m",
+		"ACCORDS_MCP_HTTP_MAX_BATCH":             "9",
 		"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES":     "10",
 		"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES":    "20",
 		"ACCORDS_MCP_REMOTE_TIMEOUT_MS":          "30",
@@ -62,6 +65,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		LogLevel:   "debug",
 		PolicyFile: "/p.toml", ReadOnly: true, Toolsets: []string{"vault", "catalog"}, AuditRetention: "7d", AuditOnFailure: "continue",
 		AuditKey: "ak", AuditKeyFile: "/keys/audit.key", AuditCheckpoint: "10,5s", AuditAnchor: "file:/anchors/a.log",
+		AuditTenantFloor: "50", AuditRefusalWindow: 2 * time.Minute, MaxBatch: 9,
 		RemoteMaxIndexBytes: 10, RemoteMaxBundleBytes: 20, RemoteTimeoutMS: 30, RemoteTokenEnvAllow: []string{"A", "B"},
 		VaultToken: "tok", VaultBaseURL: "http://localhost", VaultTimeoutMS: 1500, VaultUnixSocket: "/run/vault.sock",
 		PolicyHashTTL: 45 * time.Second, VaultMaxResponseBytes: 4096, HandleRetention: 72 * time.Hour,
@@ -90,7 +94,13 @@ func TestFromEnvDefaults(t *testing.T) {
 		HTTPMaxConns: DefaultHTTPMaxConns, MaxAnonTenants: DefaultMaxAnonTenants, StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
 		MaxBundleBytes:   DefaultMaxBundleBytes,
 		TaskPollInterval: DefaultTaskPoll, TaskMaxWorking: DefaultTaskMaxWorking, MappedResidentMax: DefaultMappedResidentMax,
+		MaxBatch: DefaultMaxBatch, AuditRefusalWindow: DefaultAuditRefusalWindow,
 	}, c)
+	for _, off := range []string{"off", "OFF", "0"} {
+		c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "ACCORDS_MCP_AUDIT_REFUSAL_WINDOW": off}))
+		require.NoError(t, err)
+		assert.Negative(t, c.AuditRefusalWindow, "off gives every refusal its own receipt")
+	}
 
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db", "VC_BASE_URL": "http://vault:1", "VC_UNIX_SOCKET": "/a.sock"}))
 	require.NoError(t, err)
@@ -138,6 +148,8 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_HTTP_BODY_TIMEOUT": "0s", "ACCORDS_MCP_HTTP_MAX_CONNS": "0"}, `ACCORDS_MCP_HTTP_BODY_TIMEOUT must be a positive duration such as 30s, got "0s"`},
 		{map[string]string{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT": "long"}, `ACCORDS_MCP_HTTP_IDLE_TIMEOUT must be a positive duration such as 30s, got "long"`},
 		{map[string]string{"ACCORDS_MCP_HTTP_MAX_CONNS": "0"}, `ACCORDS_MCP_HTTP_MAX_CONNS must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_HTTP_MAX_BATCH": "0"}, `ACCORDS_MCP_HTTP_MAX_BATCH must be a positive integer, got "0"`},
+		{map[string]string{"ACCORDS_MCP_AUDIT_REFUSAL_WINDOW": "10ms"}, `ACCORDS_MCP_AUDIT_REFUSAL_WINDOW must be a duration of at least 1s such as 60s, or off, got "10ms"`},
 		{map[string]string{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES": "8M"}, `ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES must be a positive integer, got "8M"`},
 		{map[string]string{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES": "-1"}, `ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES must be a positive integer, got "-1"`},
 		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274, localhost:6274"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "localhost:6274" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},

@@ -24,6 +24,7 @@ const (
 	NameGoroutines    = "accords_mcp_goroutines"
 	NameAuditAnchors  = "accords_mcp_audit_anchor_total"
 	NameAuditBroken   = "accords_mcp_audit_integrity_failure"
+	NameAuditPruned   = "accords_mcp_audit_pruned_receipts_total"
 	NameMappedBytes   = "accords_mcp_mapped_resident_bytes"
 	NameMappedRelease = "accords_mcp_mapped_releases_total"
 )
@@ -50,6 +51,9 @@ type Server struct {
 	// AuditAnchors counts checkpoint hand-overs to the anchor by result
 	// (ok, failed).
 	AuditAnchors *CounterVec
+	// AuditPruned counts receipts retention removed, by the bound that
+	// removed them (count, age, floor: kept under the tenant floor before).
+	AuditPruned *CounterVec
 }
 
 // New registers the process-wide series. Gauges that need the database or
@@ -64,11 +68,15 @@ func New() *Server {
 		VaultDuration: r.NewHistogramVec(NameVaultDuration, "Vaultclaw HTTP request latency in seconds, by endpoint.", DurationBuckets, "endpoint"),
 		VaultErrors:   r.NewCounterVec(NameVaultErrors, "Vaultclaw requests that failed, by endpoint and kind (network or http_<status>).", "endpoint", "kind"),
 		AuditAnchors:  r.NewCounterVec(NameAuditAnchors, "Signed audit checkpoints handed to ACCORDS_MCP_AUDIT_ANCHOR, by result (ok, failed).", "result"),
+		AuditPruned:   r.NewCounterVec(NameAuditPruned, "Audit receipts removed by retention, by bound (count, age, floor: kept under the tenant floor until then).", "bound"),
 	}
 	// Both results exist from the start, so "no failure yet" reads 0
 	// rather than absent.
 	s.AuditAnchors.Add(0, "ok")
 	s.AuditAnchors.Add(0, "failed")
+	for _, b := range []string{"count", "age", "floor"} {
+		s.AuditPruned.Add(0, b)
+	}
 	bi := r.NewGaugeVec(NameBuildInfo, "Build information; the value is always 1.", "version", "goversion")
 	bi.Set(1, version.Version, runtime.Version())
 	start := float64(time.Now().UnixNano()) / 1e9
