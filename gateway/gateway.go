@@ -6,8 +6,8 @@
 //
 // Files: gateway.go (options, policy loading and reload), visibility.go
 // (what a caller may see and call), middleware.go (admission and receipts),
-// servers.go (the per-caller server cache and principal resolution),
-// http.go (bearer authentication).
+// refusals.go (summaries of repeated refusals), servers.go (the per-caller
+// server cache and principal resolution), http.go (bearer authentication).
 package gateway
 
 import (

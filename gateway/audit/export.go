@@ -161,42 +161,12 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 		if lineNo == 1 && (l.Type != "log" || l.Format != ExportFormat) {
 			return Report{}, fmt.Errorf("export line 1: not an %s file", ExportFormat)
 		}
-		switch l.Type {
-		case "log":
-			src.origin, src.head = l.Origin, l.Head
-		case "base":
-			src.bases = append(src.bases, keyed{key: l.Size, raw: []byte(l.Note)})
-		case "checkpoint":
-			src.checkpoints = append(src.checkpoints, keyed{key: l.Size, raw: []byte(l.Note)})
-		case "restore":
-			src.restores = append(src.restores, keyed{key: l.Size, raw: []byte(l.Note)})
-		case "path":
-			hs := make([][]byte, len(l.Hashes))
-			for i, h := range l.Hashes {
-				if hs[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(hs[i]) != hashSize {
-					return Report{}, fmt.Errorf("export line %d: bad path hash", lineNo)
-				}
-			}
-			paths[l.Size] = hs
-		case "frontier":
-			hs := make([][]byte, len(l.Hashes))
-			for i, h := range l.Hashes {
-				if hs[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(hs[i]) != hashSize {
-					return Report{}, fmt.Errorf("export line %d: bad frontier hash", lineNo)
-				}
-			}
-			rng, err := factory.NewRange(0, l.Size, hs)
-			if err != nil {
-				return Report{}, fmt.Errorf("export line %d: %w", lineNo, err)
-			}
-			frontiers[l.Size] = rng
-		case "receipt":
+		if l.Type == "receipt" {
 			first = line
-		default:
-			return Report{}, fmt.Errorf("export line %d: unknown type %q", lineNo, l.Type)
-		}
-		if first != nil {
 			break
+		}
+		if err := readHeaderLine(l, src, frontiers, paths); err != nil {
+			return Report{}, fmt.Errorf("export line %d: %w", lineNo, err)
 		}
 	}
 	src.frontier = func(size uint64) (*compact.Range, error) {
@@ -241,6 +211,50 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 	}
 	rep := verify(src, opts, 0)
 	return rep, streamErr
+}
+
+// readHeaderLine takes one line before the receipts into src, frontiers
+// and paths.
+func readHeaderLine(l exportLine, src *source, frontiers map[uint64]*compact.Range, paths map[uint64][][]byte) error {
+	hashes := func(what string) ([][]byte, error) {
+		hs := make([][]byte, len(l.Hashes))
+		for i, h := range l.Hashes {
+			var err error
+			if hs[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(hs[i]) != hashSize {
+				return nil, fmt.Errorf("bad %s hash", what)
+			}
+		}
+		return hs, nil
+	}
+	switch l.Type {
+	case "log":
+		src.origin, src.head = l.Origin, l.Head
+	case "base":
+		src.bases = append(src.bases, keyed{key: l.Size, raw: []byte(l.Note)})
+	case "checkpoint":
+		src.checkpoints = append(src.checkpoints, keyed{key: l.Size, raw: []byte(l.Note)})
+	case "restore":
+		src.restores = append(src.restores, keyed{key: l.Size, raw: []byte(l.Note)})
+	case "path":
+		hs, err := hashes("path")
+		if err != nil {
+			return err
+		}
+		paths[l.Size] = hs
+	case "frontier":
+		hs, err := hashes("frontier")
+		if err != nil {
+			return err
+		}
+		rng, err := factory.NewRange(0, l.Size, hs)
+		if err != nil {
+			return err
+		}
+		frontiers[l.Size] = rng
+	default:
+		return fmt.Errorf("unknown type %q", l.Type)
+	}
+	return nil
 }
 
 // receiptOfLine returns the receipt's bytes exactly as exported.

@@ -138,8 +138,7 @@ func parseKept(text string) (n int, digest string, ok bool) {
 // else by decoding.
 func scopeOf(raw []byte) string {
 	const key = `,"scope":"`
-	if i := bytes.Index(raw, []byte(key)); i >= 0 {
-		rest := raw[i+len(key):]
+	if _, rest, ok := bytes.Cut(raw, []byte(key)); ok {
 		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
 			return string(rest[:j])
 		}

@@ -1586,65 +1586,8 @@ func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 		res.changed = true
 		res.from, res.to = start+1, cut
 		res.byCount, res.byAge, res.dropped, res.kept = plan.byCount, plan.byAge, plan.dropped, len(plan.keep)
-		// The chain hash and tree at the new start.
-		chain, root := l.base.Chain, l.base.Root
-		if last > start {
-			raw := b.receipts.Get(store.U64(last))
-			chain = hashOf(raw)
-			frontier, err := loadRange(b.tree, last)
-			if err != nil {
-				return fmt.Errorf("prune: %w", err)
-			}
-			root = rootOf(frontier)
-		}
-		text := fmt.Sprintf(retentionText, start+1, cut, plan.byCount, plan.byAge)
-		if last == 0 {
-			text = "retention removed receipts kept under the tenant floor"
-		}
-		if plan.dropped > 0 {
-			text += fmt.Sprintf(", %d kept under the tenant floor before", plan.dropped)
-		}
-		text += keptMarker(plan.keep)
-		newBase, err = signBase(l.key, Base{Origin: l.origin, Kind: BaseRetention, Size: cut, Root: root,
-			Chain: chain, Time: l.opts.Now(), Text: text})
-		if err != nil {
-			return err
-		}
-		for _, seq := range plan.remove {
-			if err := b.receipts.Delete(store.U64(seq)); err != nil {
-				return err
-			}
-		}
-		keep := map[uint64]bool{}
-		for _, id := range frontierIDs(cut) {
-			keep[nodeKey(id)] = true
-		}
-		for _, seq := range plan.keep {
-			for _, id := range keptPathIDs(seq, cut) {
-				keep[nodeKey(id)] = true
-			}
-		}
-		if err := deleteBelow(b.tree, leafKey(cut), keep); err != nil {
-			return err
-		}
-		if err := deleteBelow(b.checkpoints, cut+1, nil); err != nil {
-			return err
-		}
-		if err := deleteBelow(b.bases, cut+1, nil); err != nil {
-			return err
-		}
-		tenants = maps.Clone(l.tenants)
-		for scope, n := range plan.gone {
-			if tenants[scope] <= n {
-				delete(tenants, scope)
-			} else {
-				tenants[scope] -= n
-			}
-		}
-		if err := store.PutJSON(b.root, keyTenants, tenants); err != nil {
-			return err
-		}
-		return b.bases.Put(store.U64(cut), newBase.Signed)
+		newBase, tenants, err = l.cutTo(b, plan, start, last, cut)
+		return err
 	})
 	if err != nil {
 		return chunkResult{}, fmt.Errorf("prune audit log: %w", err)
@@ -1657,6 +1600,75 @@ func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// cutTo moves the start of the log to cut as plan says, in the pruning
+// transaction of b: it signs the retention base, removes the receipts and
+// tree hashes nothing needs any more, and returns the base and the receipt
+// counts by scope after it.
+func (l *Log) cutTo(b buckets, plan keepPlan, start, last, cut uint64) (Base, map[string]uint64, error) {
+	// The chain hash and tree at the new start.
+	chain, root := l.base.Chain, l.base.Root
+	if last > start {
+		raw := b.receipts.Get(store.U64(last))
+		chain = hashOf(raw)
+		frontier, err := loadRange(b.tree, last)
+		if err != nil {
+			return Base{}, nil, fmt.Errorf("prune: %w", err)
+		}
+		root = rootOf(frontier)
+	}
+	text := fmt.Sprintf(retentionText, start+1, cut, plan.byCount, plan.byAge)
+	if last == 0 {
+		text = "retention removed receipts kept under the tenant floor"
+	}
+	if plan.dropped > 0 {
+		text += fmt.Sprintf(", %d kept under the tenant floor before", plan.dropped)
+	}
+	text += keptMarker(plan.keep)
+	newBase, err := signBase(l.key, Base{Origin: l.origin, Kind: BaseRetention, Size: cut, Root: root,
+		Chain: chain, Time: l.opts.Now(), Text: text})
+	if err != nil {
+		return Base{}, nil, err
+	}
+	for _, seq := range plan.remove {
+		if err := b.receipts.Delete(store.U64(seq)); err != nil {
+			return Base{}, nil, err
+		}
+	}
+	keep := map[uint64]bool{}
+	for _, id := range frontierIDs(cut) {
+		keep[nodeKey(id)] = true
+	}
+	for _, seq := range plan.keep {
+		for _, id := range keptPathIDs(seq, cut) {
+			keep[nodeKey(id)] = true
+		}
+	}
+	if err := deleteBelow(b.tree, leafKey(cut), keep); err != nil {
+		return Base{}, nil, err
+	}
+	if err := deleteBelow(b.checkpoints, cut+1, nil); err != nil {
+		return Base{}, nil, err
+	}
+	if err := deleteBelow(b.bases, cut+1, nil); err != nil {
+		return Base{}, nil, err
+	}
+	tenants := maps.Clone(l.tenants)
+	if tenants == nil {
+		tenants = map[string]uint64{}
+	}
+	for scope, n := range plan.gone {
+		if tenants[scope] <= n {
+			delete(tenants, scope)
+		} else {
+			tenants[scope] -= n
+		}
+	}
+	if err := store.PutJSON(b.root, keyTenants, tenants); err != nil {
+		return Base{}, nil, err
+	}
+	return newBase, tenants, b.bases.Put(store.U64(cut), newBase.Signed)
 }
 
 // deleteFrom deletes keys >= from.

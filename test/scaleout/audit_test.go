@@ -119,6 +119,51 @@ func TestSharedAuditLogCommitsAndPrunesWithinEtcdLimits(t *testing.T) {
 	require.Equal(t, uint64(300), rs[0].Seq, "every receipt was numbered")
 }
 
+// The tenant floor on etcd: one tenant's volume fills the count bound from
+// two replicas; the other tenant's receipts stay below the base, every
+// pruning transaction within etcd's operation limit, and the log verifies.
+func TestSharedAuditLogKeepsEachTenantsFloor(t *testing.T) {
+	srv := etcdtest.Start(t)
+	db1, db2 := openEtcd(t, srv, "/audit-floor/"), openEtcd(t, srv, "/audit-floor/")
+	opts := audit.Options{Key: auditKey(t), Shared: true, Retention: audit.Retention{MaxCount: 40, Floor: 5}, Linger: 20 * time.Millisecond, PruneEvery: 1}
+	l1, err := audit.Open(db1, opts)
+	require.NoError(t, err)
+	l2, err := audit.Open(db2, opts)
+	require.NoError(t, err)
+	rec := func(scope string, n int) audit.Receipt {
+		return audit.Receipt{CallID: fmt.Sprint(scope, n), Scope: scope, Tool: "t", Outcome: "ok", Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}
+	}
+	for n := range 3 {
+		_, err := l1.AppendSync(rec("globex", n))
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	for w, l := range []*audit.Log{l1, l2} {
+		wg.Go(func() {
+			for n := range 150 {
+				if _, err := l.Append(rec(fmt.Sprint("acme-", w), n)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, l1.Prune())
+	require.NoError(t, l2.Prune())
+	for _, l := range []*audit.Log{l1, l2} {
+		healthy, why := l.Healthy()
+		require.True(t, healthy, why)
+		require.NoError(t, l.Close())
+	}
+	victim, err := audit.List(db1, audit.Filter{Scope: "globex"})
+	require.NoError(t, err)
+	require.Len(t, victim, 3, "the other tenant's receipts survive the flood")
+	rep, err := audit.Verify(db1, audit.VerifyOptions{Verifier: auditKey(t).Verifier()})
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Problem)
+	require.LessOrEqual(t, rep.Count, 40)
+}
+
 // A replica whose last commit is the newest in the shared log commits its
 // next receipts without reading the log's position again (one etcd
 // request each); when another replica has committed in between, the
