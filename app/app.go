@@ -259,7 +259,7 @@ func (a *App) init() error {
 	if a.DB.Kind() == store.KindEtcd {
 		// Rate limits are shared out among the live replicas.
 		host, _ := os.Hostname()
-		fleet, err := a.DB.JoinFleet(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(randomID())))
+		fleet, err := a.DB.JoinFleet(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(randomID())), store.FleetOptions{Logger: a.Logger})
 		if err != nil {
 			return err
 		}
@@ -326,6 +326,17 @@ func (a *App) init() error {
 		n, err := a.Handles.CountPending()
 		return float64(n), err == nil
 	})
+	if a.Fleet != nil {
+		a.Metrics.Gauge(metrics.NameFleetRegistered, "1 while this replica's etcd membership lease is alive, 0 while it registers again after the lease lapsed.", func() (float64, bool) {
+			return b2f(a.Fleet.State().Registered), true
+		})
+		a.Metrics.Gauge(metrics.NameFleetReplicas, "Live replicas this one counts (each enforces its share of every rate limit).", func() (float64, bool) {
+			return float64(a.Fleet.Live()), true
+		})
+		a.Metrics.Gauge(metrics.NameStoreReachable, "1 while etcd has answered this replica within the last "+store.FleetStale.String()+".", func() (float64, bool) {
+			return b2f(a.Fleet.State().Reachable), true
+		})
+	}
 	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
 	if err := a.openTasks(); err != nil {
 		a.Audit.Close()
@@ -406,6 +417,9 @@ func (a *App) openTasks() error {
 	if err != nil {
 		return err
 	}
+	// Claims go with a lapsed membership lease: once the replica has
+	// registered again, it claims its tasks again.
+	a.Fleet.OnRejoin(a.Tasks.Reclaim)
 	a.elicit, err = urlelicit.New(urlelicit.Options{Keys: a.Keys, Sessions: a.Sessions, Awaiter: a.Execution,
 		Finish: a.finishApproval, Logger: a.Logger})
 	return err
@@ -536,14 +550,22 @@ func (a *App) Degraded() []string {
 		out = append(out, "search index is being rebuilt: searches wait until it is done")
 	}
 	if a.DB.Kind() == store.KindEtcd {
-		if err := a.DB.Ping(); err != nil {
-			out = append(out, "store unavailable: write tools are refused (retryable MCP_STORE_UNAVAILABLE); searches answer from this replica's index")
+		// From the fleet's last contact with etcd, not a request: a
+		// health check answers at once while etcd hangs.
+		st := a.Fleet.State()
+		if !st.Reachable {
+			out = append(out, fmt.Sprintf("store unavailable (etcd has not answered for %s): write tools are refused (retryable MCP_STORE_UNAVAILABLE); searches answer from this replica's index",
+				time.Since(st.LastContact).Round(time.Second)))
+		}
+		if !st.Registered {
+			out = append(out, "fleet membership lapsed (its etcd lease expired): registering again once etcd answers; meanwhile this replica takes on no task and keeps its last count of replicas for rate limits")
 		}
 	}
 	return out
 }
 
-// StoreHealth is the "store" object of /healthz.
+// StoreHealth is the "store" object of /healthz: on etcd, the fleet's
+// last knowledge (no request to etcd).
 func (a *App) StoreHealth() any {
 	h := map[string]any{"backend": a.DB.Kind()}
 	if a.DB.Kind() != store.KindEtcd {
@@ -551,18 +573,25 @@ func (a *App) StoreHealth() any {
 	}
 	h["endpoints"] = a.Config.Store.Endpoints
 	h["prefix"] = a.Config.Store.Prefix
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	rev, err := a.DB.Revision(ctx)
-	h["reachable"] = err == nil
-	if err == nil {
-		h["revision"] = rev
+	st := a.Fleet.State()
+	h["reachable"] = st.Reachable
+	h["registered"] = st.Registered
+	if st.Revision > 0 {
+		h["revision"] = st.Revision
 	}
-	h["replicas"] = a.Fleet.Live()
+	h["last_contact"] = st.LastContact.UTC().Format(time.RFC3339Nano)
+	h["replicas"] = st.Live
 	if a.Catalog != nil {
 		h["catalog_rev"], h["index_rev"] = a.Catalog.Rev(), a.Catalog.IndexRev()
 	}
 	return h
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // maxHeaderBytes bounds request headers (Go's default is 1 MiB); tenant

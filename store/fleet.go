@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,68 +16,101 @@ import (
 // sharing an etcd store: a key under "members/" held by a lease that the
 // replica keeps alive. A replica that stops or is killed drops out when
 // its lease expires (at most FleetTTL later).
+//
+// A lease can also expire under a replica that lives: etcd did not answer
+// its keep-alives for FleetTTL (a stalled or restarted member). The
+// replica then registers again with a new lease as soon as etcd answers,
+// and the hooks given to OnRejoin re-claim its work; until then State
+// says it is not registered, Claim refuses, and Live keeps the count it
+// had. The Fleet also probes etcd every FleetProbe, so State answers
+// health checks from memory.
 type Fleet struct {
-	sess   *concurrency.Session
-	cancel context.CancelFunc
-	live   atomic.Int64
+	db     *DB
+	cli    *clientv3.Client
 	id     string
 	prefix string
+	logger *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sess     *concurrency.Session // nil while re-registering
+	onRejoin []func()
+
+	live atomic.Int64
+	// floor is the count Live does not go below while this replica is not
+	// registered, and until floorUntil (unix ns) after it registered
+	// again: the other replicas' leases lapsed with its own, and they
+	// re-register within moments.
+	floor, floorUntil atomic.Int64
+	registered        atomic.Bool
+	// contact is when etcd last answered (unix ns), rev the revision it
+	// answered with.
+	contact, rev atomic.Int64
 }
 
 // FleetTTL is the membership lease: how long a killed replica still
 // counts as live.
 const FleetTTL = 10 * time.Second
 
+// FleetProbe is how often a replica asks etcd for its revision, and
+// FleetStale how long without an answer makes State say etcd is not
+// reachable.
+const (
+	FleetProbe = time.Second
+	FleetStale = 3 * time.Second
+)
+
+// FleetRejoin is how long a live replica whose lease lapsed takes at most
+// to register again once etcd answers, on a machine that is not
+// overloaded: a registration attempt times out after fleetAttempt, the
+// next starts fleetRetry later, and the client reconnects to a restarted
+// etcd within its 2 s back-off.
+const FleetRejoin = 5 * time.Second
+
+const (
+	fleetAttempt = 2 * time.Second
+	fleetRetry   = 250 * time.Millisecond
+	fleetRequest = 5 * time.Second
+)
+
+// FleetOptions tune JoinFleet.
+type FleetOptions struct {
+	// Logger hears of a lapsed and restored membership and of etcd not
+	// answering (nil: not logged).
+	Logger *slog.Logger
+}
+
 // JoinFleet registers this replica as id and follows the membership list.
 // On bbolt there is one replica: the result counts 1 and needs no Leave.
-func (db *DB) JoinFleet(id string) (*Fleet, error) {
-	f := &Fleet{id: id}
+func (db *DB) JoinFleet(id string, o FleetOptions) (*Fleet, error) {
+	f := &Fleet{id: id, logger: o.Logger}
 	f.live.Store(1)
+	f.registered.Store(true)
+	f.contact.Store(time.Now().UnixNano())
+	if f.logger == nil {
+		f.logger = slog.New(slog.DiscardHandler)
+	}
 	if db.etcd == nil {
 		return f, nil
 	}
-	cli := db.etcd.Client()
-	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(int(FleetTTL/time.Second)))
+	f.db, f.cli, f.prefix = db, db.etcd.Client(), db.etcd.Prefix()
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	sess, err := f.register(clientv3.NoLease)
 	if err != nil {
+		f.cancel()
 		return nil, fmt.Errorf("join the replica fleet: %w", ErrUnavailableWrap(err))
 	}
-	pfx := db.etcd.Prefix() + "members/"
-	ctx, cancel := context.WithCancel(context.Background())
-	f.sess, f.cancel, f.prefix = sess, cancel, db.etcd.Prefix()
-	pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = cli.Put(pctx, pfx+id, time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(sess.Lease()))
-	pcancel()
-	if err != nil {
-		f.Leave()
-		return nil, fmt.Errorf("join the replica fleet: %w", ErrUnavailableWrap(err))
-	}
-	rev := f.count(ctx, cli, pfx, 0)
+	pfx := f.prefix + "members/"
+	rev := f.count(f.ctx, pfx, 0)
 	if afterFleetCount != nil {
 		afterFleetCount()
 	}
-	go func() {
-		for ctx.Err() == nil {
-			// The watch starts right after the revision counted, so a
-			// replica that joins or leaves between the count and the
-			// watch is not missed (a watch from "now" would miss it, and
-			// the count would stay wrong until the next change).
-			opts := []clientv3.OpOption{clientv3.WithPrefix()}
-			if rev > 0 {
-				opts = append(opts, clientv3.WithRev(rev+1))
-			}
-			for resp := range cli.Watch(ctx, pfx, opts...) {
-				if resp.Err() != nil {
-					break // compacted past rev, or the connection broke
-				}
-				rev = f.count(ctx, cli, pfx, rev)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-				rev = f.count(ctx, cli, pfx, rev) // after a broken watch
-			}
-		}
-	}()
+	f.wg.Go(func() { f.follow(pfx, rev) })
+	f.wg.Go(func() { f.keep(sess) })
+	f.wg.Go(f.probe)
 	return f, nil
 }
 
@@ -83,26 +118,223 @@ func (db *DB) JoinFleet(id string) (*Fleet, error) {
 // (tests: a replica joining in that gap).
 var afterFleetCount func()
 
+// register grants a lease, keeps it alive and puts this replica's member
+// key on it, within fleetAttempt.
+func (f *Fleet) register(lapsed clientv3.LeaseID) (*concurrency.Session, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, fleetAttempt)
+	defer cancel()
+	g, err := f.cli.Grant(ctx, int64(FleetTTL/time.Second))
+	if err != nil {
+		return nil, err
+	}
+	// The session's keep-alives run until Leave (f.ctx), not until this
+	// attempt's deadline.
+	sess, err := concurrency.NewSession(f.cli, concurrency.WithLease(g.ID), concurrency.WithContext(f.ctx))
+	if err == nil {
+		_, err = f.cli.Put(ctx, f.prefix+"members/"+f.id, time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(g.ID))
+	}
+	if err != nil {
+		if sess != nil {
+			sess.Orphan()
+		}
+		f.revoke(g.ID)
+		return nil, err
+	}
+	f.mu.Lock()
+	f.sess = sess
+	hooks := f.onRejoin
+	f.mu.Unlock()
+	f.contact.Store(time.Now().UnixNano())
+	if lapsed != clientv3.NoLease {
+		// The hooks move the claims they still want onto the new lease;
+		// then whatever the lapsed lease still holds (after an etcd
+		// restart it may live on until its TTL) goes at once.
+		for _, fn := range hooks {
+			fn()
+		}
+		f.revoke(lapsed)
+	}
+	return sess, nil
+}
+
+// revoke revokes a lease, best effort (it expires by itself anyway).
+func (f *Fleet) revoke(id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), fleetAttempt)
+	defer cancel()
+	_, _ = f.cli.Revoke(ctx, id)
+}
+
+// keep watches the session: when its lease lapses (etcd did not answer
+// the keep-alives for FleetTTL, or lost the lease), the replica registers
+// again, retrying until etcd answers or Leave.
+func (f *Fleet) keep(sess *concurrency.Session) {
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-sess.Done():
+		}
+		if f.ctx.Err() != nil {
+			return
+		}
+		lapsed := time.Now()
+		f.floor.Store(int64(f.Live()))
+		f.mu.Lock()
+		f.sess = nil
+		f.mu.Unlock()
+		f.registered.Store(false)
+		f.logger.Warn("fleet membership lost: the etcd lease expired (etcd did not answer for "+FleetTTL.String()+"); registering again",
+			"replica", f.id, "counted_replicas", f.Live())
+		for {
+			next, err := f.register(sess.Lease())
+			if err == nil {
+				sess = next
+				break
+			}
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-time.After(fleetRetry):
+			}
+		}
+		f.floorUntil.Store(time.Now().Add(FleetTTL).UnixNano())
+		f.registered.Store(true)
+		f.logger.Info("fleet membership restored", "replica", f.id, "lapsed_ms", time.Since(lapsed).Milliseconds())
+	}
+}
+
+// follow keeps the member count current: a watch of the list from the
+// revision counted, counted again at every change.
+func (f *Fleet) follow(pfx string, rev int64) {
+	ctx := f.ctx
+	for ctx.Err() == nil {
+		// The watch starts right after the revision counted, so a replica
+		// that joins or leaves between the count and the watch is not
+		// missed (a watch from "now" would miss it, and the count would
+		// stay wrong until the next change).
+		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev+1))
+		}
+		for resp := range f.cli.Watch(ctx, pfx, opts...) {
+			if resp.Err() != nil {
+				break // compacted past rev, or the connection broke
+			}
+			rev = f.count(ctx, pfx, rev)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+			rev = f.count(ctx, pfx, rev) // after a broken watch
+		}
+	}
+}
+
+// probe asks etcd for its revision every FleetProbe, so that State knows
+// without a request whether etcd answers; it logs when etcd stops and
+// starts answering.
+func (f *Fleet) probe() {
+	tick := time.NewTicker(FleetProbe)
+	defer tick.Stop()
+	silent := false
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(f.ctx, FleetProbe)
+		rev, err := f.db.etcd.Revision(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			f.contact.Store(time.Now().UnixNano())
+			f.rev.Store(rev)
+			if silent {
+				silent = false
+				f.logger.Info("etcd answers again", "replica", f.id)
+			}
+		case !silent && !f.State().Reachable:
+			silent = true
+			f.logger.Warn("etcd is not answering: write tools are refused until it does", "replica", f.id, "error", err.Error())
+		}
+	}
+}
+
 // count reads how many members the list holds and returns the revision it
 // read at (last when the read failed, and the last count stays).
-func (f *Fleet) count(ctx context.Context, cli *clientv3.Client, pfx string, last int64) int64 {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+func (f *Fleet) count(ctx context.Context, pfx string, last int64) int64 {
+	ctx, cancel := context.WithTimeout(ctx, fleetRequest)
 	defer cancel()
-	resp, err := cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := f.cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return last
 	}
+	f.contact.Store(time.Now().UnixNano())
+	f.rev.Store(resp.Header.Revision)
 	f.live.Store(max(resp.Count, 1))
 	return resp.Header.Revision
 }
 
 // Live is the number of replicas whose membership lease is alive, this
-// one included (at least 1).
+// one included (at least 1). While this replica's own lease has lapsed,
+// and for FleetTTL after it registered again, it is at least the count
+// from before the lapse: an etcd stall ends every replica's lease at
+// once, and a replica counting itself alone meanwhile would admit the
+// whole of every rate limit.
 func (f *Fleet) Live() int {
 	if f == nil {
 		return 1
 	}
-	return int(f.live.Load())
+	n := f.live.Load()
+	if !f.registered.Load() || time.Now().UnixNano() < f.floorUntil.Load() {
+		n = max(n, f.floor.Load())
+	}
+	return int(max(n, 1))
+}
+
+// FleetState is what a replica knows of etcd and of its own membership,
+// without asking etcd.
+type FleetState struct {
+	// Registered: this replica's membership lease is alive (false while
+	// it registers again after a lapse).
+	Registered bool
+	// Reachable: etcd answered within FleetStale.
+	Reachable bool
+	// LastContact is when etcd last answered, Revision the revision it
+	// answered with (0 before the first probe).
+	LastContact time.Time
+	Revision    int64
+	// Live is Live().
+	Live int
+}
+
+// State reads the fleet's last knowledge (no request: a health check
+// answers at once while etcd hangs).
+func (f *Fleet) State() FleetState {
+	if f == nil {
+		return FleetState{Registered: true, Reachable: true, Live: 1}
+	}
+	contact := time.Unix(0, f.contact.Load())
+	return FleetState{
+		Registered:  f.registered.Load(),
+		Reachable:   time.Since(contact) < FleetStale,
+		LastContact: contact,
+		Revision:    f.rev.Load(),
+		Live:        f.Live(),
+	}
+}
+
+// OnRejoin adds fn to what runs when this replica has registered again
+// after its lease lapsed, before the lapsed lease is revoked: the claims
+// that went with that lease are to be made again (Claim).
+func (f *Fleet) OnRejoin(fn func()) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.onRejoin = append(f.onRejoin, fn)
+	f.mu.Unlock()
 }
 
 // ID is this replica's name in the list.
@@ -110,11 +342,19 @@ func (f *Fleet) ID() string { return f.id }
 
 // Leave removes this replica from the list at once (revoking its lease).
 func (f *Fleet) Leave() {
-	if f == nil || f.sess == nil {
+	if f == nil || f.cli == nil {
 		return
 	}
 	f.cancel()
-	_ = f.sess.Close()
+	f.wg.Wait()
+	f.mu.Lock()
+	sess := f.sess
+	f.sess = nil
+	f.mu.Unlock()
+	if sess != nil {
+		sess.Orphan()
+		f.revoke(sess.Lease())
+	}
 }
 
 // ErrUnavailableWrap marks err as the store being out of reach.
@@ -123,6 +363,44 @@ func ErrUnavailableWrap(err error) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// FleetMembers counts the replicas registered on the etcd store (0 on
+// bbolt), and when there are none, watches the list for quiet more: a
+// replica registering meanwhile counts. A restore looks for FleetRejoin,
+// so that a replica whose lease lapsed while etcd did not answer, and
+// that is about to register again, is not missed.
+func (db *DB) FleetMembers(ctx context.Context, quiet time.Duration) (int64, error) {
+	if db.etcd == nil {
+		return 0, nil
+	}
+	cli, pfx := db.etcd.Client(), db.etcd.Prefix()+"members/"
+	rctx, cancel := context.WithTimeout(ctx, fleetRequest)
+	resp, err := cli.Get(rctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	cancel()
+	if err != nil {
+		return 0, ErrUnavailableWrap(err)
+	}
+	if resp.Count > 0 || quiet <= 0 {
+		return resp.Count, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, quiet)
+	defer cancel()
+	// From the revision counted: a registration between the count and
+	// the watch is seen too.
+	for wr := range cli.Watch(clientv3.WithRequireLeader(wctx), pfx, clientv3.WithPrefix(),
+		clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
+		if len(wr.Events) > 0 {
+			return int64(len(wr.Events)), nil
+		}
+		if err := wr.Err(); err != nil && wctx.Err() == nil {
+			return 0, ErrUnavailableWrap(err)
+		}
+	}
+	if ctx.Err() != nil {
+		return 0, ErrUnavailableWrap(ctx.Err())
+	}
+	return 0, nil
 }
 
 // Status describes an etcd store for doctor: the cluster's revision and
@@ -170,18 +448,26 @@ func (db *DB) EtcdStatus(ctx context.Context) (*Status, error) {
 // a task) for as long as it lives: true when it holds the claim, now or
 // already. The claim is held by the replica's membership lease, so a
 // replica that dies gives up its claims when the lease expires and
-// another replica's next Claim takes them over. On bbolt (one process)
+// another replica's next Claim takes them over. A claim of this replica
+// still on a lease that lapsed is moved onto the current one. While the
+// replica's lease has lapsed it claims nothing. On bbolt (one process)
 // every claim succeeds.
 func (f *Fleet) Claim(name string) bool {
-	if f == nil || f.sess == nil {
+	if f == nil || f.cli == nil {
 		return true
 	}
-	cli := f.sess.Client()
+	f.mu.Lock()
+	sess := f.sess
+	f.mu.Unlock()
+	if sess == nil {
+		return false
+	}
+	lease := sess.Lease()
 	key := f.claimKey(name)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(f.ctx, fleetRequest)
 	defer cancel()
-	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, f.id, clientv3.WithLease(f.sess.Lease()))).
+	resp, err := f.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, f.id, clientv3.WithLease(lease))).
 		Else(clientv3.OpGet(key)).Commit()
 	if err != nil {
 		return false
@@ -190,18 +476,26 @@ func (f *Fleet) Claim(name string) bool {
 		return true
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
-	return len(kvs) == 1 && string(kvs[0].Value) == f.id
+	if len(kvs) != 1 || string(kvs[0].Value) != f.id {
+		return false
+	}
+	if clientv3.LeaseID(kvs[0].Lease) == lease {
+		return true
+	}
+	moved, err := f.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
+		Then(clientv3.OpPut(key, f.id, clientv3.WithLease(lease))).Commit()
+	return err == nil && moved.Succeeded
 }
 
 // Release gives up a claim of this replica.
 func (f *Fleet) Release(name string) {
-	if f == nil || f.sess == nil {
+	if f == nil || f.cli == nil {
 		return
 	}
 	key := f.claimKey(name)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(f.ctx, fleetRequest)
 	defer cancel()
-	_, _ = f.sess.Client().Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", f.id)).Then(clientv3.OpDelete(key)).Commit()
+	_, _ = f.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", f.id)).Then(clientv3.OpDelete(key)).Commit()
 }
 
 func (f *Fleet) claimKey(name string) string { return f.prefix + "claims/" + name }

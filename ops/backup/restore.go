@@ -412,7 +412,8 @@ func (st *Staged) Path() string { return st.path }
 // RestoreEtcd loads the backup read from src into the etcd store db: it
 // stages and checks the backup as Restore does (in a private folder
 // beside o.DBPath), refuses while replicas are registered on the store
-// (they would serve a half-loaded store), then replaces the store's
+// (they would serve a half-loaded store) or register within
+// store.FleetRejoin (one whose lease lapsed in an etcd stall), then replaces the store's
 // contents and removes this replica's index (o.IndexDir). Other
 // replicas rebuild theirs at their next start (the catalog revision is
 // moved past what any of them indexed, with no change log to catch up).
@@ -430,6 +431,15 @@ func RestoreEtcd(db *store.DB, src string, r io.Reader, o RestoreOptions) (Resul
 	res.CompareAudit(st, db, nil, src, o.Migrations)
 	if status.Replicas > 0 {
 		return res, fmt.Errorf("%d replica(s) are registered on %s: stop every replica before restoring into etcd (a replica killed less than %s ago still counts)", status.Replicas, db.Path(), store.FleetTTL)
+	}
+	// A replica whose lease lapsed while etcd did not answer is absent
+	// from the list until it registers again, within store.FleetRejoin.
+	late, err := db.FleetMembers(context.Background(), store.FleetRejoin)
+	if err != nil {
+		return res, err
+	}
+	if late > 0 {
+		return res, fmt.Errorf("a replica registered on %s while the restore checked that none serves: stop every replica before restoring into etcd", db.Path())
 	}
 	staged, err := store.Open(st.Path(), store.Options{ReadOnly: true, Migrations: o.Migrations})
 	if err != nil {

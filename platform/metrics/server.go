@@ -27,6 +27,10 @@ const (
 	NameAuditPruned   = "accords_mcp_audit_pruned_receipts_total"
 	NameMappedBytes   = "accords_mcp_mapped_resident_bytes"
 	NameMappedRelease = "accords_mcp_mapped_releases_total"
+	// etcd replicas only.
+	NameFleetRegistered = "accords_mcp_fleet_registered"
+	NameFleetReplicas   = "accords_mcp_fleet_replicas"
+	NameStoreReachable  = "accords_mcp_store_reachable"
 )
 
 // Tool call outcomes.

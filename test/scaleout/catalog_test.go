@@ -166,7 +166,7 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	require.Len(t, items, 150)
 
 	// A replica still running during a restore is refused.
-	fleet, err := db.JoinFleet("still-running")
+	fleet, err := db.JoinFleet("still-running", store.FleetOptions{})
 	require.NoError(t, err)
 	defer fleet.Leave()
 	_, err = backup.RestoreEtcd(db, file, nil, backup.RestoreOptions{DBPath: filepath.Join(dir, "a.db")})
@@ -177,9 +177,9 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 // while the claiming replica lives, and taken over once it has left.
 func TestFleetClaimsAreExclusiveAndTakenOver(t *testing.T) {
 	srv := etcdtest.Start(t)
-	a, err := openEtcd(t, srv, "/claims/").JoinFleet("a")
+	a, err := openEtcd(t, srv, "/claims/").JoinFleet("a", store.FleetOptions{})
 	require.NoError(t, err)
-	b, err := openEtcd(t, srv, "/claims/").JoinFleet("b")
+	b, err := openEtcd(t, srv, "/claims/").JoinFleet("b", store.FleetOptions{})
 	require.NoError(t, err)
 	defer b.Leave()
 	require.Eventually(t, func() bool { return a.Live() == 2 && b.Live() == 2 }, 5*time.Second, 20*time.Millisecond)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -135,27 +136,57 @@ func (x *Extension) start(t task.Task) {
 		return // another replica follows it
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	x.runs[t.Ref] = run{cancel: cancel, caller: t.Owner.Caller}
+	r := &run{cancel: cancel, caller: t.Owner.Caller}
+	x.runs[t.Ref] = r
 	// Counted against its caller's bound while it is followed (tasks
 	// resumed at start too).
 	x.working[t.Owner.Caller]++
 	x.wg.Go(func() {
-		defer x.stop(t.Ref)
+		defer x.stop(t.Ref, r)
 		x.follow(ctx, t)
 	})
 }
 
-// stop ends the poller of ref, if one runs.
-func (x *Extension) stop(ref string) {
+// stop ends the poller r of ref (nil: whichever follows ref), if it
+// still runs, and gives up its claim (under the lock, so that a poller
+// started for ref meanwhile keeps the claim it makes).
+func (x *Extension) stop(ref string, r *run) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if r, ok := x.runs[ref]; ok {
-		r.cancel()
-		delete(x.runs, ref)
-		x.unworkLocked(r.caller)
-		if x.o.Release != nil {
-			x.o.Release(ref)
+	cur, ok := x.runs[ref]
+	if !ok || (r != nil && cur != r) {
+		return // already stopped; ref may be followed by a later poller
+	}
+	cur.cancel()
+	delete(x.runs, ref)
+	x.unworkLocked(cur.caller)
+	if x.o.Release != nil {
+		x.o.Release(ref)
+	}
+}
+
+// Reclaim claims again the tasks this replica follows, after its fleet
+// membership lapsed (a stalled etcd let its lease expire, and its claims
+// with it) and was restored: a task another replica claimed meanwhile is
+// left to that replica; then it takes on the working tasks nobody
+// follows, those created during the lapse included. Without Claim (one
+// process) it does nothing.
+func (x *Extension) Reclaim() {
+	if x.o.Claim == nil {
+		return
+	}
+	x.mu.Lock()
+	held := make(map[string]*run, len(x.runs))
+	maps.Copy(held, x.runs)
+	x.mu.Unlock()
+	for ref, r := range held {
+		if !x.o.Claim(ref) {
+			x.logger.Info("a task this replica followed is followed by another replica now", "task", ref)
+			x.stop(ref, r)
 		}
+	}
+	if err := x.resume(); err != nil {
+		x.logger.Warn("looking for tasks no replica follows failed", "error", err.Error())
 	}
 }
 
@@ -203,6 +234,12 @@ func (x *Extension) follow(ctx context.Context, t task.Task) {
 			x.complete(ctx, t, envelope.Failure(err), res)
 			return
 		case res.Done:
+			// The claim is checked once more before the call is finished:
+			// after a lapse of this replica's membership another replica
+			// may have claimed the task, and only one may finish it.
+			if x.o.Claim != nil && !x.o.Claim(t.Ref) {
+				return
+			}
 			env := x.o.Finish(ctx, t.Owner.Scope, t.Continuation, res)
 			if ctx.Err() != nil {
 				return

@@ -137,7 +137,7 @@ type Extension struct {
 	envKey []byte
 
 	mu   sync.Mutex
-	runs map[string]run // task ref -> its runner
+	runs map[string]*run // task ref -> its poller
 	// working counts, per caller, the tasks followed here and the calls
 	// that may become one (reservations), for Options.MaxWorking.
 	working map[string]int
@@ -166,7 +166,7 @@ func New(o Options) (*Extension, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Extension{o: o, logger: o.Logger, envKey: EnvKey(o.Keys), runs: map[string]run{}, working: map[string]int{},
+	return &Extension{o: o, logger: o.Logger, envKey: EnvKey(o.Keys), runs: map[string]*run{}, working: map[string]int{},
 		subs: map[string]map[chan task.Task]struct{}{}}, nil
 }
 
@@ -496,7 +496,7 @@ func (x *Extension) cancel(ctx context.Context, _ *mcp.ServerSession, p *GetPara
 	case err != nil:
 		return nil, fmt.Errorf("task store: %w", err)
 	}
-	x.stop(t.Ref)
+	x.stop(t.Ref, nil)
 	x.link(t)
 	x.record(t, task.StatusCancelled, nil)
 	x.publish(t)
