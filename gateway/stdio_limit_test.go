@@ -26,7 +26,10 @@ func simHarness(t *testing.T, policyTOML string) (*harness, *vaultsim.Server) {
 	sim, err := vaultsim.Start("", vaultsim.Options{AgentToken: "vc_tok_stdio_loop"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sim.Close() })
-	h := newHarness(t, setup{policy: policyTOML, vault: session.Defaults{BaseURL: sim.URL, Token: "vc_tok_stdio_loop", TimeoutMS: 5000}})
+	// Every refusal gets a receipt of its own (no summaries), so the test
+	// counts them one by one.
+	h := newHarness(t, setup{policy: policyTOML, refusalWindow: -1,
+		vault: session.Defaults{BaseURL: sim.URL, Token: "vc_tok_stdio_loop", TimeoutMS: 5000}})
 	return h, sim
 }
 
