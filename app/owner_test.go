@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -131,11 +131,11 @@ func TestAttachedClientsAreTheirOwnSessions(t *testing.T) {
 func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	cs := []*mcp.ClientSession{attach(t, w, "one", control.Hello{}), attach(t, w, "two", control.Hello{})}
-	corpus := loadgen.Corpus{Seed: 5}
+	corpus := workload.Corpus{Seed: 5}
 	upsert := func(cs *mcp.ClientSession, id, version string) mcptest.Envelope {
 		b, _ := corpus.Bundle(1, version)
 		b["cookbook_id"] = id
-		return mcptest.Call(t, cs, loadgen.ToolUpsert, map[string]any{"bundle": b})
+		return mcptest.Call(t, cs, workload.ToolUpsert, map[string]any{"bundle": b})
 	}
 	require.True(t, upsert(cs[0], "kept", "1.0.0").OK)
 	var snap bytes.Buffer
@@ -153,7 +153,7 @@ func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
 			for n := 0; !stop.Load(); n++ {
 				var env mcptest.Envelope
 				if n%2 == 0 {
-					env = mcptest.Call(t, c, loadgen.ToolSearch, map[string]any{"query": "gmail"})
+					env = mcptest.Call(t, c, workload.ToolSearch, map[string]any{"query": "gmail"})
 				} else {
 					env = upsert(c, "busy", fmt.Sprintf("1.%d.%d", i, n))
 				}
@@ -180,8 +180,8 @@ func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
 	assert.NotEmpty(t, res.Previous)
 
 	for _, c := range cs {
-		assert.True(t, mcptest.Call(t, c, loadgen.ToolGet, map[string]any{"cookbook_id": "kept"}).OK)
-		assert.Equal(t, "MCP_CATALOG_NOT_FOUND", mcptest.Call(t, c, loadgen.ToolGet, map[string]any{"cookbook_id": "gone"}).Code())
+		assert.True(t, mcptest.Call(t, c, workload.ToolGet, map[string]any{"cookbook_id": "kept"}).OK)
+		assert.Equal(t, "MCP_CATALOG_NOT_FOUND", mcptest.Call(t, c, workload.ToolGet, map[string]any{"cookbook_id": "gone"}).Code())
 	}
 	vres, err := a.Backend().AuditVerify(context.Background(), admin.AuditVerifyRequest{})
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestRestoreRefusesABadBackupAndChangesNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("not a database"), 0o600))
 	_, err := a.Backend().Restore(context.Background(), bad, nil)
 	require.Error(t, err)
-	assert.True(t, mcptest.Call(t, cs, loadgen.ToolStatus, nil).OK, "still serving")
+	assert.True(t, mcptest.Call(t, cs, workload.ToolStatus, nil).OK, "still serving")
 	_, err = os.Stat(a.Config.DBPath)
 	require.NoError(t, err)
 }
@@ -236,7 +236,7 @@ func TestShutdownAnswersCallsNotStarted(t *testing.T) {
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	cs := attach(t, w, "one", control.Hello{})
 	a.Gate.Close(time.Second)
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: loadgen.ToolStatus, Arguments: map[string]any{}})
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: workload.ToolStatus, Arguments: map[string]any{}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not started")
 }

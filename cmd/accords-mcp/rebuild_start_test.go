@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/benchcat"
+	"github.com/accordsai/accords-mcp/test/benchcat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

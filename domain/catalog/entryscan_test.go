@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/workload"
 )
 
 // entryAnswer is decodeBundleEntry's whole answer, errors as text.
@@ -95,7 +95,7 @@ func TestDecodeBundleEntryMatchesFullDecoding(t *testing.T) {
 		canonical = append(canonical, c)
 	}
 	for i := range 200 {
-		v, _ := loadgen.Corpus{Seed: 5}.Bundle(i, fmt.Sprintf("1.0.%d", i%3))
+		v, _ := workload.Corpus{Seed: 5}.Bundle(i, fmt.Sprintf("1.0.%d", i%3))
 		b, err := BundleFromValue(v)
 		require.NoError(t, err)
 		c, _, err := Prepare(b)

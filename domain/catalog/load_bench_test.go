@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/bench/benchcat"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/test/benchcat"
 )
 
 // revision numbers overwrites across benchmark runs.

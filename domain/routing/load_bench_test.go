@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/bench/benchcat"
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/routing"
+	"github.com/accordsai/accords-mcp/test/benchcat"
+	"github.com/accordsai/accords-mcp/test/workload"
 )
 
 // BenchmarkResolveLoadCorpus resolves requests over catalogs of 100, 1,000
@@ -39,7 +39,7 @@ func BenchmarkResolveLoadCorpus(b *testing.B) {
 				i := 0
 				b.ReportAllocs()
 				for b.Loop() {
-					req := routing.Request{Text: loadgen.RouteTexts[i%len(loadgen.RouteTexts)], AllowSearch: true}
+					req := routing.Request{Text: workload.RouteTexts[i%len(workload.RouteTexts)], AllowSearch: true}
 					i++
 					lat.Time(func() { r.Resolve(ctx, req) })
 				}

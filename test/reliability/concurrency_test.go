@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,7 +76,7 @@ func TestConcurrentHTTPClients(t *testing.T) {
 
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %d clients for %s", seed, clients, dur)
-	corpus := loadgen.Corpus{Seed: seed}
+	corpus := workload.Corpus{Seed: seed}
 	var s5xx atomic.Int64
 	sessions := make([]*mcp.ClientSession, clients)
 	for c := range clients {
@@ -139,7 +139,7 @@ func TestConcurrentHTTPClients(t *testing.T) {
 			}
 			assert.Equal(t, want, indexedVersions(t, vctx, cs, id), "client %d: index and store disagree on %s", c, id)
 		}
-		env, err := mcptest.TryCall(vctx, cs, loadgen.ToolStatus, map[string]any{})
+		env, err := mcptest.TryCall(vctx, cs, workload.ToolStatus, map[string]any{})
 		require.NoError(t, err)
 		require.Empty(t, env.Code())
 		st, _ := env.Data.(map[string]any)
@@ -161,7 +161,7 @@ func TestConcurrentHTTPClients(t *testing.T) {
 type concClient struct {
 	c      int
 	cs     *mcp.ClientSession
-	corpus loadgen.Corpus
+	corpus workload.Corpus
 	r      *rand.Rand
 	l      *clientLog
 	fail   func(string, ...any)
@@ -170,7 +170,7 @@ type concClient struct {
 
 var concVersions = []string{"1.0.0", "1.1.0", "2.0.0-rc.1"}
 
-func runClient(deadline time.Time, c int, cs *mcp.ClientSession, corpus loadgen.Corpus, r *rand.Rand, l *clientLog, fail func(string, ...any), calls *atomic.Int64) {
+func runClient(deadline time.Time, c int, cs *mcp.ClientSession, corpus workload.Corpus, r *rand.Rand, l *clientLog, fail func(string, ...any), calls *atomic.Int64) {
 	cl := &concClient{c: c, cs: cs, corpus: corpus, r: r, l: l, fail: fail, calls: calls}
 	for time.Now().Before(deadline) {
 		var ok bool
@@ -219,7 +219,7 @@ func (cl *concClient) upsert() bool {
 	b, _ := cl.corpus.Bundle(c*1000+r.IntN(1000), k.version)
 	b["cookbook_id"] = k.id
 	b["title"] = fmt.Sprintf("Client %d cookbook rev %d", c, r.IntN(1_000_000))
-	env, code, ok := cl.call(loadgen.ToolUpsert, map[string]any{"bundle": b, "conflict_policy": "OVERWRITE"})
+	env, code, ok := cl.call(workload.ToolUpsert, map[string]any{"bundle": b, "conflict_policy": "OVERWRITE"})
 	if !ok {
 		return false
 	}
@@ -235,7 +235,7 @@ func (cl *concClient) upsert() bool {
 func (cl *concClient) delete() bool {
 	c := cl.c
 	k := cl.ownKey()
-	env, code, ok := cl.call(loadgen.ToolDelete, map[string]any{"cookbook_id": k.id, "version": k.version})
+	env, code, ok := cl.call(workload.ToolDelete, map[string]any{"cookbook_id": k.id, "version": k.version})
 	if !ok {
 		return false
 	}
@@ -256,7 +256,7 @@ func (cl *concClient) delete() bool {
 }
 
 func (cl *concClient) search() bool {
-	env, code, ok := cl.call(loadgen.ToolSearch, cl.corpus.SearchQuery(cl.r, 1000))
+	env, code, ok := cl.call(workload.ToolSearch, cl.corpus.SearchQuery(cl.r, 1000))
 	if !ok {
 		return false
 	}
@@ -283,7 +283,7 @@ func (cl *concClient) render() bool {
 	// templates renders with inputs from the same index only when
 	// ids match, so render the one template every bundle has and
 	// read its id from the stored bundle.
-	env, code, ok := cl.call(loadgen.ToolGet, map[string]any{"cookbook_id": k.id, "version": k.version})
+	env, code, ok := cl.call(workload.ToolGet, map[string]any{"cookbook_id": k.id, "version": k.version})
 	if !ok {
 		return false
 	}
@@ -296,7 +296,7 @@ func (cl *concClient) render() bool {
 		cl.fail("client %d: stored %v has no send template", c, k)
 		return true
 	}
-	env, code, ok = cl.call(loadgen.ToolRender, map[string]any{"cookbook_id": k.id, "version": k.version, "template_id": tid, "inputs": inputs})
+	env, code, ok = cl.call(workload.ToolRender, map[string]any{"cookbook_id": k.id, "version": k.version, "template_id": tid, "inputs": inputs})
 	if !ok {
 		return false
 	}
@@ -313,7 +313,7 @@ func (cl *concClient) session() bool {
 	switch r.IntN(3) {
 	case 0:
 		base := fmt.Sprintf("http://127.0.0.1:%d", 20000+r.IntN(1000))
-		_, code, ok := cl.call(loadgen.ToolConfig, map[string]any{"base_url": base, "token": fmt.Sprintf("tok-%d-%d", c, r.IntN(1000))})
+		_, code, ok := cl.call(workload.ToolConfig, map[string]any{"base_url": base, "token": fmt.Sprintf("tok-%d-%d", c, r.IntN(1000))})
 		if !ok {
 			return false
 		}
@@ -323,7 +323,7 @@ func (cl *concClient) session() bool {
 		}
 		cl.l.session = "configured:" + base
 	case 1:
-		_, code, ok := cl.call(loadgen.ToolSessClr, map[string]any{})
+		_, code, ok := cl.call(workload.ToolSessClr, map[string]any{})
 		if !ok {
 			return false
 		}
@@ -333,7 +333,7 @@ func (cl *concClient) session() bool {
 		}
 		cl.l.session = "cleared"
 	default:
-		env, code, ok := cl.call(loadgen.ToolStatus, map[string]any{})
+		env, code, ok := cl.call(workload.ToolStatus, map[string]any{})
 		if !ok {
 			return false
 		}

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/mcpproc"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/stretchr/testify/require"
 )
 
@@ -120,7 +121,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "accords.db")
-	corpus := loadgen.Corpus{Seed: seed}
+	corpus := workload.Corpus{Seed: seed}
 	log := &crashLog{history: map[key][]write{}, busy: map[key]bool{}}
 	next := 0
 	var nextMu sync.Mutex
@@ -167,7 +168,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 						i := next
 						next++
 						nextMu.Unlock()
-						var info loadgen.BundleInfo
+						var info workload.BundleInfo
 						bundle, info = corpus.Bundle(i, "1.0.0")
 						k = key{info.CookbookID, "1.0.0"}
 					}
@@ -176,7 +177,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 					if !ok {
 						continue
 					}
-					env, err := mcptest.TryCall(ctx, cs, loadgen.ToolUpsert, map[string]any{"bundle": bundle, "conflict_policy": policy})
+					env, err := mcptest.TryCall(ctx, cs, workload.ToolUpsert, map[string]any{"bundle": bundle, "conflict_policy": policy})
 					acked := err == nil && env.OK
 					if acked {
 						got, _ := env.Data.(map[string]any)["content_hash"].(string)
@@ -235,7 +236,7 @@ func indexOf(id string) int {
 func killDuringStartup(t *testing.T, dbPath string, d time.Duration) {
 	t.Helper()
 	cmd := exec.Command(binary(t))
-	cmd.Env = loadgen.ServerEnv(dbPath, []string{"ACCORDS_MCP_STANDALONE=true"})
+	cmd.Env = mcpproc.Env(dbPath, []string{"ACCORDS_MCP_STANDALONE=true"})
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	defer stdin.Close()
@@ -247,7 +248,7 @@ func killDuringStartup(t *testing.T, dbPath string, d time.Duration) {
 
 // verify checks every key ever written: earlier rounds' keys too, since a
 // later crash or repair must not damage them.
-func verify(t *testing.T, srv *loadgen.Server, log *crashLog) {
+func verify(t *testing.T, srv *mcpproc.Server, log *crashLog) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -76,20 +76,20 @@ func work(ctx context.Context, c *launchedClient, sim *vaultsim.Sim, rounds int,
 		l.mu.Unlock()
 		return env, true
 	}
-	corpus := loadgen.Corpus{Seed: 7}
+	corpus := workload.Corpus{Seed: 7}
 	for i := range rounds {
 		b, info := corpus.Bundle(i, fmt.Sprintf("1.%d.0", i))
 		b["cookbook_id"] = "client." + c.name
-		if _, ok := must(loadgen.ToolUpsert, map[string]any{"bundle": b}); !ok {
+		if _, ok := must(workload.ToolUpsert, map[string]any{"bundle": b}); !ok {
 			return
 		}
-		if _, ok := must(loadgen.ToolSearch, map[string]any{"query": info.Words[0], "limit": 5}); !ok {
+		if _, ok := must(workload.ToolSearch, map[string]any{"query": info.Words[0], "limit": 5}); !ok {
 			return
 		}
-		if _, ok := must(loadgen.ToolList, map[string]any{}); !ok {
+		if _, ok := must(workload.ToolList, map[string]any{}); !ok {
 			return
 		}
-		if _, ok := must(loadgen.ToolStatus, map[string]any{}); !ok {
+		if _, ok := must(workload.ToolStatus, map[string]any{}); !ok {
 			return
 		}
 	}
@@ -189,14 +189,14 @@ func approvalWaits(ctx context.Context, c *launchedClient, sim *vaultsim.Sim, l 
 	l.cancelled++
 	l.mu.Unlock()
 	// The client goes on after its cancellation.
-	must(loadgen.ToolStatus, map[string]any{})
+	must(workload.ToolStatus, map[string]any{})
 }
 
 // cliLoop runs operator commands against the database until stop, each of
 // which must succeed.
 func cliLoop(h *home, dir string, stop <-chan struct{}, failures chan<- string) {
 	bundle := filepath.Join(dir, "cli-bundle.json")
-	b, _ := loadgen.Corpus{Seed: 9}.Bundle(1, "3.0.0")
+	b, _ := workload.Corpus{Seed: 9}.Bundle(1, "3.0.0")
 	b["cookbook_id"] = "cli.imported"
 	raw, _ := json.Marshal(b)
 	_ = os.WriteFile(bundle, raw, 0o600)
@@ -300,7 +300,7 @@ func manyClients(t *testing.T, mode string) {
 		wg.Go(func() {
 			hc := mcptest.ConnectHTTP(t, httpURL, mcptest.HTTPOptions{})
 			for i := range rounds * 3 {
-				res, err := hc.CallTool(ctx, &mcp.CallToolParams{Name: loadgen.ToolSearch, Arguments: map[string]any{"query": "gmail", "limit": i%5 + 1}})
+				res, err := hc.CallTool(ctx, &mcp.CallToolParams{Name: workload.ToolSearch, Arguments: map[string]any{"query": "gmail", "limit": i%5 + 1}})
 				if err != nil || res.IsError {
 					failures <- fmt.Sprintf("http search: %v %+v", err, res)
 					return
@@ -450,13 +450,13 @@ func TestDaemonSIGKILLWithTwoClients(t *testing.T) {
 	// replays to the new daemon; beta's requests carry their own session
 	// metadata (server/discover).
 	cs := []*launchedClient{h.launchLegacy("alpha"), h.launch("beta")}
-	corpus := loadgen.Corpus{Seed: 3}
+	corpus := workload.Corpus{Seed: 3}
 	acked := map[string][]string{}
 	for _, c := range cs {
 		for i := range 5 {
 			b, _ := corpus.Bundle(i, fmt.Sprintf("1.%d.0", i))
 			b["cookbook_id"] = "kill." + c.name
-			env, _, err := c.call(ctx, loadgen.ToolUpsert, map[string]any{"bundle": b})
+			env, _, err := c.call(ctx, workload.ToolUpsert, map[string]any{"bundle": b})
 			require.NoError(t, err)
 			require.True(t, env.OK, env.Raw)
 			acked[c.name] = append(acked[c.name], fmt.Sprintf("1.%d.0", i))
@@ -506,7 +506,7 @@ func TestDaemonSIGKILLWithTwoClients(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, c := range cs {
 		wg.Go(func() {
-			env, _, err := c.call(ctx, loadgen.ToolStatus, map[string]any{})
+			env, _, err := c.call(ctx, workload.ToolStatus, map[string]any{})
 			assert.NoError(t, err)
 			assert.True(t, env.OK, "%s after the kill: %v", c.name, env.Raw)
 		})
@@ -518,7 +518,7 @@ func TestDaemonSIGKILLWithTwoClients(t *testing.T) {
 	assert.Len(t, st.Clients, 2, "both clients attached to it")
 	for _, c := range cs {
 		for _, v := range acked[c.name] {
-			env, _, err := c.call(ctx, loadgen.ToolGet, map[string]any{"cookbook_id": "kill." + c.name, "version": v})
+			env, _, err := c.call(ctx, workload.ToolGet, map[string]any{"cookbook_id": "kill." + c.name, "version": v})
 			require.NoError(t, err)
 			assert.True(t, env.OK, "acknowledged %s@%s survived the kill: %v", c.name, v, env.Raw)
 		}
@@ -544,7 +544,7 @@ func TestIdleExitAndStaleSocket(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	_, ok := h.status()
 	require.True(t, ok, "no idle exit while a client is attached")
-	env, _, err := c.call(ctx, loadgen.ToolStatus, map[string]any{})
+	env, _, err := c.call(ctx, workload.ToolStatus, map[string]any{})
 	require.NoError(t, err)
 	require.True(t, env.OK)
 	require.NoError(t, c.cs.Close())
@@ -562,7 +562,7 @@ func TestIdleExitAndStaleSocket(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	require.Eventually(t, func() bool { _, ok := h.status(); return ok }, 30*time.Second, 50*time.Millisecond)
 	c = h.launch("explicit")
-	_, _, err = c.call(ctx, loadgen.ToolStatus, map[string]any{})
+	_, _, err = c.call(ctx, workload.ToolStatus, map[string]any{})
 	require.NoError(t, err)
 	require.NoError(t, c.cs.Close())
 	time.Sleep(4 * time.Second)
@@ -581,7 +581,7 @@ func TestIdleExitAndStaleSocket(t *testing.T) {
 	code, out, _ = h.cmd("doctor")
 	assert.Contains(t, out, "stale control socket", "doctor says so (exit %d)", code)
 	c = h.launch("after-kill")
-	env, _, err = c.call(ctx, loadgen.ToolStatus, map[string]any{})
+	env, _, err = c.call(ctx, workload.ToolStatus, map[string]any{})
 	require.NoError(t, err)
 	assert.True(t, env.OK, "the next launch replaced the stale socket with a new daemon's")
 	st2, ok := h.status()
@@ -661,10 +661,10 @@ func TestRestoreThroughRunningDaemon(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cs := []*launchedClient{h.launch("r1"), h.launch("r2")}
-	corpus := loadgen.Corpus{Seed: 11}
+	corpus := workload.Corpus{Seed: 11}
 	b, _ := corpus.Bundle(0, "1.0.0")
 	b["cookbook_id"] = "restore.before"
-	env, _, err := cs[0].call(ctx, loadgen.ToolUpsert, map[string]any{"bundle": b})
+	env, _, err := cs[0].call(ctx, workload.ToolUpsert, map[string]any{"bundle": b})
 	require.NoError(t, err)
 	require.True(t, env.OK)
 	bak := filepath.Join(h.dir, "before.db")
@@ -672,7 +672,7 @@ func TestRestoreThroughRunningDaemon(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "hot snapshot from the running daemon")
 	b["cookbook_id"] = "restore.after"
-	env, _, err = cs[1].call(ctx, loadgen.ToolUpsert, map[string]any{"bundle": b})
+	env, _, err = cs[1].call(ctx, workload.ToolUpsert, map[string]any{"bundle": b})
 	require.NoError(t, err)
 	require.True(t, env.OK)
 	st, _ := h.status()
@@ -683,11 +683,11 @@ func TestRestoreThroughRunningDaemon(t *testing.T) {
 	for i, c := range cs {
 		wg.Go(func() {
 			for n := 0; !stop.Load(); n++ {
-				tool, args := loadgen.ToolSearch, map[string]any{"query": "gmail", "limit": 3}
+				tool, args := workload.ToolSearch, map[string]any{"query": "gmail", "limit": 3}
 				if n%3 == 1 {
 					bb, _ := corpus.Bundle(n, fmt.Sprintf("9.%d.%d", i, n))
 					bb["cookbook_id"] = "restore.busy"
-					tool, args = loadgen.ToolUpsert, map[string]any{"bundle": bb}
+					tool, args = workload.ToolUpsert, map[string]any{"bundle": bb}
 				}
 				env, _, err := c.call(ctx, tool, args)
 				if !assert.NoError(t, err) || !assert.True(t, env.OK, "%s %s during the restore: %v", c.name, tool, env.Raw) {
@@ -710,10 +710,10 @@ func TestRestoreThroughRunningDaemon(t *testing.T) {
 	assert.Equal(t, st.PID, st2.PID, "the same daemon went on")
 	assert.Len(t, st2.Clients, 2, "both clients still attached")
 	for _, c := range cs {
-		e, _, err := c.call(ctx, loadgen.ToolGet, map[string]any{"cookbook_id": "restore.before"})
+		e, _, err := c.call(ctx, workload.ToolGet, map[string]any{"cookbook_id": "restore.before"})
 		require.NoError(t, err)
 		assert.True(t, e.OK, "%s sees what the backup holds", c.name)
-		e, _, err = c.call(ctx, loadgen.ToolGet, map[string]any{"cookbook_id": "restore.after"})
+		e, _, err = c.call(ctx, workload.ToolGet, map[string]any{"cookbook_id": "restore.after"})
 		require.NoError(t, err)
 		assert.Equal(t, "MCP_CATALOG_NOT_FOUND", e.Code(), "%s sees the state at backup time", c.name)
 	}

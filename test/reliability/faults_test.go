@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/app"
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -109,7 +109,7 @@ func TestVaultFaults(t *testing.T) {
 					other := connect()
 					defer other.Close()
 					t0 := time.Now()
-					env, err := mcptest.TryCall(ctx, other, loadgen.ToolStatus, map[string]any{})
+					env, err := mcptest.TryCall(ctx, other, workload.ToolStatus, map[string]any{})
 					side = time.Since(t0)
 					if err != nil || env.Code() != "" {
 						sideErr = fmt.Errorf("status during fault: %s %w", env.Code(), err)

@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/catalog"
+	"github.com/accordsai/accords-mcp/test/mcpproc"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testbin"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -20,11 +21,11 @@ import (
 func binary(t testing.TB) string { return testbin.AccordsMCP(t) }
 
 // startStdio starts the binary on dbPath over stdio with one session.
-func startStdio(t testing.TB, dbPath string) *loadgen.Server {
+func startStdio(t testing.TB, dbPath string) *mcpproc.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err := loadgen.StartServer(ctx, loadgen.ServerOptions{Bin: binary(t), DBPath: dbPath, Transport: loadgen.Stdio})
+	srv, err := mcpproc.Start(ctx, mcpproc.Options{Bin: binary(t), DBPath: dbPath, Transport: mcpproc.Stdio})
 	require.NoError(t, err)
 	return srv
 }
@@ -43,7 +44,7 @@ func expectedHash(t testing.TB, bundle map[string]any) string {
 // the catalog says it does not exist.
 func storedHash(t testing.TB, cs *mcp.ClientSession, ctx context.Context, id, version string) string {
 	t.Helper()
-	env, err := mcptest.TryCall(ctx, cs, loadgen.ToolGet, map[string]any{"cookbook_id": id, "version": version})
+	env, err := mcptest.TryCall(ctx, cs, workload.ToolGet, map[string]any{"cookbook_id": id, "version": version})
 	if env.Code() == "MCP_CATALOG_NOT_FOUND" {
 		return ""
 	}
@@ -61,7 +62,7 @@ func storedHash(t testing.TB, cs *mcp.ClientSession, ctx context.Context, id, ve
 // indexedVersions returns the versions of id the search index holds.
 func indexedVersions(t testing.TB, ctx context.Context, cs *mcp.ClientSession, id string) map[string]bool {
 	t.Helper()
-	env, err := mcptest.TryCall(ctx, cs, loadgen.ToolSearch, map[string]any{"cookbook_id": id, "all_versions": true, "limit": 1000})
+	env, err := mcptest.TryCall(ctx, cs, workload.ToolSearch, map[string]any{"cookbook_id": id, "all_versions": true, "limit": 1000})
 	require.NoError(t, err)
 	require.Empty(t, env.Code(), "search %s: %+v", id, env.Error)
 	out := map[string]bool{}

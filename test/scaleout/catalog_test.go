@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/gateway/audit"
@@ -17,6 +16,7 @@ import (
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 )
@@ -30,9 +30,9 @@ func openCatalog(t *testing.T, db *store.DB) *catalog.Service {
 	return cat
 }
 
-func bundle(t testing.TB, i int, version string) (*catalog.Bundle, loadgen.BundleInfo) {
+func bundle(t testing.TB, i int, version string) (*catalog.Bundle, workload.BundleInfo) {
 	t.Helper()
-	v, info := loadgen.Corpus{Seed: 3}.Bundle(i, version)
+	v, info := workload.Corpus{Seed: 3}.Bundle(i, version)
 	b, err := catalog.BundleFromValue(v)
 	require.NoError(t, err)
 	return b, info

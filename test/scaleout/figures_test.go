@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
+	"github.com/accordsai/accords-mcp/test/mcpproc"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -23,8 +24,8 @@ import (
 func seedCatalog(t testing.TB, cs *mcp.ClientSession, n int) {
 	ctx := context.Background()
 	for i := range n {
-		b, _ := loadgen.Corpus{Seed: 29}.Bundle(i, "1.0.0")
-		env, _, err := call(ctx, cs, loadgen.ToolUpsert, map[string]any{"bundle": b})
+		b, _ := workload.Corpus{Seed: 29}.Bundle(i, "1.0.0")
+		env, _, err := call(ctx, cs, workload.ToolUpsert, map[string]any{"bundle": b})
 		require.NoError(t, err)
 		require.True(t, env.OK, "%v", env.Raw)
 	}
@@ -34,7 +35,7 @@ func seedCatalog(t testing.TB, cs *mcp.ClientSession, n int) {
 // session status in 10 calls; it returns calls per second.
 func mixed(t testing.TB, sessions []*mcp.ClientSession, d time.Duration, catalogSize int) float64 {
 	ctx := context.Background()
-	corpus := loadgen.Corpus{Seed: 29}
+	corpus := workload.Corpus{Seed: 29}
 	var calls atomic.Int64
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -42,13 +43,13 @@ func mixed(t testing.TB, sessions []*mcp.ClientSession, d time.Duration, catalog
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
 			for v := 0; time.Now().Before(deadline); v++ {
-				tool, args := loadgen.ToolSearch, corpus.SearchQuery(rng, catalogSize)
+				tool, args := workload.ToolSearch, corpus.SearchQuery(rng, catalogSize)
 				switch v % 10 {
 				case 4:
 					b, _ := corpus.Bundle(10_000+c, fmt.Sprintf("1.%d.0", v))
-					tool, args = loadgen.ToolUpsert, map[string]any{"bundle": b}
+					tool, args = workload.ToolUpsert, map[string]any{"bundle": b}
 				case 9:
-					tool, args = loadgen.ToolStatus, map[string]any{}
+					tool, args = workload.ToolStatus, map[string]any{}
 				}
 				env, _, err := call(ctx, cs, tool, args)
 				if err != nil || !env.OK {
@@ -95,7 +96,7 @@ func etcdRequests(t testing.TB) float64 {
 func BenchmarkFleet(b *testing.B) {
 	const catalogSize, samples, clients = 200, 200, 12
 	dur := seconds(10)
-	corpus := loadgen.Corpus{Seed: 29}
+	corpus := workload.Corpus{Seed: 29}
 	upsertArgs := func(base int) func(i int) map[string]any {
 		return func(i int) map[string]any {
 			bd, _ := corpus.Bundle(base+i, "1.0.0")
@@ -111,13 +112,13 @@ func BenchmarkFleet(b *testing.B) {
 	pol := filepath.Join(b.TempDir(), "policy.toml")
 	require.NoError(b, os.WriteFile(pol, []byte(unlimited), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	bolt, err := loadgen.StartServer(ctx, loadgen.ServerOptions{Bin: binary(b), DBPath: filepath.Join(dir, "a.db"), Transport: loadgen.HTTP,
+	bolt, err := mcpproc.Start(ctx, mcpproc.Options{Bin: binary(b), DBPath: filepath.Join(dir, "a.db"), Transport: mcpproc.HTTP,
 		Clients: clients, Env: []string{"ACCORDS_MCP_POLICY_FILE=" + pol, "ACCORDS_MCP_AUDIT_KEY=" + fmt.Sprintf("%064d", 7)}})
 	cancel()
 	require.NoError(b, err)
 	seedCatalog(b, bolt.Sessions[0], catalogSize)
-	boltSearch := p50(latencies(b, bolt.Sessions[0], samples, loadgen.ToolSearch, searchArgs))
-	boltUpsert := p50(latencies(b, bolt.Sessions[0], samples, loadgen.ToolUpsert, upsertArgs(50_000)))
+	boltSearch := p50(latencies(b, bolt.Sessions[0], samples, workload.ToolSearch, searchArgs))
+	boltUpsert := p50(latencies(b, bolt.Sessions[0], samples, workload.ToolUpsert, upsertArgs(50_000)))
 	boltRate := mixed(b, bolt.Sessions, dur, catalogSize)
 	require.NoError(b, bolt.Close())
 
@@ -127,9 +128,9 @@ func BenchmarkFleet(b *testing.B) {
 	seedCatalog(b, f.session(0, 0), catalogSize)
 	time.Sleep(time.Second)
 	r0 := etcdRequests(b)
-	etcdSearch := p50(latencies(b, f.session(1, 0), samples, loadgen.ToolSearch, searchArgs))
+	etcdSearch := p50(latencies(b, f.session(1, 0), samples, workload.ToolSearch, searchArgs))
 	r1 := etcdRequests(b)
-	etcdUpsert := p50(latencies(b, f.session(2, 0), samples, loadgen.ToolUpsert, upsertArgs(60_000)))
+	etcdUpsert := p50(latencies(b, f.session(2, 0), samples, workload.ToolUpsert, upsertArgs(60_000)))
 	r2 := etcdRequests(b)
 	var rates [3]float64
 	for n := 1; n <= 3; n++ {

@@ -22,14 +22,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
 	"github.com/accordsai/accords-mcp/test/approvaltest"
+	"github.com/accordsai/accords-mcp/test/mcpproc"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testbin"
+	"github.com/accordsai/accords-mcp/test/workload"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -57,7 +58,7 @@ type fleet struct {
 	sim    *vaultsim.Sim
 	env    []string
 	dirs   []string
-	reps   []*loadgen.Server
+	reps   []*mcpproc.Server
 	perRep int
 	prefix string
 }
@@ -120,8 +121,8 @@ func (f *fleet) start(i int) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv, err := loadgen.StartServer(ctx, loadgen.ServerOptions{Bin: binary(f.t), DBPath: filepath.Join(f.dirs[i], "a.db"),
-		Transport: loadgen.HTTP, Clients: f.perRep, Env: f.env})
+	srv, err := mcpproc.Start(ctx, mcpproc.Options{Bin: binary(f.t), DBPath: filepath.Join(f.dirs[i], "a.db"),
+		Transport: mcpproc.HTTP, Clients: f.perRep, Env: f.env})
 	require.NoError(f.t, err)
 	f.reps[i] = srv
 }
@@ -147,7 +148,7 @@ func call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[stri
 }
 
 func searchFinds(ctx context.Context, cs *mcp.ClientSession, query, id string) bool {
-	env, _, err := call(ctx, cs, loadgen.ToolSearch, map[string]any{"query": query, "limit": 50})
+	env, _, err := call(ctx, cs, workload.ToolSearch, map[string]any{"query": query, "limit": 50})
 	if err != nil || !env.OK {
 		return false
 	}
@@ -166,9 +167,9 @@ func TestReplicasUpsertOnOneFoundOnAnother(t *testing.T) {
 	f := startFleet(t, 3, 1, unlimited)
 	ctx := context.Background()
 	for i := range 5 {
-		b, info := loadgen.Corpus{Seed: 11}.Bundle(i, "1.0.0")
+		b, info := workload.Corpus{Seed: 11}.Bundle(i, "1.0.0")
 		id := b["cookbook_id"].(string)
-		env, _, err := call(ctx, f.session(0, 0), loadgen.ToolUpsert, map[string]any{"bundle": b})
+		env, _, err := call(ctx, f.session(0, 0), workload.ToolUpsert, map[string]any{"bundle": b})
 		require.NoError(t, err)
 		require.True(t, env.OK, "%v", env.Raw)
 		acked := time.Now()
@@ -243,7 +244,7 @@ func TestReplicasConcurrentClientsWriteOneAuditLog(t *testing.T) {
 	const n, perRep = 3, 8
 	f := startFleet(t, n, perRep, unlimited)
 	ctx := context.Background()
-	corpus := loadgen.Corpus{Seed: 5}
+	corpus := workload.Corpus{Seed: 5}
 	var mu sync.Mutex
 	ids := map[string]int{}
 	var calls, failures atomic.Int64
@@ -261,13 +262,13 @@ func TestReplicasConcurrentClientsWriteOneAuditLog(t *testing.T) {
 					case 0:
 						b, _ := corpus.Bundle(r*100+c, fmt.Sprintf("1.%d.0", v))
 						b["cookbook_id"] = own
-						tool, args = loadgen.ToolUpsert, map[string]any{"bundle": b}
+						tool, args = workload.ToolUpsert, map[string]any{"bundle": b}
 					case 1:
-						tool, args = loadgen.ToolList, map[string]any{}
+						tool, args = workload.ToolList, map[string]any{}
 					case 2:
-						tool, args = loadgen.ToolStatus, map[string]any{}
+						tool, args = workload.ToolStatus, map[string]any{}
 					default:
-						tool, args = loadgen.ToolSearch, corpus.SearchQuery(rng, 200)
+						tool, args = workload.ToolSearch, corpus.SearchQuery(rng, 200)
 					}
 					env, id, err := call(ctx, f.session(r, c), tool, args)
 					calls.Add(1)
@@ -320,7 +321,7 @@ func fleetKey(t testing.TB) *audit.Key {
 func TestReplicaSIGKILLLosesNothingAcknowledged(t *testing.T) {
 	f := startFleet(t, 3, 4, unlimited)
 	ctx := context.Background()
-	corpus := loadgen.Corpus{Seed: 13}
+	corpus := workload.Corpus{Seed: 13}
 	type ack struct{ id, version, hash, callID string }
 	var mu sync.Mutex
 	var acked []ack
@@ -336,7 +337,7 @@ func TestReplicaSIGKILLLosesNothingAcknowledged(t *testing.T) {
 				}
 				b, _ := corpus.Bundle(c, fmt.Sprintf("2.%d.0", v))
 				b["cookbook_id"] = fmt.Sprintf("kill.c%d", c)
-				env, id, err := call(ctx, f.session(0, c), loadgen.ToolUpsert, map[string]any{"bundle": b})
+				env, id, err := call(ctx, f.session(0, c), workload.ToolUpsert, map[string]any{"bundle": b})
 				if err != nil || !env.OK {
 					return // the replica is gone
 				}
@@ -356,7 +357,7 @@ func TestReplicaSIGKILLLosesNothingAcknowledged(t *testing.T) {
 	require.NotEmpty(t, acked)
 	t.Logf("%d upserts acknowledged before the SIGKILL", len(acked))
 	for _, a := range acked {
-		env, _, err := call(ctx, f.session(1, 0), loadgen.ToolGet, map[string]any{"cookbook_id": a.id, "version": a.version})
+		env, _, err := call(ctx, f.session(1, 0), workload.ToolGet, map[string]any{"cookbook_id": a.id, "version": a.version})
 		require.NoError(t, err)
 		require.True(t, env.OK, "acknowledged %s@%s lost: %v", a.id, a.version, env.Raw)
 		stored, err := catalog.BundleFromValue(env.Object()["bundle"])
@@ -387,8 +388,8 @@ func TestReplicaSIGKILLLosesNothingAcknowledged(t *testing.T) {
 func TestReplicasSurviveEtcdRestart(t *testing.T) {
 	f := startFleet(t, 3, 1, unlimited)
 	ctx := context.Background()
-	b, info := loadgen.Corpus{Seed: 17}.Bundle(1, "1.0.0")
-	env, _, err := call(ctx, f.session(0, 0), loadgen.ToolUpsert, map[string]any{"bundle": b})
+	b, info := workload.Corpus{Seed: 17}.Bundle(1, "1.0.0")
+	env, _, err := call(ctx, f.session(0, 0), workload.ToolUpsert, map[string]any{"bundle": b})
 	require.NoError(t, err)
 	require.True(t, env.OK)
 	query := info.Words[0] + " " + info.Words[1]
@@ -398,8 +399,8 @@ func TestReplicasSurviveEtcdRestart(t *testing.T) {
 	f.etcd.Stop()
 	for r := range 3 {
 		require.True(t, searchFinds(ctx, f.session(r, 0), query, id), "replica %d searches with etcd down", r+1)
-		b2, _ := loadgen.Corpus{Seed: 17}.Bundle(2, fmt.Sprintf("1.%d.0", r))
-		env, _, err := call(ctx, f.session(r, 0), loadgen.ToolUpsert, map[string]any{"bundle": b2})
+		b2, _ := workload.Corpus{Seed: 17}.Bundle(2, fmt.Sprintf("1.%d.0", r))
+		env, _, err := call(ctx, f.session(r, 0), workload.ToolUpsert, map[string]any{"bundle": b2})
 		require.NoError(t, err)
 		require.False(t, env.OK)
 		require.NotNil(t, env.Error)
@@ -408,9 +409,9 @@ func TestReplicasSurviveEtcdRestart(t *testing.T) {
 
 	f.etcd.Restart(t)
 	for r := range 3 {
-		b3, info3 := loadgen.Corpus{Seed: 19}.Bundle(r, "1.0.0")
+		b3, info3 := workload.Corpus{Seed: 19}.Bundle(r, "1.0.0")
 		require.Eventually(t, func() bool {
-			env, _, err := call(ctx, f.session(r, 0), loadgen.ToolUpsert, map[string]any{"bundle": b3})
+			env, _, err := call(ctx, f.session(r, 0), workload.ToolUpsert, map[string]any{"bundle": b3})
 			return err == nil && env.OK
 		}, 30*time.Second, 250*time.Millisecond, "replica %d writes again", r+1)
 		other := (r + 1) % 3
@@ -451,7 +452,7 @@ var ratePolicy = fmt.Sprintf("[defaults]\ncalls_per_minute = %g\nburst = %d\n", 
 // statusOnlyPolicy limits only the tool rateWindow calls (tasks/get and
 // the calls that hand tasks off stay unlimited).
 var statusOnlyPolicy = fmt.Sprintf("[defaults]\ncalls_per_minute = 0\n[defaults.tools.%s]\ncalls_per_minute = %g\nburst = %d\n",
-	loadgen.ToolStatus, ratePerMinute, rateBurst)
+	workload.ToolStatus, ratePerMinute, rateBurst)
 
 // rateWindow calls session status round robin over the fleet's replicas
 // for rateWindowFor, once the buckets have refilled, and returns the calls
@@ -465,7 +466,7 @@ func rateWindow(t *testing.T, f *fleet) (admitted, refused int, bound float64) {
 	time.Sleep(time.Duration(float64(rateBurst) / (ratePerMinute / 60) * float64(time.Second)))
 	start := time.Now()
 	for i := 0; time.Since(start) < rateWindowFor; i++ {
-		env, _, err := call(ctx, f.session(i%n, 0), loadgen.ToolStatus, map[string]any{})
+		env, _, err := call(ctx, f.session(i%n, 0), workload.ToolStatus, map[string]any{})
 		require.NoError(t, err)
 		switch {
 		case env.OK:
