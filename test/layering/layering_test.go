@@ -134,10 +134,9 @@ func in(path string, dirs ...string) bool {
 // The layers, by folder.
 
 // mcpFacing packages speak MCP: the binaries, the composition root, the
-// transports, the gateway glue, the tools, and the bench and end-to-end
-// test clients.
+// transports, the gateway glue, the tools, and the end-to-end test clients.
 func mcpFacing(path string) bool {
-	return in(path, "cmd", "app", "transport", "tools", "bench", "test") || rel(path) == "gateway"
+	return in(path, "cmd", "app", "transport", "tools", "test") || rel(path) == "gateway"
 }
 
 // mcpLayer packages are what inner layers must never import.
@@ -211,7 +210,7 @@ func TestOnlyMCPFacingPackagesImportGoSDK(t *testing.T) {
 	load(t).check(t, rule{
 		from:      func(p string) bool { return !mcpFacing(p) },
 		forbidden: isGoSDK,
-		why:       "only cmd/..., app, transport, the gateway glue, tools, bench/... and test/... may use the MCP SDK",
+		why:       "only cmd/..., app, transport, the gateway glue, tools and test/... may use the MCP SDK",
 	})
 }
 

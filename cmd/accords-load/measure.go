@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/accordsai/accords-mcp/test/mcpproc"
+	"github.com/accordsai/accords-mcp/test/workload"
+)
+
+// op is one measured operation: the tool it calls ("" for tools/list) and
+// its arguments for call k with the random source r. Both binaries get
+// the same sequence.
+type op struct {
+	tool string
+	args func(r *rand.Rand, k int) map[string]any
+}
+
+// opTable is every operation over a catalog of n bundles of c; runID keeps
+// the versions the upsert operation writes apart from an earlier run's on
+// a kept database.
+func opTable(c workload.Corpus, n int, runID int64) map[string]op {
+	none := func(*rand.Rand, int) map[string]any { return map[string]any{} }
+	return map[string]op{
+		"tools-list": {},
+		"status":     {workload.ToolStatus, none},
+		"search":     {workload.ToolSearch, func(r *rand.Rand, _ int) map[string]any { return c.SearchQuery(r, n) }},
+		"search-filter": {workload.ToolSearch, func(r *rand.Rand, _ int) map[string]any {
+			_, info := c.Bundle(r.IntN(n), "1.0.0")
+			return map[string]any{"connector_id": info.Connector, "limit": 10}
+		}},
+		"render": {workload.ToolRender, func(r *rand.Rand, _ int) map[string]any {
+			_, info := c.Bundle(r.IntN(n), "1.0.0")
+			tc := info.Templates[r.IntN(len(info.Templates))]
+			return map[string]any{"cookbook_id": info.CookbookID, "template_id": tc.TemplateID, "inputs": tc.Inputs}
+		}},
+		// The route registry alone; route-search falls back to search.
+		"route": {workload.ToolRoute, func(r *rand.Rand, _ int) map[string]any {
+			return map[string]any{"request_text": workload.RouteTexts[r.IntN(len(workload.RouteTexts))],
+				"options": map[string]any{"allow_search_fallback": false}}
+		}},
+		"route-search": {workload.ToolRoute, func(r *rand.Rand, _ int) map[string]any {
+			return map[string]any{"request_text": c.SearchRouteText(r, n), "options": map[string]any{"allow_search_fallback": true}}
+		}},
+		"get": {workload.ToolGet, func(r *rand.Rand, _ int) map[string]any {
+			return map[string]any{"cookbook_id": c.CookbookID(r.IntN(n))}
+		}},
+		"upsert": {workload.ToolUpsert, func(_ *rand.Rand, k int) map[string]any {
+			b, _ := c.Bundle(k%n, fmt.Sprintf("2.%d.%d", runID, k))
+			return map[string]any{"bundle": b}
+		}},
+	}
+}
+
+// readMix is the HTTP run's operations, in equal shares.
+var readMix = []string{"search", "render", "get"}
+
+// call makes one call and reports its time and how it failed: a
+// transport error or a result marked isError.
+func call(ctx context.Context, cs *mcp.ClientSession, o op, args map[string]any) (time.Duration, error) {
+	t0 := time.Now()
+	if o.tool == "" {
+		_, err := cs.ListTools(ctx, nil)
+		return time.Since(t0), err
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: o.tool, Arguments: args})
+	d := time.Since(t0)
+	if err == nil && res.IsError {
+		err = fmt.Errorf("%s answered an error", o.tool)
+		if len(res.Content) > 0 {
+			if t, ok := res.Content[0].(*mcp.TextContent); ok {
+				err = fmt.Errorf("%w: %.300s", err, t.Text)
+			}
+		}
+	}
+	return d, err
+}
+
+// target is one binary under test.
+type target struct {
+	rep       *targetReport
+	args, env []string // with {dir} unexpanded
+	seed      bool
+	dir       string
+	srv       *mcpproc.Server
+	tools     map[string]bool
+}
+
+func (t *target) options(dir string, transport string) mcpproc.Options {
+	expand := func(xs []string) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = strings.ReplaceAll(x, "{dir}", dir)
+		}
+		return out
+	}
+	return mcpproc.Options{Bin: t.rep.Bin, Args: expand(t.args), Env: expand(t.env), DBPath: filepath.Join(dir, "accords.db"), Transport: transport}
+}
+
+// measure runs everything: timed starts on empty databases, the seed, the
+// operations alternating between the binaries, then HTTP.
+func measure(ctx context.Context, o options) (*report, error) {
+	rep := &report{Bundles: o.bundles, Calls: o.calls, Seed: o.seed, CPUs: runtime.NumCPU(), LoadAverage: loadAverage()}
+	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin}, env: o.env, seed: true}}
+	if o.compare != "" {
+		targets = append(targets, &target{rep: &targetReport{Name: "compare", Bin: o.compare}, args: o.cmpArgs, env: o.cmpEnv, seed: o.compareSeed})
+	}
+	root, err := os.MkdirTemp("", "accords-load-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	defer func() {
+		for _, t := range targets {
+			if t.srv != nil {
+				_ = t.srv.Close()
+			}
+		}
+	}()
+	if err := startups(ctx, o, root, targets); err != nil {
+		return nil, err
+	}
+	for _, t := range targets {
+		rep.Targets = append(rep.Targets, t.rep)
+		if err := open(ctx, o, root, t); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.rep.Name, err)
+		}
+	}
+	ops := opTable(workload.Corpus{Seed: o.seed}, o.bundles, time.Now().Unix())
+	for _, name := range o.ops {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		o.logf("measuring %s", name)
+		alternate(ctx, o, targets, name, ops[name])
+	}
+	for _, t := range targets {
+		if rss, err := peakRSS(t.srv.Cmd.Process.Pid); err == nil {
+			t.rep.PeakRSSMiB = float64(rss) / (1 << 20)
+		}
+		if err := t.srv.Close(); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.rep.Name, err)
+		}
+		t.srv = nil
+	}
+	if o.http {
+		h, err := measureHTTP(ctx, o, targets[0], ops)
+		if err != nil {
+			return nil, fmt.Errorf("http: %w", err)
+		}
+		rep.HTTP = h
+	}
+	return rep, nil
+}
+
+// startups starts each binary --startup-runs times on a fresh empty
+// database, alternating, and keeps the median time to initialize.
+func startups(ctx context.Context, o options, root string, targets []*target) error {
+	o.logf("timing %d starts on an empty database", o.startups)
+	runs := make([][]time.Duration, len(targets))
+	for range o.startups {
+		for i, t := range targets {
+			dir, err := os.MkdirTemp(root, "empty-")
+			if err != nil {
+				return err
+			}
+			srv, err := mcpproc.Start(ctx, t.options(dir, mcpproc.Stdio))
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.rep.Name, err)
+			}
+			runs[i] = append(runs[i], srv.Initialize)
+			if err := errors.Join(srv.Close(), os.RemoveAll(dir)); err != nil {
+				return fmt.Errorf("%s: %w", t.rep.Name, err)
+			}
+		}
+	}
+	for i, t := range targets {
+		t.rep.StartupMS = summarize(runs[i], 0).P50MS
+	}
+	return nil
+}
+
+// open starts t on a new database and seeds it through the upsert tool,
+// unless --compare-seed=false says the compare binary has its catalog.
+func open(ctx context.Context, o options, root string, t *target) error {
+	t.dir = filepath.Join(root, t.rep.Name)
+	if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		return err
+	}
+	srv, err := mcpproc.Start(ctx, t.options(t.dir, mcpproc.Stdio))
+	if err != nil {
+		return err
+	}
+	t.srv, t.tools = srv, map[string]bool{}
+	res, err := srv.Sessions[0].ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	for _, tool := range res.Tools {
+		t.tools[tool.Name] = true
+	}
+	if t.rep.Catalog = "its own"; !t.seed {
+		return nil
+	}
+	if !t.tools[workload.ToolUpsert] {
+		return fmt.Errorf("no %s tool to seed with (--compare-seed=false measures it on its own catalog)", workload.ToolUpsert)
+	}
+	t.rep.Catalog = "seeded"
+	return seed(ctx, o, t)
+}
+
+// seed upserts bundles 0..n-1 one by one, keeping the p50 of the first and
+// of the last 100 (flat as the catalog grows), and stops at the first
+// failure: a half-seeded catalog makes every later figure meaningless.
+func seed(ctx context.Context, o options, t *target) error {
+	o.logf("%s: seeding %d bundles through %s", t.rep.Name, o.bundles, workload.ToolUpsert)
+	f, isFile := o.progress.(*os.File)
+	bar := progressbar.NewOptions(o.bundles, progressbar.OptionSetWriter(o.progress), progressbar.OptionSetDescription(t.rep.Name),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetVisibility(isFile && term.IsTerminal(int(f.Fd()))))
+	c := workload.Corpus{Seed: o.seed}
+	lat := make([]time.Duration, 0, o.bundles)
+	t0 := time.Now()
+	for i := range o.bundles {
+		b, _ := c.Bundle(i, "1.0.0")
+		d, err := call(ctx, t.srv.Sessions[0], op{tool: workload.ToolUpsert}, map[string]any{"bundle": b})
+		if err != nil {
+			_ = bar.Exit()
+			return fmt.Errorf("seeding bundle %d: %w\n%s", i, err, t.srv.Stderr())
+		}
+		lat = append(lat, d)
+		_ = bar.Add(1)
+	}
+	_ = bar.Finish()
+	o.logf("%s: seeded in %.1f s", t.rep.Name, time.Since(t0).Seconds())
+	if k := min(100, len(lat)); len(lat) >= 2*k {
+		t.rep.SeedFirstP50MS = summarize(lat[:k], 0).P50MS
+		t.rep.SeedLastP50MS = summarize(lat[len(lat)-k:], 0).P50MS
+	}
+	return nil
+}
+
+// alternate makes the same calls of one operation to every binary that
+// has its tool, one call to each in turn with the first rotating, so both
+// see the machine in the same state; the first tenth (at most 20 calls)
+// warms up and is not counted.
+func alternate(ctx context.Context, o options, targets []*target, name string, p op) {
+	var active []*target
+	for _, t := range targets {
+		if p.tool != "" && !t.tools[p.tool] {
+			t.rep.Missing = append(t.rep.Missing, name)
+			continue
+		}
+		active = append(active, t)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	rngs := make([]*rand.Rand, len(active))
+	lat := make([][]time.Duration, len(active))
+	errs := make([]int, len(active))
+	for i := range active {
+		rngs[i] = rand.New(rand.NewPCG(o.seed, h.Sum64()))
+	}
+	warm := min(20, o.calls/10)
+	for k := 0; k < warm+o.calls && ctx.Err() == nil; k++ {
+		for j := range active {
+			x := (k + j) % len(active)
+			var args map[string]any
+			if p.args != nil {
+				args = p.args(rngs[x], k)
+			}
+			d, err := call(ctx, active[x].srv.Sessions[0], p, args)
+			if k < warm {
+				continue
+			}
+			lat[x] = append(lat[x], d)
+			errs[x] += btoi(err != nil)
+		}
+	}
+	for i, t := range active {
+		if t.rep.Ops == nil {
+			t.rep.Ops = map[string]stats{}
+		}
+		t.rep.Ops[name] = summarize(lat[i], errs[i])
+	}
+}
+
+// httpPolicy lifts the anonymous caller's rate limit (60 calls a minute by
+// default, which a load run would only measure refusals of); capabilities
+// and receipts stay as the server's default, so their cost is measured.
+const httpPolicy = "version = 1\n\n[anonymous]\ncalls_per_minute = 0\n"
+
+// measureHTTP starts ours over Streamable HTTP on its seeded database and
+// runs --clients sessions of the read mix for --duration.
+func measureHTTP(ctx context.Context, o options, t *target, ops map[string]op) (*stats, error) {
+	policy := filepath.Join(t.dir, "accords-load-policy.toml")
+	if err := os.WriteFile(policy, []byte(httpPolicy), 0o600); err != nil {
+		return nil, err
+	}
+	so := t.options(t.dir, mcpproc.HTTP)
+	so.Clients, so.Env = o.clients, append(so.Env, "ACCORDS_MCP_POLICY_FILE="+policy)
+	srv, err := mcpproc.Start(ctx, so)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("measuring http reads: %d clients for %s", o.clients, o.duration)
+	lat := make([][]time.Duration, len(srv.Sessions))
+	errs := make([]int, len(srv.Sessions))
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i, cs := range srv.Sessions {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(o.seed, uint64(i)+1))
+			for time.Since(t0) < o.duration && ctx.Err() == nil {
+				p := ops[readMix[r.IntN(len(readMix))]]
+				d, err := call(ctx, cs, p, p.args(r, 0))
+				lat[i] = append(lat[i], d)
+				errs[i] += btoi(err != nil)
+			}
+		})
+	}
+	wg.Wait()
+	s := summarize(slices.Concat(lat...), 0)
+	for _, n := range errs {
+		s.Errors += n
+	}
+	s.Clients, s.PerSec = len(srv.Sessions), float64(s.Calls)/time.Since(t0).Seconds()
+	return &s, srv.Close()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// peakRSS is a process's high-water resident set (VmHWM, Linux).
+func peakRSS(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+// loadAverage is the one-minute load average (Linux; "?" elsewhere): the
+// figures of a busy machine are slower.
+func loadAverage() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(append(strings.Fields(string(raw)), "?")[:1], "")
+}
