@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/bench/loadgen"
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/test/approvaltest"
+	"github.com/accordsai/accords-mcp/test/mcpproc"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,7 +39,7 @@ type healthAnswer struct {
 	took time.Duration
 }
 
-func healthOf(t testing.TB, rep *loadgen.Server) healthAnswer {
+func healthOf(t testing.TB, rep *mcpproc.Server) healthAnswer {
 	t.Helper()
 	url := strings.TrimSuffix(rep.Endpoint, "/v1/mcp") + "/healthz"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
