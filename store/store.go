@@ -468,17 +468,3 @@ func PutJSON(b Bucket, key []byte, v any) error {
 	}
 	return b.Put(key, raw)
 }
-
-// Mapped calls fn with the database file's memory mapping, inside a read
-// transaction so that bbolt cannot remap it meanwhile (nothing on etcd).
-// Only pages up to the file's used size are passed: bbolt reads nothing
-// beyond them.
-func (db *DB) Mapped(fn func(addr uintptr, n int)) error {
-	if db.etcd != nil {
-		return nil
-	}
-	return db.b().View(func(tx *bolt.Tx) error {
-		fn(tx.DB().Info().Data, int(tx.Size()))
-		return nil
-	})
-}

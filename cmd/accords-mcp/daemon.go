@@ -19,7 +19,6 @@ import (
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
 	"github.com/accordsai/accords-mcp/platform/config"
-	"github.com/accordsai/accords-mcp/platform/resident"
 	"github.com/accordsai/accords-mcp/store"
 )
 
@@ -136,17 +135,6 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 		}
 		defer func() { _ = prof.Close() }()
 	}
-	var gov *resident.Governor
-	if cfg.MappedResidentMax > 0 {
-		// Opening the database and the index reads much of both: the
-		// governor runs from before that.
-		gov = app.NewResidentGovernor(cfg.MappedResidentMax, func(source string, err error) {
-			logger.Debug("mapped pages not released", "source", source, "error", err.Error())
-		})
-		gctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go gov.Run(gctx)
-	}
 	cfg.DBLockTimeout = ownerDBLock
 	fresh := storeIsNew(cfg)
 	a, err := app.Open(cfg, logger)
@@ -180,9 +168,6 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	defer stopHUP()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if gov != nil {
-		a.GovernResident(gov)
-	}
 	if own != nil {
 		go func() {
 			select {

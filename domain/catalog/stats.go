@@ -51,14 +51,3 @@ func (s *Service) IndexStats() (docs, indexRev, storeRev uint64, err error) {
 	indexRev, err = s.idx.Rev()
 	return docs, indexRev, storeRev, err
 }
-
-// IndexMapped calls fn with the open index's memory mappings (see
-// index.Index.Mapped); nothing while none is open.
-func (s *Service) IndexMapped(fn func(addr uintptr, n int)) error {
-	s.idxMu.RLock()
-	defer s.idxMu.RUnlock()
-	if s.idx == nil {
-		return nil
-	}
-	return s.idx.Mapped(fn)
-}

@@ -14,9 +14,9 @@ import (
 // A stored bundle (b/ value) is its canonical JSON, or that JSON as one
 // zstd frame when the frame is markedly smaller. Bundles are the bulk of
 // the file (about three quarters of a seeded catalog), and every page of
-// it a read touches stays mapped into the process: packing them makes the
-// file, its backups and the resident set smaller for about 6 µs of decoding
-// per read. Canonical JSON always starts with '{', so the frame's magic
+// it a read touches comes into the page cache: packing them makes the file,
+// its backups and the pages its reads bring in smaller for about 6 µs of
+// decoding per read. Canonical JSON always starts with '{', so the frame's magic
 // number tells the two forms apart, and files written before packing stay
 // readable as they are.
 //

@@ -65,7 +65,6 @@ var Vars = []Var{
 	{"VC_UNIX_SOCKET", "(none)", "Unix socket for all Vaultclaw traffic unless the base URL is unix:// or http+unix://"},
 	{"VAULT_UNIX_SOCKET", "(none)", "fallback for VC_UNIX_SOCKET"},
 	{"GOMEMLIMIT", "96MiB", "Go runtime soft memory limit; the command sets 96 MiB when it is unset"},
-	{"ACCORDS_MCP_MAPPED_RESIDENT_MAX", "32MiB", "the serving process keeps at most about this much of the database, index and executable files mapped into its resident set (Linux): past it, the mapped pages are released (they stay in the page cache; the next read maps them again). Bytes or KiB/MiB/GiB, or off"},
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
 	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows while it is young (then a twentieth of its age, at most 30s), and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
@@ -149,9 +148,6 @@ type Config struct {
 	// DaemonIdleTimeout is how long an auto-started daemon waits without
 	// clients before it exits.
 	DaemonIdleTimeout time.Duration
-	// MappedResidentMax bounds the file-backed resident set of a serving
-	// process (0: not bounded).
-	MappedResidentMax int64
 	// PprofAddr is the loopback address of the opt-in profiling listener
 	// ("" when off).
 	PprofAddr string
@@ -303,11 +299,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.AuditRefusalWindow = d
 		}
 	}
-	mapped, err := parseMappedMax(get("ACCORDS_MCP_MAPPED_RESIDENT_MAX"))
-	if err != nil {
-		return c, err
-	}
-	c.MappedResidentMax = mapped
 	if c.PprofAddr = get("ACCORDS_MCP_PPROF"); c.PprofAddr != "" {
 		if err := profiling.CheckAddr(c.PprofAddr); err != nil {
 			return c, fmt.Errorf("ACCORDS_MCP_PPROF: %w", err)
@@ -600,32 +591,6 @@ func positiveInt64(get func(string) string, name string, dst *int64) error {
 	}
 	*dst = n
 	return nil
-}
-
-// DefaultMappedResidentMax is ACCORDS_MCP_MAPPED_RESIDENT_MAX's default.
-const DefaultMappedResidentMax = 32 << 20
-
-// parseMappedMax reads ACCORDS_MCP_MAPPED_RESIDENT_MAX: bytes, or a whole
-// number of KiB, MiB or GiB, or off (0).
-func parseMappedMax(v string) (int64, error) {
-	v = strings.TrimSpace(v)
-	switch strings.ToLower(v) {
-	case "":
-		return DefaultMappedResidentMax, nil
-	case "off", "0":
-		return 0, nil
-	}
-	num, shift := v, 0
-	for suffix, sh := range map[string]int{"KiB": 10, "MiB": 20, "GiB": 30} {
-		if n, ok := strings.CutSuffix(v, suffix); ok {
-			num, shift = n, sh
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-	if err != nil || n <= 0 || n > (1<<40)>>shift {
-		return 0, fmt.Errorf("ACCORDS_MCP_MAPPED_RESIDENT_MAX must be bytes or a whole number of KiB, MiB or GiB (at most 1 TiB), or off; got %q", v)
-	}
-	return n << shift, nil
 }
 
 // parseTTL reads the policy-hash TTL: a Go duration or whole seconds, not

@@ -53,7 +53,6 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		"ACCORDS_MCP_HTTP_MAX_ANON_TENANTS":      "6",
 		"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES":    "7",
 		"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES":   "8",
-		"ACCORDS_MCP_MAPPED_RESIDENT_MAX":        "24MiB",
 		"VC_AGENT_TOKEN":                         "tok",
 		"VC_TIMEOUT_MS":                          "1500",
 		"VAULT_UNIX_SOCKET":                      "/run/vault.sock",
@@ -73,7 +72,7 @@ func TestFromEnvEveryVariable(t *testing.T) {
 		AllowedOrigins:    []string{"http://localhost:6274", "https://inspector.example"},
 		HTTPHeaderTimeout: 2 * time.Second, HTTPBodyTimeout: 3 * time.Second, HTTPIdleTimeout: 4 * time.Second,
 		HTTPMaxConns: 5, MaxAnonTenants: 6, StdioMaxMessageBytes: 7, MaxBundleBytes: 8,
-		TaskPollInterval: 750 * time.Millisecond, TaskMaxWorking: 5, MappedResidentMax: 24 << 20,
+		TaskPollInterval: 750 * time.Millisecond, TaskMaxWorking: 5,
 	}, c)
 }
 
@@ -93,7 +92,7 @@ func TestFromEnvDefaults(t *testing.T) {
 		HTTPHeaderTimeout: DefaultHTTPHeaderTimeout, HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout,
 		HTTPMaxConns: DefaultHTTPMaxConns, MaxAnonTenants: DefaultMaxAnonTenants, StdioMaxMessageBytes: DefaultStdioMaxMessageBytes,
 		MaxBundleBytes:   DefaultMaxBundleBytes,
-		TaskPollInterval: DefaultTaskPoll, TaskMaxWorking: DefaultTaskMaxWorking, MappedResidentMax: DefaultMappedResidentMax,
+		TaskPollInterval: DefaultTaskPoll, TaskMaxWorking: DefaultTaskMaxWorking,
 		MaxBatch: DefaultMaxBatch, AuditRefusalWindow: DefaultAuditRefusalWindow,
 	}, c)
 	for _, off := range []string{"off", "OFF", "0"} {
@@ -109,15 +108,6 @@ func TestFromEnvDefaults(t *testing.T) {
 	c, err = FromEnv(envOf(map[string]string{"ACCORDS_MCP_DB": "/x.db"}))
 	require.NoError(t, err)
 	assert.Equal(t, DefaultBaseURL, c.VaultBaseURL)
-}
-
-func TestMappedResidentMax(t *testing.T) {
-	for v, want := range map[string]int64{"": DefaultMappedResidentMax, "off": 0, "OFF": 0, "0": 0, "1048576": 1 << 20,
-		"512KiB": 512 << 10, " 48MiB ": 48 << 20, "1GiB": 1 << 30, "1024GiB": 1 << 40} {
-		got, err := parseMappedMax(v)
-		require.NoError(t, err, v)
-		assert.Equal(t, want, got, v)
-	}
 }
 
 // TestFromEnvErrors pins each refusal's message, which of several bad
@@ -156,9 +146,6 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"ACCORDS_MCP_HTTP_ALLOWED_ORIGINS": "http://localhost:6274/app"}, `ACCORDS_MCP_HTTP_ALLOWED_ORIGINS: "http://localhost:6274/app" is not an origin: write scheme://host[:port], e.g. http://localhost:6274`},
 		{map[string]string{"ACCORDS_MCP_PPROF": "0.0.0.0:6060"}, `ACCORDS_MCP_PPROF: "0.0.0.0:6060": the profiling listener is loopback only (127.0.0.1, [::1] or localhost)`},
 		{map[string]string{"ACCORDS_MCP_PPROF": "6060"}, `ACCORDS_MCP_PPROF: "6060" is not host:port: address 6060: missing port in address`},
-		{map[string]string{"ACCORDS_MCP_MAPPED_RESIDENT_MAX": "32MB"}, `ACCORDS_MCP_MAPPED_RESIDENT_MAX must be bytes or a whole number of KiB, MiB or GiB (at most 1 TiB), or off; got "32MB"`},
-		{map[string]string{"ACCORDS_MCP_MAPPED_RESIDENT_MAX": "-1MiB"}, `ACCORDS_MCP_MAPPED_RESIDENT_MAX must be bytes or a whole number of KiB, MiB or GiB (at most 1 TiB), or off; got "-1MiB"`},
-		{map[string]string{"ACCORDS_MCP_MAPPED_RESIDENT_MAX": "2048GiB"}, `ACCORDS_MCP_MAPPED_RESIDENT_MAX must be bytes or a whole number of KiB, MiB or GiB (at most 1 TiB), or off; got "2048GiB"`},
 		{map[string]string{"VC_TIMEOUT_MS": "-5"}, `VC_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, got "-5"`},
 		{map[string]string{"VC_TIMEOUT_MS": "soon"}, `VC_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, got "soon"`},
 		{map[string]string{"VC_BASE_URL": "notaurl"}, `VC_BASE_URL must be an http, https, unix or http+unix URL such as http://127.0.0.1:8080, got "notaurl"`},

@@ -25,8 +25,6 @@ const (
 	NameAuditAnchors  = "accords_mcp_audit_anchor_total"
 	NameAuditBroken   = "accords_mcp_audit_integrity_failure"
 	NameAuditPruned   = "accords_mcp_audit_pruned_receipts_total"
-	NameMappedBytes   = "accords_mcp_mapped_resident_bytes"
-	NameMappedRelease = "accords_mcp_mapped_releases_total"
 	// etcd replicas only.
 	NameFleetRegistered = "accords_mcp_fleet_registered"
 	NameFleetReplicas   = "accords_mcp_fleet_replicas"
