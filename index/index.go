@@ -23,7 +23,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/document"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -31,14 +30,11 @@ import (
 )
 
 // MappingVersion changes whenever the mapping or the document shape
-// changes; an index built with another version is rebuilt. v6: list_key
-// doc values stored uncompressed (see bleveDocument). v7: older versions'
-// words in old_title and old_text (see toBleve). v8: document signatures,
-// reverted. v9: list_key doc values one document per chunk (see
-// bleveDocument); merged segments of v6 to v8 hold garbled keys. v10: a
-// stored signature of each document again (see Apply). v11: the signature
-// in doc values instead (see docSigs).
-const MappingVersion = "accords.catalog.index.v11"
+// changes; an index built with another version is rebuilt (D8). v12: one
+// set of text fields for every version, the latest flag a boolean, and the
+// tie-break fields (version_sort, cookbook_id, entry_id) doc values that
+// bleve sorts on (see mapDocument).
+const MappingVersion = "accords.catalog.index.v12"
 
 var (
 	keyRev     = []byte("catalog_rev")
@@ -74,7 +70,8 @@ func DocID(cookbookID, version, entryID string) string {
 	return cookbookID + "@" + version + "/" + entryID
 }
 
-// Hit is one search result.
+// Hit is one search result; the index stores each document's Hit (without
+// its score) in the "hit" field.
 type Hit struct {
 	CookbookID  string   `json:"cookbook_id"`
 	Version     string   `json:"version"`
@@ -86,22 +83,17 @@ type Hit struct {
 	Tags        []string `json:"tags,omitempty"`
 	Latest      bool     `json:"latest"`
 	Score       float64  `json:"score"`
-
-	versionSort string
 }
 
-// storedHit is the stored form of a hit: the hit plus its version sort key.
-type storedHit struct {
-	Hit
-	VersionSort string `json:"vs"`
-}
-
-// bleveDoc is what bleve indexes; field names are the json tags.
+// bleveDoc is what bleve indexes; field names are the json tags. Every
+// version of an entry is indexed alike: the same text fields, so that
+// identical entries of two versions score the same (D7); Latest only
+// filters.
 type bleveDoc struct {
 	CookbookID  string   `json:"cookbook_id"`
 	Version     string   `json:"version"`
-	ListKey     string   `json:"list_key"`
-	Latest      string   `json:"latest"`
+	VersionSort string   `json:"version_sort"`
+	Latest      bool     `json:"latest"`
 	EntryID     string   `json:"entry_id"`
 	EntryType   string   `json:"entry_type"`
 	ConnectorID string   `json:"connector_id"`
@@ -109,8 +101,6 @@ type bleveDoc struct {
 	Tags        []string `json:"tags"`
 	Title       string   `json:"title"`
 	Text        string   `json:"text"`
-	OldTitle    string   `json:"old_title"`
-	OldText     string   `json:"old_text"`
 	Hit         string   `json:"hit"`
 	// Sig is a digest of every other field: a document whose signature is
 	// already in the index is indexed already, exactly so.
@@ -121,34 +111,20 @@ type bleveDoc struct {
 func (bleveDoc) Type() string { return docType }
 
 func toBleve(d Doc) bleveDoc {
-	hit, _ := json.Marshal(storedHit{Hit: Hit{CookbookID: d.CookbookID, Version: d.Version, EntryID: d.EntryID, EntryType: d.EntryType,
-		Title: d.Title, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags, Latest: d.Latest}, VersionSort: d.VersionSort})
-	latest := "0"
-	if d.Latest {
-		latest = "1"
-	}
+	hit, _ := json.Marshal(Hit{CookbookID: d.CookbookID, Version: d.Version, EntryID: d.EntryID, EntryType: d.EntryType,
+		Title: d.Title, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags, Latest: d.Latest})
 	// The text field holds everything searchable besides the title: the
 	// description, the cookbook title, and ids, connector, verb and tags as
 	// words ("google.gmail.labels.list" → "google gmail labels list"), so a
-	// plain-language query finds them. One field keeps queries cheap.
+	// plain-language query finds them.
 	parts := []string{d.Description, d.CookbookTitle}
 	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, d.Tags...) {
 		parts = append(parts, splitWords(s))
 	}
 	bd := bleveDoc{
-		CookbookID: d.CookbookID, Version: d.Version, ListKey: listKey(d), Latest: latest,
+		CookbookID: d.CookbookID, Version: d.Version, VersionSort: d.VersionSort, Latest: d.Latest,
 		EntryID: d.EntryID, EntryType: d.EntryType, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags,
-		Hit: string(hit),
-	}
-	// The words of older versions go to fields of their own, so that a
-	// default search (latest versions only) never meets them: it needs no
-	// exclusion clause, visits and scores only the latest entries, and
-	// weighs words by how often they occur in those (at 10,000 bundles with
-	// 17,000 older entries, half the time a query; docs/performance.md).
-	if d.Latest {
-		bd.Title, bd.Text = d.Title, strings.Join(parts, " \n ")
-	} else {
-		bd.OldTitle, bd.OldText = d.Title, strings.Join(parts, " \n ")
+		Title: d.Title, Text: strings.Join(parts, " \n "), Hit: string(hit),
 	}
 	raw, _ := json.Marshal(bd)
 	sum := sha256.Sum256(raw)
@@ -156,73 +132,33 @@ func toBleve(d Doc) bleveDoc {
 	return bd
 }
 
-// textFields are the analysed fields; an empty one is left out of the
-// document rather than indexed with no words.
-var textFields = map[string]bool{"title": true, "text": true, "old_title": true, "old_text": true}
-
-// bleveDocument maps d through the index mapping and stores its list_key doc
-// values uncompressed. A listing without text sorts every match by
-// list_key, and with snappy-compressed doc values each such search
-// decompressed the chunks of all its matches again: most of its time. The
-// keys are short, so the index grows little. Merges keep the options only
-// if every merged segment has them, hence the MappingVersion bumps.
-//
-// Uncompressed goes with unchunked (one document per chunk), as bleve's
-// own geo fields set them: zap v17 writes and reads uncompressed chunked
-// doc values correctly, but its merge reads each such chunk as the value
-// of one document (the chunk's number), so after a merge one document per
-// chunk carried every key of its chunk and the others none, and listings
-// came back out of order (TestIncrementalIndexEqualsRebuild). The
-// signature's doc values (docSigs reads them) are stored the same way.
-func bleveDocument(m mapping.IndexMapping, d Doc) (*document.Document, error) {
-	return mapDocument(m, d.ID(), toBleve(d))
-}
-
+// mapDocument maps bd through the index mapping (bleve's MapDocument) and
+// stores the doc values of the sort fields uncompressed, one document per
+// chunk, as bleve stores its own geo fields. Every search sorts its
+// matches on the tie-break fields, reading their doc values for each
+// match (bleve's collector does that for any sort beyond the score), and
+// Apply reads the signatures of one cookbook's documents the same way;
+// with compressed chunks of 1,024 documents each such read decompressed
+// a whole chunk for a few matches, which put a search of a 10,000-bundle
+// catalog over its budget (docs/performance-catalog.md). The values are
+// short, so the index grows little. Both flags go together: zap merges
+// uncompressed doc values correctly only when they are also unchunked.
 func mapDocument(m mapping.IndexMapping, id string, bd bleveDoc) (*document.Document, error) {
 	doc := document.NewDocument(id)
 	if err := m.MapDocument(doc, bd); err != nil {
 		return nil, err
 	}
-	kept := doc.Fields[:0]
-	for _, f := range doc.Fields {
-		tf, ok := f.(*document.TextField)
-		switch {
-		case !ok:
-		case textFields[tf.Name()] && len(tf.Value()) == 0:
-			continue
-		case tf.Name() == "list_key" || tf.Name() == "sig":
-			f = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
+	for i, f := range doc.Fields {
+		if tf, ok := f.(*document.TextField); ok && sortFields[tf.Name()] {
+			doc.Fields[i] = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
 				tf.Options()|bleveindex.SkipDVCompression|bleveindex.SkipDVChunking, tf.Analyzer())
 		}
-		kept = append(kept, f)
 	}
-	doc.Fields = kept
 	return doc, nil
 }
 
-// listKey is one keyword whose ascending byte order is the tie-break
-// order: higher version first, then cookbook_id, then entry_id. Sorting on
-// one short doc-value field instead of three keeps filter-only listings
-// cheap. The version part mirrors each printable byte of the version sort
-// key (c → 0x9e-c, still printable) so ascending order becomes descending,
-// and ends with 0x7f, above every mirrored byte, so that of two keys where
-// one is a prefix of the other the longer (higher) version comes first.
-// Ids cannot contain spaces.
-func listKey(d Doc) string {
-	b := make([]byte, 0, len(d.VersionSort)+len(d.CookbookID)+len(d.EntryID)+3)
-	for i := range len(d.VersionSort) {
-		c := d.VersionSort[i]
-		if c < 0x20 || c > 0x7e {
-			c = 0x20
-		}
-		b = append(b, 0x9e-c)
-	}
-	b = append(b, 0x7f, ' ')
-	b = append(b, d.CookbookID...)
-	b = append(b, ' ')
-	b = append(b, d.EntryID...)
-	return string(b)
-}
+// sortFields are the fields searches and Apply sort on (see mapDocument).
+var sortFields = map[string]bool{"version_sort": true, "cookbook_id": true, "entry_id": true, "sig": true}
 
 func splitWords(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -236,7 +172,9 @@ func splitWords(s string) string {
 
 // NewMapping is the explicit index mapping: English-analysed text for
 // titles and descriptions, keyword fields for ids, connector, verb, tags,
-// entry type and version, nothing dynamic.
+// entry type and versions, a boolean for the latest flag, nothing
+// dynamic. The tie-break fields and the signature keep doc values, which
+// bleve sorts by.
 func NewMapping() mapping.IndexMapping {
 	kw := func(docValues bool) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
@@ -262,19 +200,23 @@ func NewMapping() mapping.IndexMapping {
 	stored.IncludeInAll = false
 	stored.IncludeTermVectors = false
 	stored.DocValues = false
+	flag := bleve.NewBooleanFieldMapping()
+	flag.Store = false
+	flag.IncludeInAll = false
+	flag.DocValues = false
 
 	dm := bleve.NewDocumentStaticMapping()
-	dm.AddFieldMappingsAt("cookbook_id", kw(false))
-	dm.AddFieldMappingsAt("entry_id", kw(false))
-	dm.AddFieldMappingsAt("list_key", kw(true))
-	for _, name := range []string{"version", "latest", "entry_type", "connector_id", "verb", "tags"} {
+	for _, name := range []string{"cookbook_id", "entry_id", "version_sort", "sig"} {
+		dm.AddFieldMappingsAt(name, kw(true))
+	}
+	for _, name := range []string{"version", "entry_type", "connector_id", "verb", "tags"} {
 		dm.AddFieldMappingsAt(name, kw(false))
 	}
-	for _, name := range []string{"title", "text", "old_title", "old_text"} {
+	dm.AddFieldMappingsAt("latest", flag)
+	for _, name := range []string{"title", "text"} {
 		dm.AddFieldMappingsAt(name, text())
 	}
 	dm.AddFieldMappingsAt("hit", stored)
-	dm.AddFieldMappingsAt("sig", kw(true))
 
 	im := bleve.NewIndexMapping()
 	im.DefaultMapping = bleve.NewDocumentDisabledMapping()
@@ -295,8 +237,6 @@ type Index struct {
 	path string
 	mu   sync.RWMutex // guards bi against Close
 	bi   bleve.Index
-	cmp  compactor
-	keys keyCache
 }
 
 // Open opens the index at path. A missing, unreadable or foreign index is
@@ -318,10 +258,7 @@ func Open(path string) (*Index, error) {
 		bi.Close()
 		return nil, fmt.Errorf("%w: %w", ErrNeedsRebuild, err)
 	}
-	ix := &Index{path: path, bi: bi}
-	ix.cmp.init()
-	ix.scheduleCompaction()
-	return ix, nil
+	return &Index{path: path, bi: bi}, nil
 }
 
 // openBleve recovers from panics inside bleve's open path: a corrupt folder
@@ -334,6 +271,10 @@ func openBleve(path string) (bi bleve.Index, err error) {
 	}()
 	return bleve.OpenUsing(path, scorchConfig())
 }
+
+// indexType is bleve's name for its scorch index, the one whose
+// configuration scorchConfig holds.
+const indexType = "scorch"
 
 // scorchConfig is the index's scorch configuration. Live updates are
 // batches of one cookbook, so scorch's defaults (persist every batch as
@@ -399,47 +340,34 @@ const FlushTimeout = 60 * time.Second
 // to keep writes fast; a batch lost in a crash is harmless because the
 // recorded revision is lost with it and start-up catches up (D8).
 func (ix *Index) Close() error {
-	ix.cmp.stop()
 	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	if ix.bi == nil {
-		ix.mu.Unlock()
 		return nil
 	}
 	ix.waitPersisted(FlushTimeout)
 	err := ix.bi.Close()
 	ix.bi = nil
-	ix.mu.Unlock()
-	// Closing scorch ended a running merge; wait for its goroutine.
-	ix.cmp.wait()
 	return err
 }
 
-// scorchOf is the scorch index under bi, or nil (bi nil or not scorch).
-func scorchOf(bi bleve.Index) *scorch.Scorch {
-	if bi == nil {
-		return nil
-	}
-	adv, err := bi.Advanced()
-	if err != nil {
-		return nil
-	}
-	sc, _ := adv.(*scorch.Scorch)
-	return sc
+// scorchStats is the statistics map of the scorch index under bi, as
+// bleve's Index.StatsMap reports it under "index" (nil if there is none).
+func scorchStats(bi bleve.Index) map[string]any {
+	m, _ := bi.StatsMap()["index"].(map[string]any)
+	return m
 }
 
-// waitPersisted polls scorch until its persisted epoch reaches the current
-// root epoch (or the timeout passes).
+// waitPersisted polls scorch's statistics until its persisted epoch
+// reaches the current root epoch (or the timeout passes). Scorch's Close
+// does not persist in-memory segments itself.
 func (ix *Index) waitPersisted(timeout time.Duration) {
-	sc := scorchOf(ix.bi)
-	if sc == nil {
-		return
-	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		m := sc.StatsMap()
-		cur, _ := m["CurRootEpoch"].(uint64)
-		done, _ := m["LastPersistedEpoch"].(uint64)
-		if done >= cur {
+		m := scorchStats(ix.bi)
+		cur, ok := m["CurRootEpoch"].(uint64)
+		done, ok2 := m["LastPersistedEpoch"].(uint64)
+		if !ok || !ok2 || done >= cur {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -515,16 +443,12 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 		}
 	}
 	batch.SetInternal(keyRev, []byte(strconv.FormatUint(u.Rev, 10)))
-	if err := ix.bi.Batch(batch); err != nil {
-		return err
-	}
-	ix.scheduleCompaction()
-	return nil
+	return ix.bi.Batch(batch)
 }
 
 // docSigs adds the id and signature of every document of one cookbook to
-// into. The signature is read from its doc values as the second sort key
-// (loading each stored document for it was a fifth of an upsert's CPU).
+// into. The signature is read from its doc values as the second sort key,
+// so no stored document is loaded.
 // Pages follow document ids (search after the last one), not offsets: a
 // search without scores stops once it has from+size matches, so its total
 // cannot tell whether more pages follow.
@@ -589,7 +513,7 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 	// Batches are introduced without waiting for each to reach disk (the
 	// persister overlaps with analysis); Close below waits for all of them,
 	// and the folder is only swapped in after that.
-	bi, err := bleve.NewUsing(tmp, NewMapping(), scorch.Name, scorch.Name, scorchConfig())
+	bi, err := bleve.NewUsing(tmp, NewMapping(), indexType, indexType, scorchConfig())
 	if err != nil {
 		return fmt.Errorf("create index: %w", err)
 	}
@@ -613,7 +537,7 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		doc, err := bleveDocument(bi.Mapping(), d)
+		doc, err := mapDocument(bi.Mapping(), d.ID(), toBleve(d))
 		if err == nil {
 			err = batch.IndexAdvanced(doc)
 		}

@@ -2,36 +2,95 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	bledoc "github.com/blevesearch/bleve/v2/document"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestListKeyOrder(t *testing.T) {
-	// Version sort keys as the catalog produces them: higher sorts later.
+// TestTieBreakOrder: hits that score the same, and listings, come in
+// tie-break order: higher version first by the version sort keys the
+// catalog makes (semver precedence: 10.0.0 above 2.0.0, a pre-release
+// below its release), then cookbook_id, then entry_id; whatever order they
+// were indexed in.
+func TestTieBreakOrder(t *testing.T) {
+	doc := func(cb, version, vs, entry string) Doc {
+		return Doc{CookbookID: cb, Version: version, VersionSort: vs, EntryID: entry, EntryType: "recipe.verb.v1", Title: "Quokka sighting"}
+	}
 	docs := []Doc{
-		{CookbookID: "b", Version: "2.0.0", VersionSort: "a2a0a0~ 2.0.0", EntryID: "x"},
-		{CookbookID: "a", Version: "2.0.0", VersionSort: "a2a0a0~ 2.0.0", EntryID: "y"},
-		{CookbookID: "a", Version: "2.0.0", VersionSort: "a2a0a0~ 2.0.0", EntryID: "x"},
-		{CookbookID: "a", Version: "2.0.0-rc.1", VersionSort: "a2a0a0!1rc,0a1 2.0.0-rc.1", EntryID: "x"},
-		{CookbookID: "z", Version: "10.0.0", VersionSort: "b10a0a0~ 10.0.0", EntryID: "a"},
-		{CookbookID: "a", Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", EntryID: "a"},
+		doc("b", "2.0.0", "a2a0a0~ 2.0.0", "x"),
+		doc("a", "2.0.0", "a2a0a0~ 2.0.0", "y"),
+		doc("a", "2.0.0", "a2a0a0~ 2.0.0", "x"),
+		doc("a", "2.0.0-rc.1", "a2a0a0!1rc,0a1 2.0.0-rc.1", "x"),
+		doc("z", "10.0.0", "b10a0a0~ 10.0.0", "a"),
+		doc("a", "1.0.0", "a1a0a0~ 1.0.0", "a"),
 	}
-	keys := make([]string, len(docs))
-	for i, d := range docs {
-		keys[i] = listKey(d)
+	want := []string{docs[4].ID(), docs[2].ID(), docs[1].ID(), docs[0].ID(), docs[3].ID(), docs[5].ID()}
+	ix := openBuilt(t, filepath.Join(t.TempDir(), "x.index"), 1, docs)
+	for _, q := range []Query{{AllVersions: true}, {Text: "quokka", AllVersions: true}, {EntryType: "recipe.verb.v1", AllVersions: true}} {
+		r, err := ix.Search(context.Background(), q)
+		require.NoError(t, err)
+		var got []string
+		for _, h := range r.Items {
+			got = append(got, DocID(h.CookbookID, h.Version, h.EntryID))
+			assert.Equal(t, r.Items[0].Score, h.Score, "identical entries score the same")
+		}
+		assert.Equal(t, want, got, "%+v", q)
 	}
-	sort.Strings(keys)
-	want := []string{listKey(docs[4]), listKey(docs[2]), listKey(docs[1]), listKey(docs[0]), listKey(docs[3]), listKey(docs[5])}
-	assert.Equal(t, want, keys)
-	// A version key that is a prefix of another sorts after it (lower).
-	assert.Less(t, listKey(Doc{VersionSort: "ab", CookbookID: "c", EntryID: "e"}), listKey(Doc{VersionSort: "a", CookbookID: "c", EntryID: "e"}))
+}
+
+// TestIdenticalEntriesScoreAlikeInEveryVersion (D7): the same entry in
+// three versions scores the same in a search of all versions, the higher
+// version first, and a default search finds the latest version with that
+// same score; other entries in the index (as in any catalog) change
+// nothing about it.
+func TestIdenticalEntriesScoreAlikeInEveryVersion(t *testing.T) {
+	entry := func(version, vs string, latest bool) Doc {
+		return Doc{CookbookID: "google.workspace", Version: version, VersionSort: vs, Latest: latest, EntryID: "gmail_send_v1",
+			EntryType: "template.plan.v1", Title: "Send an email", Description: "Compose and send a Gmail message",
+			ConnectorID: "google", Verb: "google.gmail.messages.send", Tags: []string{"gmail", "email"}, CookbookTitle: "Google Workspace"}
+	}
+	docs := []Doc{
+		entry("1.1.0", "a1a1a0~ 1.1.0", false),
+		entry("1.3.0", "a1a3a0~ 1.3.0", true),
+		entry("1.2.0", "a1a2a0~ 1.2.0", false),
+	}
+	for i := range 20 {
+		docs = append(docs, Doc{CookbookID: fmt.Sprintf("other%02d", i), Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", Latest: true,
+			EntryID: "e", EntryType: "recipe.verb.v1", Title: "Send a message", Description: "Posts to a channel"})
+	}
+	ix := openBuilt(t, filepath.Join(t.TempDir(), "x.index"), 1, docs)
+	for _, text := range []string{"send email", "gmail", "gmail_send_v1", "compose message"} {
+		r, err := ix.Search(context.Background(), Query{Text: text, CookbookID: "google.workspace", AllVersions: true})
+		require.NoError(t, err)
+		require.Len(t, r.Items, 3, text)
+		assert.Equal(t, []string{"1.3.0", "1.2.0", "1.1.0"}, []string{r.Items[0].Version, r.Items[1].Version, r.Items[2].Version}, text)
+		assert.Positive(t, r.Items[0].Score, text)
+		assert.Equal(t, r.Items[0].Score, r.Items[1].Score, text)
+		assert.Equal(t, r.Items[0].Score, r.Items[2].Score, text)
+		latest, err := ix.Search(context.Background(), Query{Text: text, CookbookID: "google.workspace"})
+		require.NoError(t, err)
+		require.Len(t, latest.Items, 1, text)
+		assert.Equal(t, "1.3.0", latest.Items[0].Version, text)
+		assert.Equal(t, r.Items[0].Score, latest.Items[0].Score, "%s: the latest filter changes no score", text)
+	}
+}
+
+// TestIndexOfAnotherMappingIsRebuilt (D8): an index recorded with another
+// mapping version (an older release's) is refused as needing a rebuild.
+func TestIndexOfAnotherMappingIsRebuilt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.index")
+	ix := openBuilt(t, path, 3, []Doc{{CookbookID: "a", Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", Latest: true, EntryID: "e",
+		EntryType: "recipe.verb.v1", Title: "Quokka"}})
+	require.NoError(t, ix.bi.SetInternal(keyMapping, []byte("accords.catalog.index.v11")))
+	require.NoError(t, ix.Close())
+	_, err := Open(path)
+	require.ErrorIs(t, err, ErrNeedsRebuild)
+	require.ErrorContains(t, err, "accords.catalog.index.v11")
 }
 
 func TestBuildOpenSearchAndMappingCheck(t *testing.T) {
@@ -91,41 +150,32 @@ func TestBuildOpenSearchAndMappingCheck(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNeedsRebuild)
 }
 
-// TestListKeyDocValuesUncompressed: the document is the mapping's, with
-// only the doc values of list_key and sig marked uncompressed and
-// unchunked.
-func TestListKeyDocValuesUncompressed(t *testing.T) {
+// TestSortFieldsDocValuesUncompressed: an indexed document is the
+// mapping's, with only the sort fields' doc values marked uncompressed and
+// unchunked, both together.
+func TestSortFieldsDocValuesUncompressed(t *testing.T) {
 	m := NewMapping()
-	d := Doc{CookbookID: "cb", Version: "1.0.0", VersionSort: "1.0.0", EntryID: "e", EntryType: "recipe.verb.v1", Title: "Send mail", Latest: true}
-	doc, err := bleveDocument(m, d)
+	d := Doc{CookbookID: "cb", Version: "1.0.0", VersionSort: "a1a0a0~ 1.0.0", EntryID: "e", EntryType: "recipe.verb.v1",
+		Title: "Send mail", Latest: true, Tags: []string{"mail"}}
+	doc, err := mapDocument(m, d.ID(), toBleve(d))
 	require.NoError(t, err)
-	mapped := bledoc.NewDocument(d.ID())
-	require.NoError(t, m.MapDocument(mapped, toBleve(d)))
-	// The mapping's fields, less the empty text fields (the older
-	// versions' words of a latest entry, an absent description).
-	plain := mapped.Fields[:0]
-	for _, f := range mapped.Fields {
-		if textFields[f.Name()] && len(f.Value()) == 0 {
-			continue
-		}
-		plain = append(plain, f)
-	}
-	require.NotEmpty(t, plain)
-	require.Len(t, doc.Fields, len(plain))
-	seen := 0
+	plain := bledoc.NewDocument(d.ID())
+	require.NoError(t, m.MapDocument(plain, toBleve(d)))
+	require.Len(t, doc.Fields, len(plain.Fields))
+	var flagged []string
 	for i, f := range doc.Fields {
-		require.Equal(t, plain[i].Name(), f.Name())
-		require.Equal(t, plain[i].Value(), f.Value())
-		if f.Name() == "list_key" || f.Name() == "sig" {
-			seen++
-			require.True(t, f.Options().SkipDVCompression())
-			require.True(t, f.Options().SkipDVChunking())
-			require.True(t, f.Options().IncludeDocValues())
+		require.Equal(t, plain.Fields[i].Name(), f.Name())
+		require.Equal(t, plain.Fields[i].Value(), f.Value())
+		if sortFields[f.Name()] {
+			flagged = append(flagged, f.Name())
+			require.True(t, f.Options().IncludeDocValues(), f.Name())
+			require.True(t, f.Options().SkipDVCompression(), f.Name())
+			require.True(t, f.Options().SkipDVChunking(), f.Name())
 			continue
 		}
-		require.Equal(t, plain[i].Options(), f.Options(), f.Name())
+		require.Equal(t, plain.Fields[i].Options(), f.Options(), f.Name())
 	}
-	require.Equal(t, 2, seen)
+	assert.ElementsMatch(t, []string{"cookbook_id", "entry_id", "version_sort", "sig"}, flagged)
 }
 
 // TestOlderVersionsStayOutOfDefaultSearches: an older version's entries are
@@ -191,11 +241,7 @@ func TestApplyIndexesOnlyChangedDocuments(t *testing.T) {
 	v1 := []Doc{doc("1.0.0", "a1", false, "a"), doc("1.0.0", "a1", false, "b")}
 	v2 := []Doc{doc("2.0.0", "a2", true, "a"), doc("2.0.0", "a2", true, "b")}
 	ix := openBuilt(t, path, 1, append(append([]Doc{}, v1...), v2...))
-	updates := func() uint64 {
-		adv, err := ix.bi.Advanced()
-		require.NoError(t, err)
-		return adv.(*scorch.Scorch).StatsMap()["TotUpdates"].(uint64)
-	}
+	updates := func() uint64 { return scorchStats(ix.bi)["TotUpdates"].(uint64) }
 	ctx := context.Background()
 
 	// Version 3 arrives: 2.0.0 is no longer latest; 1.0.0 is unchanged.
