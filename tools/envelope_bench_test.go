@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,5 +56,47 @@ func BenchmarkEnvelopePath(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+type benchArgsIn struct {
+	CookbookID string         `json:"cookbook_id"`
+	Tags       StringList     `json:"tags,omitempty"`
+	Limit      int            `json:"limit,omitempty"`
+	Inputs     map[string]any `json:"inputs"`
+	Options    struct {
+		Fallback bool `json:"fallback,omitempty"`
+		Depth    int  `json:"depth,omitempty"`
+	} `json:"options,omitempty"`
+}
+
+// BenchmarkArgumentHandling is the cost of one call's arguments alone:
+// bounds, unknown-argument warnings, validation, defaults (top-level and
+// nested) and decoding into the tool's argument struct; the handler and
+// the envelope do nothing.
+func BenchmarkArgumentHandling(b *testing.B) {
+	tool := Define(Tool{Name: "bench_args", Toolset: ToolsetCatalog, Capability: CapCatalogView, Hints: ReadLocal},
+		func(s *jsonschema.Schema) {
+			AnyOf(s, "tags", str(), strs())
+			Default(s, "limit", 20)
+			Range(s, "limit", 1, 100)
+			Default(Prop(s, "options"), "fallback", true)
+			Default(Prop(s, "options"), "depth", 3)
+		}, func(ctx context.Context, _ *Deps, c *Call, in benchArgsIn) (Result, error) {
+			if in.Limit != 20 || !in.Options.Fallback || len(in.Tags) != 2 {
+				return Result{}, apperr.Validation("x", "bad decode")
+			}
+			return OK(nil)
+		})
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool.Name, Arguments: json.RawMessage(
+		`{"cookbook_id":"google.workspace","tags":"gmail, inbox","options":{},` +
+			`"inputs":{"to":"a@example.com","subject":"Quarterly report","body":"Hello,\nplease find the report attached.","cc":["b@example.com","c@example.com"],"priority":2}}`)}}
+	ctx := context.Background()
+	if env := tool.Invoke(ctx, req, nil); !env.OK {
+		b.Fatalf("unexpected envelope %+v", env.Error)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tool.Invoke(ctx, req, nil)
 	}
 }
