@@ -57,7 +57,10 @@ func encodeInputSchema(name string, s *jsonschema.Schema) json.RawMessage {
 
 // MCPHandler adapts t to the SDK: it validates and decodes arguments, runs
 // the handler, recovers panics, maps the result to the envelope and
-// records the call's Outcome.
+// records the call's Outcome. The SDK's typed AddTool validates with the
+// same library, but answers a refused argument with a text error rather
+// than the envelope naming the field (D1, D2), decodes without the bounds
+// of decodeArguments, and drops unknown arguments without a word (D21).
 func (t Tool) MCPHandler(logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env, appr := t.invoke(ctx, req, logger)
@@ -83,18 +86,22 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 			env, appr = failure(apperr.Internal(t.Name, fmt.Errorf("unexpected failure"))), nil
 		}
 	}()
-	var args map[string]any
-	if req != nil && req.Params != nil {
-		var err error
-		if args, err = decodeArguments(req.Params.Arguments); err != nil {
-			return failure(err), nil
-		}
+	if t.args == nil {
+		return failure(apperr.Internal(t.Name, fmt.Errorf("tool is not defined"))), nil
 	}
-	warnings := unknownArguments(t.known, args)
+	var raw json.RawMessage
+	if req != nil && req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	args, err := decodeArguments(raw)
+	if err != nil {
+		return failure(err), nil
+	}
+	warnings := unknownArguments(t.args.known, args)
 	// The handler's own warnings (on its result or its error) follow those
 	// about the arguments.
 	defer func() { env.Meta.Warnings = append(warnings, env.Meta.Warnings...) }()
-	args, err := validateArgs(t.check, args)
+	prepared, err := t.args.prepare(args)
 	if err != nil {
 		return failure(err), nil
 	}
@@ -108,8 +115,8 @@ func (t Tool) invoke(ctx context.Context, req *mcp.CallToolRequest, logger *slog
 		}
 		d = &Deps{}
 	}
-	call := &Call{Principal: caller.From(ctx), args: args, Progress: progressFunc(req)}
-	res, err := t.handle(ctx, d, call)
+	call := &Call{Principal: caller.From(ctx), Progress: progressFunc(req)}
+	res, err := t.handle(ctx, d, call, prepared)
 	if err != nil {
 		ae := apperr.As(err)
 		if ae.Code == apperr.CodeInternal && logger != nil {

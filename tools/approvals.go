@@ -53,11 +53,6 @@ type handlesListIn struct {
 	Limit  int        `json:"limit,omitempty"`
 }
 
-// csvOrArray lets a StringList property be a CSV string or a string array.
-func csvOrArray(s *jsonschema.Schema, name string) {
-	AnyOf(s, name, str(), strs())
-}
-
 // needsApprovals are the services of the Vault-backed approval tools.
 const needsApprovals = NeedSessions | NeedExecution
 
@@ -131,9 +126,7 @@ var approvalsPendingList = Define(Tool{
 	Needs:       needsApprovals,
 	Narrowed:    map[string]*jsonschema.Schema{"states": strs()},
 	Output:      obj("items", objs()),
-}, func(s *jsonschema.Schema) {
-	csvOrArray(s, "states")
-}, listPendingApprovals)
+}, nil, listPendingApprovals)
 
 func listPendingApprovals(ctx context.Context, d *Deps, c *Call, in pendingListIn) (Result, error) {
 	states, err := approval.ParseStates(in.States, "states", approval.AllPendingStates)
@@ -221,7 +214,6 @@ var approvalHandlesList = Define(Tool{
 	Narrowed:    map[string]*jsonschema.Schema{"states": strs()},
 	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
-	csvOrArray(s, "states")
 	Range(s, "limit", 0, approval.MaxListLimit)
 }, listApprovalHandles)
 

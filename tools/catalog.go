@@ -203,7 +203,6 @@ var recipesSearch = Define(Tool{
 	Narrowed:    map[string]*jsonschema.Schema{"tags": strs()},
 	Output:      obj("items", objs()),
 }, func(s *jsonschema.Schema) {
-	csvOrArray(s, "tags")
 	Enum(s, "entry_type", catalog.EntryTypes...)
 	Range(s, "limit", 0, index.MaxLimit)
 }, searchRecipes)

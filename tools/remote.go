@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/accordsai/accords-mcp/domain/catalog/remote"
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Toolset remote: remote cookbook sources and installing from them.
@@ -73,9 +72,7 @@ var catalogSourceUpsert = Define(Tool{
 	Effect:      ReplacesLocal,
 	Needs:       NeedRemote,
 	Output:      obj("source", obj()),
-}, func(s *jsonschema.Schema) {
-	csvOrArray(Prop(s, "source"), "download_hosts")
-}, upsertCatalogSource)
+}, nil, upsertCatalogSource)
 
 func upsertCatalogSource(ctx context.Context, d *Deps, _ *Call, in sourceUpsertIn) (Result, error) {
 	src, created, err := d.Remote.UpsertSource(remote.SourceInput{

@@ -169,14 +169,11 @@ type Tool struct {
 
 	// inputJSON is InputSchema encoded, once (set by Define).
 	inputJSON func() json.RawMessage
-	// check validates the arguments against the whole argument schema
-	// (listed and unlisted).
-	check *checker
-	// known are the argument names the tool reads, for the unknown-argument
-	// warnings.
-	known *argNames
-	// handle decodes the call's arguments and runs the handler.
-	handle func(ctx context.Context, d *Deps, c *Call) (Result, error)
+	// args validates the arguments against the whole argument schema
+	// (listed and unlisted) and applies its defaults.
+	args *argSchema
+	// handle decodes the call's prepared arguments and runs the handler.
+	handle func(ctx context.Context, d *Deps, c *Call, args []byte) (Result, error)
 	// handler is the named handler function (its source file is checked
 	// against the toolset by a test).
 	handler uintptr
@@ -203,10 +200,11 @@ func OK(data any) (Result, error) { return Result{Data: data}, nil }
 
 // Define builds a tool whose arguments decode into In. The input schema is
 // inferred from In (json tags; fields without omitempty are required;
-// jsonschema tags are descriptions); adjust lets a tool add enums, bounds
-// and defaults, which the decoder then applies (nested objects included).
+// jsonschema tags are descriptions; StringList and AnyValue fields take
+// their loose forms); adjust lets a tool add enums, bounds and defaults,
+// which every call then gets (nested objects included).
 func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) Tool {
-	s, err := jsonschema.For[In](nil)
+	s, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: argTypes})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: infer schema: %v", t.Name, err))
 	}
@@ -222,12 +220,10 @@ func Define[In any](t Tool, adjust func(s *jsonschema.Schema), h Handler[In]) To
 	// client, the stdio server, the HTTP bridge's) lists the same bytes.
 	name, listedSchema := t.Name, t.InputSchema
 	t.inputJSON = sync.OnceValue(func() json.RawMessage { return encodeInputSchema(name, listedSchema) })
-	t.check = compileSchema(s)
-	t.known = knownArguments(s)
-	dec := newDecoder[In](t.Name, s)
-	t.handle = func(ctx context.Context, d *Deps, c *Call) (Result, error) {
+	t.args = newArgSchema(t.Name, s)
+	t.handle = func(ctx context.Context, d *Deps, c *Call, args []byte) (Result, error) {
 		var in In
-		if err := dec.decode(c.args, &in); err != nil {
+		if err := decodeArgs(args, &in); err != nil {
 			return Result{}, err
 		}
 		return h(ctx, d, c, in)

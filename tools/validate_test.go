@@ -159,8 +159,9 @@ func TestRenderApprovalText(t *testing.T) {
 	require.Len(t, Render(envelope.Failure(apperr.New(apperr.CodeApprovalRequired, "approval required"))).Content, 1)
 }
 
-// The decoder keeps the predecessor's reading of an explicit null: zero for
-// a top-level argument (no default), absent inside a nested object.
+// Arguments keep the predecessor's reading of an explicit null: zero for a
+// top-level argument (no default), absent inside a nested object; an any
+// value (plan_input) keeps a given null.
 func TestNullsAndGivenKeys(t *testing.T) {
 	type nested struct {
 		Flag bool `json:"flag,omitempty"`
@@ -168,35 +169,32 @@ func TestNullsAndGivenKeys(t *testing.T) {
 	type in struct {
 		Limit  int      `json:"limit,omitempty"`
 		Nested nested   `json:"nested,omitempty"`
-		Any    *any     `json:"any,omitempty"`
+		Any    AnyValue `json:"any,omitempty"`
 		Maybe  *bool    `json:"maybe,omitempty"`
 		Names  []string `json:"names,omitempty"`
 	}
 	var got in
-	var keys []string
 	tool := Define(Tool{Name: "nulls", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
 		Default(s, "limit", 50)
 		Default(Prop(s, "nested"), "flag", true)
-		AnyOf(s, "any", &jsonschema.Schema{Type: "null"}, obj())
 	}, func(ctx context.Context, _ *Deps, c *Call, v in) (Result, error) {
-		got, keys = v, c.ArgumentNames()
+		got = v
 		return OK(nil)
 	})
 	ok, _, msg := invokeSample(t, tool, `{"limit":null,"nested":{"flag":null},"any":null,"unknown":1}`)
 	require.True(t, ok, msg)
 	require.Equal(t, 0, got.Limit)
 	require.True(t, got.Nested.Flag)
-	require.NotNil(t, got.Any, "an explicit null for an any argument is kept as given")
-	require.Nil(t, *got.Any)
+	require.True(t, got.Any.Given, "an explicit null for an any argument is kept as given")
+	require.Nil(t, got.Any.Value)
 	require.Nil(t, got.Maybe)
 	require.Nil(t, got.Names)
-	require.Equal(t, []string{"any", "limit", "nested", "unknown"}, keys)
 
 	ok, _, msg = invokeSample(t, tool, `{"names":[]}`)
 	require.True(t, ok, msg)
 	require.Equal(t, 50, got.Limit)
 	require.True(t, got.Nested.Flag, "an absent object gets its nested defaults")
-	require.Nil(t, got.Any)
+	require.False(t, got.Any.Given)
 	require.NotNil(t, got.Names)
 	require.Empty(t, got.Names)
 }

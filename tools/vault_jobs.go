@@ -35,9 +35,8 @@ type planIn struct {
 
 type planExecuteIn struct {
 	Plan map[string]any `json:"plan"`
-	// PlanInput is nil when absent; an explicit null is a non-nil pointer
-	// to nil, forwarded as null.
-	PlanInput              *any            `json:"plan_input,omitempty"`
+	// PlanInput: an explicit null is given, and forwarded as null.
+	PlanInput              AnyValue        `json:"plan_input,omitempty"`
 	Orchestration          orchestrationIn `json:"orchestration,omitempty"`
 	Analysis               *bool           `json:"analysis,omitempty"`
 	AnalysisAPIKeySecretID string          `json:"analysis_api_key_secret_id,omitempty"`
@@ -47,7 +46,7 @@ type planExecuteIn struct {
 
 type previewIn struct {
 	Plan      map[string]any `json:"plan"`
-	PlanInput *any           `json:"plan_input,omitempty"`
+	PlanInput AnyValue       `json:"plan_input,omitempty"`
 }
 
 type requirementIn struct {
@@ -72,15 +71,6 @@ func orchestrationDefaults(s *jsonschema.Schema) {
 	o := Prop(s, "orchestration")
 	Default(o, "unbounded_profiles", true)
 	Default(o, "auto_create_profiles", true)
-}
-
-// planInput splits an optional plan_input into its value and whether it was
-// given.
-func planInput(p *any) (any, bool) {
-	if p == nil {
-		return nil, false
-	}
-	return *p, true
 }
 
 var connectorExecuteJob = Define(Tool{
@@ -153,9 +143,8 @@ func executePlan(ctx context.Context, d *Deps, c *Call, in planExecuteIn) (Resul
 	if err != nil {
 		return Result{}, err
 	}
-	input, given := planInput(in.PlanInput)
 	out, err := d.Execution.PlanExecute(ctx, c.Scope(), sess, execution.PlanExecuteInput{
-		Plan: in.Plan, PlanInput: input, PlanInputSet: given, Orchestration: in.Orchestration.options(),
+		Plan: in.Plan, PlanInput: in.PlanInput.Value, PlanInputSet: in.PlanInput.Given, Orchestration: in.Orchestration.options(),
 		Analysis: in.Analysis, AnalysisAPIKeySecretID: strings.TrimSpace(in.AnalysisAPIKeySecretID), AnalysisModel: strings.TrimSpace(in.AnalysisModel),
 		BeforeSend:     renderedCheck(ctx),
 		IdempotencyKey: key,
@@ -215,8 +204,7 @@ func previewPlanProfiles(ctx context.Context, d *Deps, c *Call, in previewIn) (R
 	if err != nil {
 		return Result{}, err
 	}
-	input, given := planInput(in.PlanInput)
-	data, err := d.Execution.PreviewPlan(ctx, sess, in.Plan, input, given)
+	data, err := d.Execution.PreviewPlan(ctx, sess, in.Plan, in.PlanInput.Value, in.PlanInput.Given)
 	if err != nil {
 		return Result{}, err
 	}

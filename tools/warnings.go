@@ -51,18 +51,18 @@ func namesOf(s *jsonschema.Schema) *argNames {
 	if s == nil {
 		return nil
 	}
-	s = flattenAnyOf(s)
-	k := &argNames{items: namesOf(s.Items)}
-	if len(s.Properties) == 0 {
+	props, items := shape(s)
+	k := &argNames{items: namesOf(items)}
+	if len(props) == 0 {
 		if k.items == nil {
 			return nil
 		}
 		return k
 	}
 	k.closed = true
-	k.names = slices.Sorted(maps.Keys(s.Properties))
+	k.names = slices.Sorted(maps.Keys(props))
 	for _, n := range k.names {
-		if sub := namesOf(s.Properties[n]); sub != nil {
+		if sub := namesOf(props[n]); sub != nil {
 			if k.nested == nil {
 				k.nested = map[string]*argNames{}
 			}
