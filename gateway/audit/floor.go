@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -132,20 +131,8 @@ func parseKept(text string) (n int, digest string, ok bool) {
 	return n, digest, true
 }
 
-// scopeOf reads the scope of stored receipt bytes: straight from the
-// bytes when the value needs no unescaping (the writer's canonical JSON
-// escapes every quote inside a string, so the key cannot appear earlier),
-// else by decoding.
+// scopeOf reads the scope of stored receipt bytes.
 func scopeOf(raw []byte) string {
-	const key = `,"scope":"`
-	if _, rest, ok := bytes.Cut(raw, []byte(key)); ok {
-		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
-			return string(rest[:j])
-		}
-	}
-	if rc, ok := parseCanonical(raw); ok {
-		return rc.Scope
-	}
 	var r struct {
 		Scope string `json:"scope"`
 	}
@@ -206,7 +193,7 @@ func (w *walker) keptReceipt(seq uint64, raw []byte) bool {
 		return fail(ProblemAltered, "receipt %d, kept below the retention base, altered: not a valid receipt (%v)", seq, err)
 	case r.Seq != seq:
 		return fail(ProblemReordered, "receipt %d, kept below the retention base, reordered: position %d holds receipt %d", seq, seq, r.Seq)
-	case !canonical || chainHashRaw(raw, r.Hash) != r.Hash:
+	case !canonical || !digestMatches(r):
 		return fail(ProblemAltered, "receipt %d, kept below the retention base, altered: content does not match its hash", seq)
 	}
 	if w.src.path == nil {

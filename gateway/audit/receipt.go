@@ -93,50 +93,44 @@ const (
 // Genesis is the prev_hash of the first receipt ever written.
 var Genesis = PrefixSHA256 + hex.EncodeToString(make([]byte, sha256.Size))
 
-// chainHash is SHA-256 over the canonical encoding of r without its hash
-// (prev_hash and seq included, so the receipt is bound to its position).
-func chainHash(r Receipt) (string, []byte, error) {
+// digest is a receipt's chain hash: SHA-256 over json.Marshal's encoding
+// of r without its hash (prev_hash and seq included, so the receipt is
+// bound to its position). The writer and every check compute it here.
+func digest(r Receipt) (string, error) {
 	r.Hash = ""
 	body, err := json.Marshal(r)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	sum := sha256.Sum256(body)
-	return PrefixSHA256 + hex.EncodeToString(sum[:]), body, nil
+	return PrefixSHA256 + hex.EncodeToString(sum[:]), nil
 }
 
-// seal computes r.Hash and returns the stored bytes: the hashed encoding
-// with the hash added as its last field, which is what encoding r again
-// would write (hash is last and omitempty, and its text needs no escape).
+// digestMatches reports whether r.Hash is r's digest.
+func digestMatches(r Receipt) bool {
+	h, err := digest(r)
+	return err == nil && h == r.Hash
+}
+
+// seal sets r.Hash to r's digest and returns the stored bytes:
+// json.Marshal's encoding of the sealed receipt.
 func seal(r *Receipt) ([]byte, error) {
-	h, body, err := chainHash(*r)
+	h, err := digest(*r)
 	if err != nil {
 		return nil, err
 	}
 	r.Hash = h
-	raw := make([]byte, 0, len(body)+len(`,"hash":""`)+len(h))
-	raw = append(raw, body[:len(body)-1]...)
-	raw = append(raw, `,"hash":"`...)
-	raw = append(raw, h...)
-	return append(raw, `"}`...), nil
+	return json.Marshal(r)
 }
 
-// decodeStrict decodes stored bytes and reports whether they are exactly the
-// canonical encoding of the decoded receipt (any byte-level edit, added
-// field or reformatting counts as an alteration).
+// decodeStrict decodes stored bytes and reports whether they are exactly
+// json.Marshal's encoding of the decoded receipt: any byte-level edit,
+// added, repeated or differently spelled field or reformatting counts as
+// an alteration (encoding the decoded receipt again cannot give those
+// bytes back).
 func decodeStrict(raw []byte) (Receipt, bool, error) {
-	if r, ok := parseCanonical(raw); ok {
-		return r, true, nil
-	}
-	return decodeStrictSlow(raw)
-}
-
-// decodeStrictSlow is decodeStrict through encoding/json.
-func decodeStrictSlow(raw []byte) (Receipt, bool, error) {
 	var r Receipt
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := json.Unmarshal(raw, &r); err != nil {
 		return r, false, err
 	}
 	again, err := json.Marshal(r)
@@ -175,10 +169,10 @@ func (h *Hasher) Sum(b []byte) string {
 // matches the tool layer's limit on argument values.
 const maxCanonicalValues = 200_000
 
-// SumArgs digests tool arguments canonically: objects are re-encoded with
-// sorted keys so equal arguments give equal digests whatever the client's
-// key order or whitespace. Arguments that are not valid JSON are digested as
-// sent.
+// SumArgs digests tool arguments canonically: decoded (numbers as
+// written) and encoded again by encoding/json, so objects have sorted keys
+// and equal arguments give equal digests whatever the client's key order
+// or whitespace. Arguments that are not valid JSON are digested as sent.
 func (h *Hasher) SumArgs(raw json.RawMessage) string {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
@@ -189,20 +183,16 @@ func (h *Hasher) SumArgs(raw json.RawMessage) string {
 		// tens of bytes per value.
 		return h.Sum(trimmed)
 	}
-	if canon, ok := canonicalObject(trimmed); ok {
-		return h.Sum(canon)
-	}
-	canon, ok := decodedCanonical(trimmed)
+	canon, ok := canonicalArgs(trimmed)
 	if !ok {
 		return h.Sum(trimmed)
 	}
 	return h.Sum(canon)
 }
 
-// decodedCanonical is the canonical form by decoding (UseNumber) and
-// encoding again: what canonicalObject reproduces without the decoded
-// value, and the answer for everything it declines.
-func decodedCanonical(trimmed []byte) ([]byte, bool) {
+// canonicalArgs is the canonical form of arguments: decoded (UseNumber)
+// and encoded again.
+func canonicalArgs(trimmed []byte) ([]byte, bool) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()

@@ -2,10 +2,8 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -620,7 +618,7 @@ func (w *walker) receipt(keySeq uint64, raw []byte) bool {
 		w.problem(ProblemReordered, keySeq, "receipt %d reordered: position %d holds receipt %d", keySeq, keySeq, r.Seq)
 	case !canonical:
 		w.problem(ProblemAltered, keySeq, "receipt %d altered: stored bytes differ from its canonical form", keySeq)
-	case chainHashRaw(raw, r.Hash) != r.Hash:
+	case !digestMatches(r):
 		w.problem(ProblemAltered, keySeq, "receipt %d altered: content does not match its hash", keySeq)
 	case keySeq < w.next:
 		w.problem(ProblemReordered, keySeq, "receipt %d reordered: expected receipt %d at this point", keySeq, w.next)
@@ -819,26 +817,8 @@ func dbSourceFromBuckets(b buckets) (*source, error) {
 	return dbSource(b.root.Tx())
 }
 
-// chainHashRaw is the chain hash of canonical stored bytes: SHA-256 of the
-// encoding without the trailing hash field (hash is last and omitempty).
-func chainHashRaw(raw []byte, hash string) string {
-	suffix := len(`,"hash":""}`) + len(hash)
-	if len(raw) < suffix || !bytes.HasSuffix(raw, []byte(`"}`)) {
-		return ""
-	}
-	body := make([]byte, 0, len(raw)-suffix+1)
-	body = append(body, raw[:len(raw)-suffix]...)
-	body = append(body, '}')
-	sum := sha256.Sum256(body)
-	return PrefixSHA256 + hex.EncodeToString(sum[:])
-}
-
-// hashOf and timestampOf read one field of stored receipt bytes (in one
-// pass when they are canonical, as the writer stores them).
+// hashOf and timestampOf read one field of stored receipt bytes.
 func hashOf(raw []byte) string {
-	if rc, ok := parseCanonical(raw); ok {
-		return rc.Hash
-	}
 	var r struct {
 		Hash string `json:"hash"`
 	}
@@ -847,9 +827,6 @@ func hashOf(raw []byte) string {
 }
 
 func timestampOf(raw []byte) string {
-	if rc, ok := parseCanonical(raw); ok {
-		return rc.Timestamp
-	}
 	var r struct {
 		Timestamp string `json:"timestamp"`
 	}
