@@ -243,6 +243,41 @@ func decodeBundle(raw []byte) (*Bundle, error) {
 	return b, nil
 }
 
+// decodeBundleEntry decodes the cookbook id and version of a stored bundle
+// and only its entry entryID (the first with that id, nil when none):
+// rendering needs one entry.
+func decodeBundleEntry(raw []byte, entryID string) (cookbookID, version string, e *Entry, err error) {
+	m, err := objectOf(raw, "bundle")
+	if err != nil {
+		return "", "", nil, err
+	}
+	d := &fieldDecoder{m: m}
+	d.get("cookbook_id", &cookbookID)
+	d.get("version", &version)
+	var entries []json.RawMessage
+	d.get("entries", &entries)
+	if d.err != nil {
+		return "", "", nil, d.err
+	}
+	if len(entries) > MaxEntries {
+		return "", "", nil, tooMany("bundle.entries", len(entries), MaxEntries)
+	}
+	for i, er := range entries {
+		var id struct {
+			EntryID string `json:"entry_id"`
+		}
+		if json.Unmarshal(er, &id) != nil || id.EntryID != entryID {
+			continue
+		}
+		got, err := decodeEntry(er, fmt.Sprintf("entries[%d].", i))
+		if err != nil {
+			return "", "", nil, err
+		}
+		return cookbookID, version, &got, nil
+	}
+	return cookbookID, version, nil, nil
+}
+
 func decodeEntry(raw json.RawMessage, path string) (Entry, error) {
 	m, err := objectOf(raw, path)
 	if err != nil {

@@ -267,3 +267,13 @@ func asciiLower(c byte) byte {
 	}
 	return c
 }
+
+// isASCII reports whether b holds only ASCII bytes.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

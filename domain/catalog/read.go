@@ -121,15 +121,7 @@ func (s *Service) template(id, version, entryID string) (*cachedTemplate, error)
 		if err != nil {
 			return storedNotJSON(id, v, err)
 		}
-		decode := decodeBundleEntry
-		if packed(stored) {
-			// Only bundles that decode are packed (canonical form, or a
-			// plain value decoded before packing), and the frame's checksum proved
-			// these are the bytes packed: the validity scan, an eighth of
-			// a render, is not needed again.
-			decode = decodeValidBundleEntry
-		}
-		cid, ver, e, derr := decode(raw, entryID)
+		cid, ver, e, derr := decodeBundleEntry(raw, entryID)
 		if derr != nil {
 			return storedNotJSON(id, v, derr)
 		}
