@@ -8,7 +8,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/accordsai/accords-mcp/platform/canonjson"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -202,32 +201,13 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	return Result{Items: items, Total: res.Total}, nil
 }
 
-// decodeStoredHit decodes the stored "hit" field of document id. The index
-// writes it with json.Marshal, so it is nearly always read in one pass
-// (canonjson); anything else goes to encoding/json.
+// decodeStoredHit decodes the stored "hit" field of document id.
 func decodeStoredHit(id string, raw []byte) (Hit, error) {
-	hit, ok := canonjson.Parse(raw, storedHitFields)
-	if !ok {
-		if err := json.Unmarshal(raw, &hit); err != nil {
-			return Hit{}, fmt.Errorf("decode hit %s: %w", id, err)
-		}
+	var hit Hit
+	if err := json.Unmarshal(raw, &hit); err != nil {
+		return Hit{}, fmt.Errorf("decode hit %s: %w", id, err)
 	}
 	return hit, nil
-}
-
-// storedHitFields is Hit's encoding in struct order (a test holds it to
-// the struct's tags).
-var storedHitFields = []canonjson.Field[Hit]{
-	canonjson.NewField(`"cookbook_id":`, false, func(p *canonjson.Scanner, h *Hit) bool { return p.Str(&h.CookbookID) }),
-	canonjson.NewField(`"version":`, false, func(p *canonjson.Scanner, h *Hit) bool { return p.Str(&h.Version) }),
-	canonjson.NewField(`"entry_id":`, false, func(p *canonjson.Scanner, h *Hit) bool { return p.Str(&h.EntryID) }),
-	canonjson.NewField(`"entry_type":`, false, func(p *canonjson.Scanner, h *Hit) bool { return p.Str(&h.EntryType) }),
-	canonjson.NewField(`"title":`, true, func(p *canonjson.Scanner, h *Hit) bool { return p.Set(&h.Title) }),
-	canonjson.NewField(`"connector_id":`, true, func(p *canonjson.Scanner, h *Hit) bool { return p.Set(&h.ConnectorID) }),
-	canonjson.NewField(`"verb":`, true, func(p *canonjson.Scanner, h *Hit) bool { return p.Set(&h.Verb) }),
-	canonjson.NewField(`"tags":`, true, func(p *canonjson.Scanner, h *Hit) bool { return p.List(&h.Tags) }),
-	canonjson.NewField(`"latest":`, false, func(p *canonjson.Scanner, h *Hit) bool { return p.Bool(&h.Latest) }),
-	canonjson.NewField(`"score":`, false, func(p *canonjson.Scanner, h *Hit) bool { return p.Float(&h.Score) }),
 }
 
 // textQuery matches text against the words of titles and of the text
