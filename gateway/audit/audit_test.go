@@ -440,6 +440,7 @@ func TestOddStringsStayVerifiable(t *testing.T) {
 	l := open(t, db, Options{})
 	r := receipt(1, "ten<ant>&\u2028", time.Now())
 	r.Tool = "bad\xff\xfeutf8\x00\n\"quoted\""
+	r.Session = "stdio-\xc3"
 	r.RulesEvaluated = []string{"a<b>", "\xff"}
 	r.RulesMatched = []string{}
 	_, err := l.AppendSync(r)

@@ -1722,7 +1722,7 @@ func olderThan(ts string, cutoff time.Time) bool {
 // be the canonical form of the decoded receipt. Empty rule lists are nil so
 // they are omitted (an empty list would not survive a round trip).
 func sanitize(r Receipt) Receipt {
-	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Scope, &r.Tool,
+	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Session, &r.Scope, &r.Tool,
 		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type, &r.TaskRef, &r.ParentCallID} {
 		*f = strings.ToValidUTF8(*f, "\uFFFD")
 	}
