@@ -84,7 +84,7 @@ func BenchmarkWriterPerReceipt(b *testing.B) {
 // chaining, the receipt's hashes and its leaf hash (the writer is stopped
 // from competing by a large queue and no flush in the timed loop).
 func BenchmarkEnqueue(b *testing.B) {
-	_, l, closeAll := benchLog(b, Options{QueueSize: b.N + 1, Linger: time.Hour})
+	_, l, closeAll := benchLog(b, Options{QueueSize: b.N + 1, MaxBacklog: b.N + 1, Linger: time.Hour})
 	defer closeAll()
 	r := receipt(1, "default", time.Now())
 	b.ReportAllocs()
