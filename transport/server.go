@@ -111,14 +111,12 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 		s.AddReceivingMiddleware(mw)
 	}
 	// Then: every call sees the shutdown signal and ends with its HTTP
-	// POST; the principal is resolved before any of that, once the
-	// request's stack is grown.
+	// POST; the principal is resolved before any of that.
 	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
 	// Outside everything that looks at a tool's result, so the result it
 	// replaces with its encoding is the final one.
 	s.AddReceivingMiddleware(encodeResults(impl))
-	s.AddReceivingMiddleware(stackMiddleware)
 	return s
 }
 
