@@ -106,21 +106,16 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 	jsonOpts.JSONResponse = true
 	plain := jsonRPCErrors(mcp.NewStreamableHTTPHandler(o.GetServer, &jsonOpts), o.MaxBodyBytes)
 	calls := newInflight()
-	fast := &fastCalls{getServer: o.GetServer, logger: o.Logger}
 
 	var dispatch http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Bridge clients POST one JSON-RPC message with Accept:
 		// application/json only; answer them with a plain JSON body.
 		if r.Method == http.MethodPost && !acceptsEventStream(r.Header.Values("Accept")) {
 			r.Header.Set("Accept", "application/json, text/event-stream")
-			if !fast.serve(w, r, true) {
-				plain.ServeHTTP(w, r)
-			}
+			plain.ServeHTTP(w, r)
 			return
 		}
-		if !fast.serve(w, r, false) {
-			sse.ServeHTTP(w, r)
-		}
+		sse.ServeHTTP(w, r)
 	})
 	if o.Inner != nil {
 		dispatch = o.Inner(dispatch)
@@ -167,7 +162,6 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		}
 		ctx := context.WithValue(carrier, httpCallKey{}, carrier)
 		ctx = context.WithValue(ctx, clientAddrKey{}, remoteIP(r))
-		ctx = context.WithValue(ctx, bodyKey{}, body)
 		r = r.WithContext(ctx)
 		dispatch.ServeHTTP(w, r)
 	})

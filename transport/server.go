@@ -114,9 +114,6 @@ func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
 	// POST; the principal is resolved before any of that.
 	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
 	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
-	// Outside everything that looks at a tool's result, so the result it
-	// replaces with its encoding is the final one.
-	s.AddReceivingMiddleware(encodeResults(impl))
 	return s
 }
 
