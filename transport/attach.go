@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -114,7 +113,7 @@ func (c *attachConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if len(line) == 0 {
 			continue
 		}
-		msg, err := wire.Decode(line)
+		msg, err := jsonrpc.DecodeMessage(line)
 		if err != nil {
 			resp := map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "parse error"}}
 			if json.Valid(line) {
@@ -166,7 +165,7 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 }
 
 func (c *attachConn) Write(_ context.Context, msg jsonrpc.Message) error {
-	data, err := wire.Encode(msg)
+	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}

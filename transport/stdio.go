@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -129,7 +128,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, err := wire.Encode(msg)
+	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
@@ -245,7 +244,7 @@ func (c *stdioConn) readLoop() {
 			return
 		}
 		c.framed.Store(framed)
-		msg, derr := wire.Decode(body)
+		msg, derr := jsonrpc.DecodeMessage(body)
 		if derr != nil {
 			if !json.Valid(body) {
 				c.replyError(nil, -32700, "parse error")

@@ -3,28 +3,26 @@ package tasks
 import (
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/accordsai/accords-mcp/transport/wire"
 )
 
-func TestMayBeListenKeepsEveryListenRequest(t *testing.T) {
+// TestTaskListenIsReadAsTheSDKDecodesIt: a listen naming task ids is one
+// whichever way JSON spells its method; anything else goes on to the SDK.
+func TestTaskListenIsReadAsTheSDKDecodesIt(t *testing.T) {
 	for body, want := range map[string]bool{
-		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`:                  true,
-		`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen","params":{}}`:                 true,
-		`{"jsonrpc":"2.0","id":1,"method":"\u0073ubscriptions/listen","params":{}}`:             true,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`:                  false,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"p":"C:\\tmp"}}}`: true,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["t1"]}}}`:      true,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen","params":{"notifications":{"taskIds":["t1"]}}}`:     true,
+		`{"jsonrpc":"2.0","id":1,"method":"\u0073ubscriptions/listen","params":{"notifications":{"taskIds":["t1"]}}}`: true,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`:                                        false,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"notifications":{"taskIds":["t1"]}}}`:             false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`:                                        false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"p":"C:\\tmp"}}}`:                       false,
 	} {
-		assert.Equal(t, want, mayBeListen([]byte(body)), body)
-		if want {
-			continue
-		}
-		// What it passes over is not a listen request.
-		msg, err := wire.Decode([]byte(body))
-		require.NoError(t, err)
+		msg, err := jsonrpc.DecodeMessage([]byte(body))
+		require.NoError(t, err, body)
 		_, _, ok := taskListen(msg)
-		assert.False(t, ok)
+		assert.Equal(t, want, ok, body)
 	}
 }

@@ -36,12 +36,16 @@ import (
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport/tasks"
-	"github.com/accordsai/accords-mcp/transport/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // InputKey names the elicitation in inputRequests.
 const InputKey = "vaultclaw_approval"
+
+// perRequestVersion is the first protocol version that has multi-round-trip
+// results (inputRequests and requestState); go-sdk exports no name for it.
+// Versions are dates, so they order as strings.
+const perRequestVersion = "2026-07-28"
 
 // Sessions resolves the Vault session of a scope.
 type Sessions interface {
@@ -141,7 +145,7 @@ func (e *Elicitor) Wrap(t tools.Tool, h mcp.ToolHandler) mcp.ToolHandler {
 		st := state{V: 1, Exp: e.expiry(hf).UnixMilli(), Key: InputKey, ElicitationID: elicitationID(hf), Handle: hf.Handle,
 			ExpiresAtUnixMS: hf.ExpiresAtUnixMS, PendingApproval: hf.PendingApproval, URL: url, RequestID: hf.RequestID,
 			HTTPStatus: hf.HTTPStatus, VaultCode: hf.VaultCode, Continuation: hf.Continuation}
-		if req.ProtocolVersion() >= wire.PerRequestVersion {
+		if req.ProtocolVersion() >= perRequestVersion {
 			sealed, err := e.seal(st, e.bindingOf(ctx, req))
 			if err != nil {
 				e.o.Logger.Error("request state not sealed; answering with the handoff", "error", err.Error())
