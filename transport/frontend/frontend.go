@@ -28,6 +28,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/transport"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options configure Run.
@@ -75,8 +77,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer p.closeUpstream()
-	// The reading goroutine forwards each message itself: a hand-over to
-	// another goroutine would cost a wake-up per call.
+	// The reading goroutine forwards each message itself, in the order
+	// the client sent them.
 	readErr := make(chan error, 1)
 	go func() {
 		for {
@@ -117,7 +119,7 @@ type pending struct {
 // client saw.
 type daemonReq struct {
 	gen int
-	id  json.RawMessage
+	id  jsonrpc.ID
 }
 
 type proxy struct {
@@ -155,21 +157,27 @@ type upstream struct {
 	conn io.ReadWriteCloser
 	gen  int
 	wmu  sync.Mutex
-	buf  []byte
 	once sync.Once
 	done chan struct{}
 }
 
+// send writes one message line (one write, so messages never interleave).
 func (u *upstream) send(line []byte) error {
 	u.wmu.Lock()
 	defer u.wmu.Unlock()
-	// One write per message, through a buffer kept for the next one.
-	u.buf = append(append(u.buf[:0], line...), '\n')
-	_, err := u.conn.Write(u.buf)
-	if cap(u.buf) > 1<<20 {
-		u.buf = nil // do not keep a huge message's buffer
-	}
+	_, err := u.conn.Write(append(slices.Clip(line), '\n'))
 	return err
+}
+
+// sendMsg encodes msg with go-sdk's codec and sends it. The front end
+// builds messages only from what it decoded or marshaled, so encoding
+// does not fail; an error is the stream's.
+func (u *upstream) sendMsg(msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	return u.send(data)
 }
 
 func (u *upstream) close() {
@@ -215,7 +223,7 @@ func (p *proxy) upstream(ctx context.Context, forMethod string) (*upstream, erro
 			return nil, fmt.Errorf("replaying the client's initialize to the new daemon: %w", err)
 		}
 		if initialized {
-			if err := up.send(request(nil, "notifications/initialized", json.RawMessage("{}"))); err != nil {
+			if err := up.sendMsg(request(jsonrpc.ID{}, "notifications/initialized", json.RawMessage("{}"))); err != nil {
 				p.lost(up)
 				return nil, err
 			}
@@ -236,7 +244,7 @@ func (p *proxy) upstream(ctx context.Context, forMethod string) (*upstream, erro
 		// version): the client lists again. Our stdio servers advertise
 		// tools.listChanged. (A 2026-07-28 client hears of changes on its
 		// subscriptions/listen stream only.)
-		p.write(request(nil, "notifications/tools/list_changed", nil))
+		p.writeMsg(request(jsonrpc.ID{}, "notifications/tools/list_changed", nil))
 	}
 	p.o.Logger.Info("attached to a new daemon; the client's session was re-initialised on its behalf", "stream", up.gen)
 	return up, nil
@@ -256,7 +264,7 @@ func (p *proxy) replay(ctx context.Context, up *upstream, m *message) error {
 		delete(p.internal, key)
 		p.mu.Unlock()
 	}()
-	if err := up.send(request(quoted(name), m.method, m.params)); err != nil {
+	if err := up.sendMsg(request(stringID(name), m.method, m.params)); err != nil {
 		return err
 	}
 	t := time.NewTimer(p.o.ReplayTimeout)
@@ -302,7 +310,7 @@ func (p *proxy) readUpstream(up *upstream) {
 		if len(line) == 0 {
 			continue
 		}
-		m, err := parseDaemon(line)
+		m, err := parse(line)
 		if err != nil {
 			p.o.Logger.Warn("undecodable message from the daemon dropped", "error", err.Error())
 			continue
@@ -315,19 +323,9 @@ func (p *proxy) readUpstream(up *upstream) {
 // the daemon's own limits bound what it sends).
 const maxDaemonMessage = 64 << 20
 
-// readLine returns the next line without its newline. A line that fits
-// the reader's buffer is returned in place, valid only until the next
-// read: readUpstream handles each message before reading the next, and
-// keeps (copies) only ids.
+// readLine returns the next line without its newline.
 func readLine(r *bufio.Reader) ([]byte, error) {
-	chunk, err := r.ReadSlice('\n')
-	if err == nil {
-		return chunk[:len(chunk)-1], nil
-	}
-	if !errors.Is(err, bufio.ErrBufferFull) {
-		return nil, err
-	}
-	buf := append([]byte(nil), chunk...)
+	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > maxDaemonMessage {
@@ -382,14 +380,14 @@ func (p *proxy) fromUpstream(up *upstream, m message) {
 		p.mu.Lock()
 		if p.eof {
 			p.mu.Unlock()
-			if err := up.send(response(m.id, nil, clientGone())); err != nil {
+			if err := up.sendMsg(response(m.id, nil, clientGone())); err != nil {
 				p.lost(up)
 			}
 			return
 		}
-		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: append(json.RawMessage(nil), m.id...)}
+		p.fromDaemon["s:"+name] = daemonReq{gen: up.gen, id: m.id}
 		p.mu.Unlock()
-		p.write(withID(m, quoted(name)))
+		p.writeMsg(withID(m, stringID(name)))
 	case kindNotification:
 		p.write(m.raw)
 	}
@@ -399,6 +397,16 @@ func (p *proxy) write(body []byte) {
 	if err := p.client.Write(body); err != nil {
 		p.o.Logger.Warn("writing to the client failed", "error", err.Error())
 	}
+}
+
+// writeMsg encodes msg with go-sdk's codec and writes it to the client.
+func (p *proxy) writeMsg(msg jsonrpc.Message) {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		p.o.Logger.Warn("encoding a message to the client failed", "error", err.Error())
+		return
+	}
+	p.write(data)
 }
 
 // removeLocked forgets a pending request; p.mu is held.
@@ -466,7 +474,7 @@ func (p *proxy) fromClient(ctx context.Context, body []byte) {
 		if !ok || up == nil || up.gen != dr.gen {
 			return // the daemon that asked is gone
 		}
-		if err := up.send(withID(m, dr.id)); err != nil {
+		if err := up.sendMsg(withID(m, dr.id)); err != nil {
 			p.lost(up)
 		}
 	}
@@ -484,8 +492,7 @@ func (p *proxy) noteShaping(params json.RawMessage) {
 	var call struct {
 		Name string `json:"name"`
 	}
-	if !slices.ContainsFunc(p.o.SessionTools, func(n string) bool { return bytes.Contains(params, []byte(n)) }) ||
-		json.Unmarshal(params, &call) != nil || !slices.Contains(p.o.SessionTools, call.Name) {
+	if json.Unmarshal(params, &call) != nil || !slices.Contains(p.o.SessionTools, call.Name) {
 		return
 	}
 	// Without a progress token (the first call's means nothing to the
@@ -523,8 +530,8 @@ func (p *proxy) noteShaping(params json.RawMessage) {
 // answer them (a URL elicitation then ends with the plain handoff).
 const CodeClientGone = -32012
 
-func clientGone() map[string]any {
-	return map[string]any{"code": CodeClientGone, "message": "the client's input has ended; it cannot answer"}
+func clientGone() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: CodeClientGone, Message: "the client's input has ended; it cannot answer"}
 }
 
 // inputEnded settles what only the client could have ended: the daemon's
@@ -535,7 +542,7 @@ func (p *proxy) inputEnded() {
 	p.mu.Lock()
 	p.eof = true
 	up := p.up
-	var answers, cancels [][]byte
+	var answers, cancels []jsonrpc.Message
 	for key, dr := range p.fromDaemon {
 		if up != nil && dr.gen == up.gen {
 			answers = append(answers, response(dr.id, nil, clientGone()))
@@ -547,8 +554,8 @@ func (p *proxy) inputEnded() {
 			continue
 		}
 		if up != nil && pr.gen == up.gen {
-			params, _ := json.Marshal(map[string]any{"requestId": pr.m.id, "reason": "the client's input has ended"})
-			cancels = append(cancels, request(nil, "notifications/cancelled", params))
+			params, _ := json.Marshal(&mcp.CancelledParams{RequestID: pr.m.id.Raw(), Reason: "the client's input has ended"})
+			cancels = append(cancels, request(jsonrpc.ID{}, "notifications/cancelled", params))
 		}
 		p.removeLocked(key)
 	}
@@ -556,8 +563,8 @@ func (p *proxy) inputEnded() {
 	if up == nil {
 		return
 	}
-	for _, line := range append(answers, cancels...) {
-		if err := up.send(line); err != nil {
+	for _, msg := range append(answers, cancels...) {
+		if err := up.sendMsg(msg); err != nil {
 			p.lost(up)
 			return
 		}
@@ -574,12 +581,11 @@ func (p *proxy) notification(m message) {
 		p.initialized = true
 	}
 	if m.method == "notifications/cancelled" && up != nil {
-		var params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
+		var params mcp.CancelledParams
 		_ = json.Unmarshal(m.params, &params)
-		key, ok := idKey(params.RequestID)
-		if pr := p.pending[key]; !ok || pr == nil || pr.gen != up.gen {
+		id, _ := jsonrpc.MakeID(params.RequestID) // not an id: no key
+		key := idKey(id)
+		if pr := p.pending[key]; key == "" || pr == nil || pr.gen != up.gen {
 			up = nil // not in flight on this stream: nothing to cancel
 		} else {
 			// The client has given up on it: no answer is owed (a late
@@ -685,11 +691,11 @@ func (p *proxy) answerFailure(pr *pending, kind failKind, cause error) {
 		e.With("idempotency_key", call.Arguments.IdempotencyKey)
 	}
 	if isCall {
-		p.write(response(pr.m.id, toolResult(e), nil))
+		p.writeMsg(response(pr.m.id, toolResult(e), nil))
 		return
 	}
 	data, _ := json.Marshal(map[string]any{"code": e.Code, "retryable": e.Retryable, "reason": e.Details["reason"]})
-	p.write(response(pr.m.id, nil, map[string]any{"code": transport.CodeDaemonLost, "message": e.Message, "data": json.RawMessage(data)}))
+	p.writeMsg(response(pr.m.id, nil, &jsonrpc.Error{Code: transport.CodeDaemonLost, Message: e.Message, Data: data}))
 }
 
 // Reasons in the failure details.

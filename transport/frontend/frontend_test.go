@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -392,9 +393,54 @@ func TestGarbageGetsAParseErrorAndTheSessionGoesOn(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
 	_, err = fmt.Fprintf(w, "Content-Length: %d\r\n\r\n%s", len(body), body)
 	require.NoError(t, err)
-	header, err := r.ReadString('\n')
+	assert.Equal(t, 3.0, recvFramed(t, r)["id"])
+	// A pretty-printed framed request (one message over several lines)
+	// reaches the daemon whole and is answered.
+	body = "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"four\",\n  \"method\": \"tools/call\",\n  \"params\": {\"name\": \"echo\", \"arguments\": {}}\n}"
+	_, err = fmt.Fprintf(w, "Content-Length: %d\r\n\r\n%s", len(body), body)
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(header, "Content-Length: "), header)
+	four := recvFramed(t, r)
+	assert.Equal(t, "four", four["id"])
+	assert.NotNil(t, four["result"], "%v", four)
+}
+
+// recvFramed reads one Content-Length framed message.
+func recvFramed(t *testing.T, r *bufio.Reader) map[string]any {
+	t.Helper()
+	type framed struct {
+		header, blank string
+		body          []byte
+		err           error
+	}
+	ch := make(chan framed, 1)
+	go func() {
+		var f framed
+		defer func() { ch <- f }()
+		if f.header, f.err = r.ReadString('\n'); f.err != nil {
+			return
+		}
+		if f.blank, f.err = r.ReadString('\n'); f.err != nil {
+			return
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(f.header, "Content-Length: ")))
+		if f.err = err; err != nil {
+			return
+		}
+		f.body = make([]byte, n)
+		_, f.err = io.ReadFull(r, f.body)
+	}()
+	select {
+	case f := <-ch:
+		require.NoError(t, f.err, "%q", f.header)
+		require.True(t, strings.HasPrefix(f.header, "Content-Length: "), f.header)
+		require.Equal(t, "\r\n", f.blank)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(f.body, &m), string(f.body))
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no framed reply")
+	}
+	return nil
 }
 
 func TestDialFailureAtLaunchIsTheError(t *testing.T) {
