@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
 
 	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,10 +65,11 @@ type inflightCall struct {
 
 func newInflight() *inflight { return &inflight{calls: map[string][]*inflightCall{}} }
 
-// callKey identifies a JSON-RPC id within one client identity.
-func callKey(r *http.Request, id json.RawMessage) string {
+// callKey identifies a JSON-RPC id, as go-sdk reads it (1 and 1.0 are the
+// same id), within one client identity.
+func callKey(r *http.Request, id jsonrpc.ID) string {
 	h := sha256.New()
-	for _, part := range []string{r.Header.Get("Authorization"), caller.TenantFromHeader(r.Header), remoteIP(r), r.Header.Get("Mcp-Session-Id"), string(id)} {
+	for _, part := range []string{r.Header.Get("Authorization"), caller.TenantFromHeader(r.Header), remoteIP(r), r.Header.Get("Mcp-Session-Id"), fmt.Sprintf("%T:%v", id.Raw(), id.Raw())} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
@@ -113,13 +116,17 @@ func (f *inflight) cancel(key string) bool {
 	return true
 }
 
-// rpcPeek is what the bridge reads of a POST body before the SDK does.
-type rpcPeek struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
-	} `json:"params"`
+// cancelledID is the id of the request a notifications/cancelled names.
+func cancelledID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
+	if req == nil || req.IsCall() || req.Method != "notifications/cancelled" {
+		return jsonrpc.ID{}, false
+	}
+	var p mcp.CancelledParams
+	if json.Unmarshal(req.Params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil && id.IsValid()
 }
 
 // CallContext is receiving middleware that ends a call's context when the

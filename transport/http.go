@@ -18,6 +18,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/version"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -146,19 +147,20 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 		if r.Header.Get("Content-Type") == "" && !hasBrowserMarker(r.Header) {
 			r.Header.Set("Content-Type", "application/json")
 		}
-		var peek rpcPeek
-		_ = json.Unmarshal(body, &peek) // a malformed body is the SDK's to refuse
-		if peek.Method == "notifications/cancelled" && len(peek.ID) == 0 && len(peek.Params.RequestID) > 0 {
+		// A batch or a malformed body is the SDK's to refuse.
+		msg, _ := jsonrpc.DecodeMessage(body)
+		req, _ := msg.(*jsonrpc.Request)
+		if id, ok := cancelledID(req); ok {
 			// Stateless HTTP gives the notification a session of its
 			// own, so the SDK could not find the call; cancel it here.
-			calls.cancel(callKey(r, peek.Params.RequestID))
+			calls.cancel(callKey(r, id))
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
 		carrier, cancel := context.WithCancelCause(r.Context())
 		defer cancel(nil)
-		if len(peek.ID) > 0 && string(peek.ID) != "null" {
-			defer calls.add(callKey(r, peek.ID), cancel)()
+		if req != nil && req.IsCall() {
+			defer calls.add(callKey(r, req.ID), cancel)()
 		}
 		ctx := context.WithValue(carrier, httpCallKey{}, carrier)
 		ctx = context.WithValue(ctx, clientAddrKey{}, remoteIP(r))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/accordsai/accords-mcp/transport"
@@ -185,5 +186,59 @@ func TestHTTPCallEndsWithItsPOST(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: the call was not cancelled", accept)
 		}
+	}
+}
+
+// TestHTTPCancelledNotificationEndsTheCall: a notifications/cancelled
+// POST ends the running call it names (its id as go-sdk reads it: 41.0
+// is 41), with ErrCancelledByClient as the cause, only for the same
+// client; the call's POST then carries no result.
+func TestHTTPCancelledNotificationEndsTheCall(t *testing.T) {
+	synctest.Test(t, testCancelledNotification)
+}
+
+func testCancelledNotification(t *testing.T) {
+	started, ended := make(chan struct{}, 1), make(chan error, 1)
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	s.AddReceivingMiddleware(transport.CallContext())
+	h := transport.NewHTTPHandler(transport.HTTPOptions{GetServer: func(*http.Request) *mcp.Server { return s }})
+	post := func(body, tenant string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/v1/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json")
+		r.Header.Set("X-Tenant-Id", tenant)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	got := make(chan *httptest.ResponseRecorder, 1)
+	go func() { got <- post(`{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"slow"}}`, "t1") }()
+	<-started
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41.0,"reason":"user"}}`
+	assert.Equal(t, http.StatusAccepted, post(cancel, "t2").Code)
+	synctest.Wait()
+	select {
+	case cause := <-ended:
+		t.Fatalf("another client cancelled the call: %v", cause)
+	default:
+	}
+	assert.Equal(t, http.StatusAccepted, post(cancel, "t1").Code)
+	select {
+	case cause := <-ended:
+		assert.ErrorIs(t, cause, transport.ErrCancelledByClient)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not cancelled")
+	}
+	select {
+	case w := <-got:
+		assert.NotContains(t, w.Body.String(), `"result"`, "a cancelled request gets no result")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled POST did not end")
 	}
 }
