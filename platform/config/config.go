@@ -1,5 +1,6 @@
 // Package config reads the server's settings from the environment. Every
-// variable is listed in Vars so the README table and the code cannot drift.
+// variable is listed in Vars, the source of the table in
+// docs/configuration.md, so the documentation and the code cannot drift.
 package config
 
 import (
@@ -24,7 +25,8 @@ type Var struct {
 	Meaning string
 }
 
-// Vars lists every variable the server reads (README table source).
+// Vars lists every variable the server reads (the source of the table in
+// docs/configuration.md; TestConfigurationTable regenerates it).
 var Vars = []Var{
 	{"ACCORDS_MCP_DB", "<user config dir>/accords-mcp/accords.db", "bbolt database file; the bleve index lives beside it in accords.db.index/"},
 	{"ACCORDS_MCP_SECRET_KEY", "(key file accords.key beside the db, created 0600)", "32-byte key, hex or base64, sealing session tokens at rest (AES-256-GCM)"},
@@ -46,19 +48,19 @@ var Vars = []Var{
 	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
-	{"ACCORDS_MCP_AUDIT_TENANT_FLOOR", "1000", "each tenant's newest N audit receipts are never removed by the count bound of ACCORDS_MCP_AUDIT_RETENTION, whatever other tenants write (only by its age); 0 turns the floor off"},
+	{"ACCORDS_MCP_AUDIT_TENANT_FLOOR", "1000", "each tenant's newest N audit receipts are never removed by the count bound of ACCORDS_MCP_AUDIT_RETENTION, whatever other tenants write (only by its age); 0 turns the floor off (docs/gateway.md#retention)"},
 	{"ACCORDS_MCP_AUDIT_REFUSAL_WINDOW", "60s", "per caller, tenant, tool and refusal code, the first 10 refusals (capability, rate limit) of each window get their own audit receipts and the rest one summary receipt with a count; off gives every refusal its own"},
 	{"ACCORDS_MCP_AUDIT_KEY", "(key file, see ACCORDS_MCP_AUDIT_KEY_FILE)", "32-byte audit key, hex or base64: signs audit checkpoints (Ed25519) and keys the receipts' params/result digests; keep it outside the database folder"},
 	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
 	{"ACCORDS_MCP_AUDIT_CHECKPOINT", "1000,30s", "sign an audit checkpoint every N receipts and/or, when receipts were added, every interval (also at the first receipt and at shutdown)"},
-	{"ACCORDS_MCP_AUDIT_ANCHOR", "(none)", "hand each signed checkpoint elsewhere: file:/path (appended, synced) or exec:command (checkpoint on stdin); failures are logged and counted, never block calls"},
+	{"ACCORDS_MCP_AUDIT_ANCHOR", "(none)", "hand each signed checkpoint elsewhere: file:/path (appended, synced) or exec:command (checkpoint on stdin); failures are logged and counted, never block calls (docs/gateway.md#anchoring)"},
 	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
 	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_TIMEOUT_MS", "20000", "time limit of one remote catalog request, body included"},
 	{"ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW", "(none: BEARER_ENV sources are refused)", "comma-separated environment variables a BEARER_ENV catalog source may name as its token; only these reach a daemon a stdio launch starts (ACCORDS_MCP_*, VC_* and VAULT_UNIX_SOCKET cannot be listed)"},
 	{"ACCORDS_MCP_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr; debug also shows the go-sdk's per-request logs)"},
-	{"ACCORDS_MCP_CATALOG_DIR", "<user config dir>/accords-mcp/catalog", "the previous accords-mcp's catalog folder: read by import-legacy, and a first start with a new database logs how to import it"},
+	{"ACCORDS_MCP_CATALOG_DIR", "<user config dir>/accords-mcp/catalog", "the previous accords-mcp's catalog folder: read by import-legacy (docs/operations.md#importing-the-previous-accords-mcps-catalog), and a first start with a new database logs how to import it"},
 	{"VC_AGENT_TOKEN", "(none)", "Vaultclaw agent token used when a scope has no configured session"},
 	{"VC_BASE_URL", "http://127.0.0.1:8080 (http://localhost with a socket)", "Vaultclaw base URL for the environment session: http, https, unix:///path.sock or http+unix"},
 	{"VC_TIMEOUT_MS", "20000", "Vaultclaw request timeout for the environment session, in milliseconds (100 to 600000)"},
@@ -67,8 +69,8 @@ var Vars = []Var{
 	{"GOMEMLIMIT", "96MiB", "Go runtime soft memory limit; the command sets 96 MiB when it is unset"},
 	{"ACCORDS_MCP_POLICY_HASH_TTL", "10m", "how long a connector policy_hash (the module hash) is cached in bbolt: a Go duration such as 30s or 10m, or whole seconds; 0 disables the cache"},
 	{"ACCORDS_MCP_HANDLE_RETENTION", "168h", "how long finished approval handles (and pending ones past their Vault expiry) stay listed by vaultclaw_approval_handles_list: a Go duration such as 72h"},
-	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows while it is young (then a twentieth of its age, at most 30s), and the pollIntervalMs clients are told: a Go duration, at least 250ms"},
-	{"ACCORDS_MCP_TASK_MAX_WORKING", "32", "most tasks (MCP Tasks extension) one caller may have waiting for approval at once in this process; a call that could start one more is refused with the retryable MCP_RATE_LIMITED (1 to 100000)"},
+	{"ACCORDS_MCP_TASK_POLL_INTERVAL", "2s", "how often a task (MCP Tasks extension) polls Vault for the approval it follows while it is young (then a twentieth of its age, at most 30s), and the pollIntervalMs clients are told: a Go duration, at least 250ms (docs/approvals.md#tasks)"},
+	{"ACCORDS_MCP_TASK_MAX_WORKING", "32", "most tasks (MCP Tasks extension) one caller may have waiting for approval at once in this process; a call that could start one more is refused with the retryable MCP_RATE_LIMITED (1 to 100000; docs/approvals.md#tasks)"},
 	{"ACCORDS_MCP_VAULT_MAX_RESPONSE_BYTES", "16777216", "largest Vaultclaw response body accepted; larger responses fail with MCP_INTERNAL (vault_code RESPONSE_TOO_LARGE)"},
 	{"ACCORDS_MCP_STANDALONE", "false", "serve stdio in this process instead of attaching to the daemon that owns the database (serve --standalone): sandboxes and tests"},
 	{"ACCORDS_MCP_PPROF", "(off)", "serve Go pprof profiles on this loopback address, e.g. 127.0.0.1:6060 (/debug/pprof/); any other host is refused. For profiling only: profiles show memory contents"},
@@ -79,6 +81,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_ETCD_CA", "(system roots)", "CA certificate (PEM) that signed the etcd servers' certificates"},
 	{"ACCORDS_MCP_ETCD_TIMEOUT", "5s", "time limit of one etcd request; an unreachable etcd fails writes with the retryable MCP_STORE_UNAVAILABLE after it"},
 	{"ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", "5m", "how long a daemon started by a stdio launch keeps running with no client attached: a Go duration such as 90s or 10m (daemons started explicitly never idle out)"},
+	{"ACCORDS_MCP_SPAWNED_DAEMON", "(unset)", "not a setting: a stdio launch sets it to 1 in the environment of the daemon it starts, so that process never starts another daemon"},
 }
 
 // Config is the resolved configuration.

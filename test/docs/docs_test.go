@@ -104,26 +104,6 @@ func parse(t *testing.T, path string) []block {
 	return out
 }
 
-// docs lists README.md and docs/*.md.
-func docs(t *testing.T, root string) []string {
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	return append([]string{filepath.Join(root, "README.md")}, files...)
-}
-
-func repoRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "no go.mod above the test")
-		dir = parent
-	}
-}
-
 // needTools fails (in CI) or skips (elsewhere) without the programs the
 // documents use.
 func needTools(t *testing.T) {

@@ -94,8 +94,8 @@ func TestServiceFilesParse(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, units, 4, "the service, the backup service and its timer (README and operations.md)")
-	assert.GreaterOrEqual(t, plists, 2, "the launchd agent (README and operations.md)")
+	assert.GreaterOrEqual(t, units, 3, "the service, the backup service and its timer (operations.md)")
+	assert.GreaterOrEqual(t, plists, 1, "the launchd agent (operations.md)")
 }
 
 func checkUnit(t *testing.T, bin, where, name, text string) {
