@@ -159,9 +159,9 @@ func TestRelativeLinksResolve(t *testing.T) {
 
 func TestSlug(t *testing.T) {
 	for heading, want := range map[string]string{
-		"Gateway: policy, rate limits, rules, signed audit": "gateway-policy-rate-limits-rules-signed-audit",
-		"In-process benchmarks (`go test -bench`)":          "in-process-benchmarks-go-test--bench",
-		"Importing the previous accords-mcp's catalog":      "importing-the-previous-accords-mcps-catalog",
+		"Gateway: policy, rate limits, rules, signed audit":  "gateway-policy-rate-limits-rules-signed-audit",
+		"In-process benchmarks (`go test -bench`)":           "in-process-benchmarks-go-test--bench",
+		"Importing the previous accords-mcp's catalog":       "importing-the-previous-accords-mcps-catalog",
 		"Scale-out: several HTTP replicas on one etcd store": "scale-out-several-http-replicas-on-one-etcd-store",
 	} {
 		assert.Equal(t, want, slug(heading), heading)
