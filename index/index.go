@@ -140,7 +140,7 @@ func toBleve(d Doc) bleveDoc {
 // Apply reads the signatures of one cookbook's documents the same way;
 // with compressed chunks of 1,024 documents each such read decompressed
 // a whole chunk for a few matches, which put a search of a 10,000-bundle
-// catalog over its budget (docs/performance-catalog.md). The values are
+// catalog over its budget (docs/performance.md). The values are
 // short, so the index grows little. Both flags go together: zap merges
 // uncompressed doc values correctly only when they are also unchunked.
 func mapDocument(m mapping.IndexMapping, id string, bd bleveDoc) (*document.Document, error) {

@@ -16,12 +16,12 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// Benchmarks of the targets in docs/performance-catalog.md. The catalogs
+// Benchmarks of the budgets in docs/performance.md. The catalogs
 // (1,000 and 10,000 bundles of 5 entries) are built once per process:
 // bundles go into bbolt in large transactions and the index is built by
 // Reindex, whose duration is reported as the reindex figure.
 //
-//	go test ./catalog -run '^$' -bench . -benchtime 200x
+//	go test ./domain/catalog -run '^$' -bench . -benchtime 200x
 //
 // Set ACCORDS_BENCH_KEEP=1 to keep the catalog folders (their paths are
 // logged) for measuring the CLI against them.
