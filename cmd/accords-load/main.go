@@ -1,11 +1,8 @@
-// Command accords-load is the load tool: it starts built MCP server
-// binaries, drives them through the go-sdk client as an agent does, seeds a
-// realistic catalog (test/workload) through their upsert tool, and reports
-// each tool call's p50/p95/p99, start-up to initialize, peak RSS and, with
-// --http, the read throughput of accords-mcp over Streamable HTTP, in one
-// table. With --compare it runs a second binary (the predecessor, or
-// another build) in the same run, the same calls alternating between the
-// two, and prints ours over compare. --check exits 1 when a budget fails.
+// Command accords-load drives built MCP server binaries through the go-sdk
+// client, seeds a catalog (test/workload) through their upsert tool and
+// reports per-call p50/p95/p99, start-up, peak RSS and, with --http, read
+// throughput; --compare alternates the same calls with a second binary, and
+// --check exits 1 when a budget fails.
 //
 //	make build && go run ./cmd/accords-load --bin bin/accords-mcp --bundles 1000 --http
 package main
@@ -44,7 +41,6 @@ type options struct {
 	maxRatio                map[string]string
 	ratios                  map[string]float64
 	logf                    func(format string, a ...any)
-	progress                io.Writer // stderr, for the seeding progress bar
 }
 
 func main() {
@@ -73,19 +69,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			rep.Failures = append(rep.Failures, r.label)
 		}
 	}
-	if o.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return 1
-		}
-	} else {
+	if !o.asJSON {
 		writeTable(stdout, rep, table)
-	}
-	if o.check && len(rep.Failures) > 0 {
+	} else if out, err := json.MarshalIndent(rep, "", "  "); err != nil {
 		return 1
+	} else {
+		fmt.Fprintln(stdout, string(out))
 	}
-	return 0
+	return btoi(o.check && len(rep.Failures) > 0)
 }
 
 // parse reads the flags; every bad value is a usage error.
@@ -114,7 +105,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(stderr, "usage: accords-load [flags]\n\noperations: %s\n\nflags:\n", strings.Join(o.allOps, ", "))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -137,24 +129,20 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.ratios[op] = x
 	}
 	for _, p := range []*string{&o.bin, &o.compare} {
-		if *p == "" {
-			continue
+		if *p != "" {
+			if *p, err = filepath.Abs(*p); err == nil {
+				_, err = os.Stat(*p)
+			}
+			if err != nil {
+				return o, fmt.Errorf("server binary: %w", err)
+			}
 		}
-		abs, err := filepath.Abs(*p)
-		if err == nil {
-			_, err = os.Stat(abs)
-		}
-		if err != nil {
-			return o, fmt.Errorf("server binary: %w", err)
-		}
-		*p = abs
 	}
 	o.logf = func(format string, a ...any) { fmt.Fprintf(stderr, "accords-load: "+format+"\n", a...) }
-	o.progress = stderr
 	return o, nil
 }
 
-// Budgets of accords-mcp (issue 38) over stdio, per tool call (ms).
+// Budgets over stdio, per tool call (ms).
 var callBudgets = []struct {
 	op    string
 	pct   int
@@ -163,9 +151,8 @@ var callBudgets = []struct {
 	{"search", 50, 5}, {"search", 95, 20}, {"upsert", 50, 10}, {"render", 50, 2}, {"route", 50, 5}, {"tools-list", 50, 2},
 }
 
-// Budgets of a start on an empty database to initialize, of peak RSS, of
-// the seed's upserts (the p50 over the last 100 bundles against the first
-// 100: flat as the catalog grows) and of HTTP reads.
+// Budgets of start-up on an empty database, peak RSS, the seed's upsert p50
+// over its last 100 bundles against its first 100, and HTTP reads.
 const (
 	maxStartupMS  = 300
 	maxRSSMiB     = 150

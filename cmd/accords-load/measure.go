@@ -10,34 +10,30 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/accordsai/accords-mcp/test/mcpproc"
 	"github.com/accordsai/accords-mcp/test/workload"
 )
 
-// op is one measured operation: the tool it calls ("" for tools/list) and
-// its arguments for call k with the random source r. Both binaries get
-// the same sequence.
+// op is one measured operation: its tool ("" for tools/list) and the
+// arguments of call k; both binaries get the same sequence.
 type op struct {
 	tool string
 	args func(r *rand.Rand, k int) map[string]any
 }
 
-// opTable is every operation over a catalog of n bundles of c; runID keeps
-// the versions the upsert operation writes apart from an earlier run's on
-// a kept database.
+// opTable is every operation over n bundles of c; runID keeps this run's
+// upserted versions apart from an earlier run's.
 func opTable(c workload.Corpus, n int, runID int64) map[string]op {
 	none := func(*rand.Rand, int) map[string]any { return map[string]any{} }
 	return map[string]op{
-		"tools-list": {},
+		"tools-list": {"", none},
 		"status":     {workload.ToolStatus, none},
 		"search":     {workload.ToolSearch, func(r *rand.Rand, _ int) map[string]any { return c.SearchQuery(r, n) }},
 		"search-filter": {workload.ToolSearch, func(r *rand.Rand, _ int) map[string]any {
@@ -49,7 +45,6 @@ func opTable(c workload.Corpus, n int, runID int64) map[string]op {
 			tc := info.Templates[r.IntN(len(info.Templates))]
 			return map[string]any{"cookbook_id": info.CookbookID, "template_id": tc.TemplateID, "inputs": tc.Inputs}
 		}},
-		// The route registry alone; route-search falls back to search.
 		"route": {workload.ToolRoute, func(r *rand.Rand, _ int) map[string]any {
 			return map[string]any{"request_text": workload.RouteTexts[r.IntN(len(workload.RouteTexts))],
 				"options": map[string]any{"allow_search_fallback": false}}
@@ -70,8 +65,8 @@ func opTable(c workload.Corpus, n int, runID int64) map[string]op {
 // readMix is the HTTP run's operations, in equal shares.
 var readMix = []string{"search", "render", "get"}
 
-// call makes one call and reports its time and how it failed: a
-// transport error or a result marked isError.
+// call makes one call and reports its time and its transport error or
+// isError result.
 func call(ctx context.Context, cs *mcp.ClientSession, o op, args map[string]any) (time.Duration, error) {
 	t0 := time.Now()
 	if o.tool == "" {
@@ -81,20 +76,21 @@ func call(ctx context.Context, cs *mcp.ClientSession, o op, args map[string]any)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: o.tool, Arguments: args})
 	d := time.Since(t0)
 	if err == nil && res.IsError {
-		err = fmt.Errorf("%s answered an error", o.tool)
+		text := ""
 		if len(res.Content) > 0 {
 			if t, ok := res.Content[0].(*mcp.TextContent); ok {
-				err = fmt.Errorf("%w: %.300s", err, t.Text)
+				text = t.Text
 			}
 		}
+		err = fmt.Errorf("%s answered an error: %.300s", o.tool, text)
 	}
 	return d, err
 }
 
-// target is one binary under test.
+// target is one binary under test; {dir} in args and env is its folder.
 type target struct {
 	rep       *targetReport
-	args, env []string // with {dir} unexpanded
+	args, env []string
 	seed      bool
 	dir       string
 	srv       *mcpproc.Server
@@ -102,23 +98,23 @@ type target struct {
 }
 
 func (t *target) options(dir string, transport string) mcpproc.Options {
-	expand := func(xs []string) []string {
-		out := make([]string, len(xs))
-		for i, x := range xs {
-			out[i] = strings.ReplaceAll(x, "{dir}", dir)
+	expand := func(xs []string) (out []string) {
+		for _, x := range xs {
+			out = append(out, strings.ReplaceAll(x, "{dir}", dir))
 		}
 		return out
 	}
 	return mcpproc.Options{Bin: t.rep.Bin, Args: expand(t.args), Env: expand(t.env), DBPath: filepath.Join(dir, "accords.db"), Transport: transport}
 }
 
-// measure runs everything: timed starts on empty databases, the seed, the
-// operations alternating between the binaries, then HTTP.
+// measure times starts on empty databases, seeds, runs the operations
+// alternating between the binaries, then HTTP.
 func measure(ctx context.Context, o options) (*report, error) {
 	rep := &report{Bundles: o.bundles, Calls: o.calls, Seed: o.seed, CPUs: runtime.NumCPU(), LoadAverage: loadAverage()}
-	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin}, env: o.env, seed: true}}
+	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin, Ops: map[string]stats{}}, env: o.env, seed: true}}
 	if o.compare != "" {
-		targets = append(targets, &target{rep: &targetReport{Name: "compare", Bin: o.compare}, args: o.cmpArgs, env: o.cmpEnv, seed: o.compareSeed})
+		targets = append(targets, &target{rep: &targetReport{Name: "compare", Bin: o.compare, Ops: map[string]stats{}},
+			args: o.cmpArgs, env: o.cmpEnv, seed: o.compareSeed})
 	}
 	root, err := os.MkdirTemp("", "accords-load-")
 	if err != nil {
@@ -150,11 +146,11 @@ func measure(ctx context.Context, o options) (*report, error) {
 		alternate(ctx, o, targets, name, ops[name])
 	}
 	for _, t := range targets {
-		if rss, err := peakRSS(t.srv.Cmd.Process.Pid); err == nil {
-			t.rep.PeakRSSMiB = float64(rss) / (1 << 20)
-		}
 		if err := t.srv.Close(); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.rep.Name, err)
+		}
+		if ps := t.srv.Cmd.ProcessState; ps != nil {
+			t.rep.PeakRSSMiB = float64(ps.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
 		}
 		t.srv = nil
 	}
@@ -168,8 +164,8 @@ func measure(ctx context.Context, o options) (*report, error) {
 	return rep, nil
 }
 
-// startups starts each binary --startup-runs times on a fresh empty
-// database, alternating, and keeps the median time to initialize.
+// startups keeps each binary's median time to initialize on an empty
+// database over --startup-runs alternating starts.
 func startups(ctx context.Context, o options, root string, targets []*target) error {
 	o.logf("timing %d starts on an empty database", o.startups)
 	runs := make([][]time.Duration, len(targets))
@@ -195,8 +191,10 @@ func startups(ctx context.Context, o options, root string, targets []*target) er
 	return nil
 }
 
-// open starts t on a new database and seeds it through the upsert tool,
-// unless --compare-seed=false says the compare binary has its catalog.
+// open starts t on a new database and, unless --compare-seed=false, seeds
+// bundles 0..n-1 through its upsert tool, keeping the p50 of the first and
+// the last 100; it stops at the first failure, which would void every
+// later figure.
 func open(ctx context.Context, o options, root string, t *target) error {
 	t.dir = filepath.Join(root, t.rep.Name)
 	if err := os.MkdirAll(t.dir, 0o700); err != nil {
@@ -216,23 +214,11 @@ func open(ctx context.Context, o options, root string, t *target) error {
 	}
 	if t.rep.Catalog = "its own"; !t.seed {
 		return nil
-	}
-	if !t.tools[workload.ToolUpsert] {
+	} else if !t.tools[workload.ToolUpsert] {
 		return fmt.Errorf("no %s tool to seed with (--compare-seed=false measures it on its own catalog)", workload.ToolUpsert)
 	}
 	t.rep.Catalog = "seeded"
-	return seed(ctx, o, t)
-}
-
-// seed upserts bundles 0..n-1 one by one, keeping the p50 of the first and
-// of the last 100 (flat as the catalog grows), and stops at the first
-// failure: a half-seeded catalog makes every later figure meaningless.
-func seed(ctx context.Context, o options, t *target) error {
 	o.logf("%s: seeding %d bundles through %s", t.rep.Name, o.bundles, workload.ToolUpsert)
-	f, isFile := o.progress.(*os.File)
-	bar := progressbar.NewOptions(o.bundles, progressbar.OptionSetWriter(o.progress), progressbar.OptionSetDescription(t.rep.Name),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetVisibility(isFile && term.IsTerminal(int(f.Fd()))))
 	c := workload.Corpus{Seed: o.seed}
 	lat := make([]time.Duration, 0, o.bundles)
 	t0 := time.Now()
@@ -240,13 +226,10 @@ func seed(ctx context.Context, o options, t *target) error {
 		b, _ := c.Bundle(i, "1.0.0")
 		d, err := call(ctx, t.srv.Sessions[0], op{tool: workload.ToolUpsert}, map[string]any{"bundle": b})
 		if err != nil {
-			_ = bar.Exit()
 			return fmt.Errorf("seeding bundle %d: %w\n%s", i, err, t.srv.Stderr())
 		}
 		lat = append(lat, d)
-		_ = bar.Add(1)
 	}
-	_ = bar.Finish()
 	o.logf("%s: seeded in %.1f s", t.rep.Name, time.Since(t0).Seconds())
 	if k := min(100, len(lat)); len(lat) >= 2*k {
 		t.rep.SeedFirstP50MS = summarize(lat[:k], 0).P50MS
@@ -255,10 +238,8 @@ func seed(ctx context.Context, o options, t *target) error {
 	return nil
 }
 
-// alternate makes the same calls of one operation to every binary that
-// has its tool, one call to each in turn with the first rotating, so both
-// see the machine in the same state; the first tenth (at most 20 calls)
-// warms up and is not counted.
+// alternate makes the same calls to every binary that has the tool, in
+// turn with the first rotating; the first tenth (at most 20) warms up.
 func alternate(ctx context.Context, o options, targets []*target, name string, p op) {
 	var active []*target
 	for _, t := range targets {
@@ -271,8 +252,7 @@ func alternate(ctx context.Context, o options, targets []*target, name string, p
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(name))
 	rngs := make([]*rand.Rand, len(active))
-	lat := make([][]time.Duration, len(active))
-	errs := make([]int, len(active))
+	lat, errs := make([][]time.Duration, len(active)), make([]int, len(active))
 	for i := range active {
 		rngs[i] = rand.New(rand.NewPCG(o.seed, h.Sum64()))
 	}
@@ -280,33 +260,21 @@ func alternate(ctx context.Context, o options, targets []*target, name string, p
 	for k := 0; k < warm+o.calls && ctx.Err() == nil; k++ {
 		for j := range active {
 			x := (k + j) % len(active)
-			var args map[string]any
-			if p.args != nil {
-				args = p.args(rngs[x], k)
+			if d, err := call(ctx, active[x].srv.Sessions[0], p, p.args(rngs[x], k)); k >= warm {
+				lat[x], errs[x] = append(lat[x], d), errs[x]+btoi(err != nil)
 			}
-			d, err := call(ctx, active[x].srv.Sessions[0], p, args)
-			if k < warm {
-				continue
-			}
-			lat[x] = append(lat[x], d)
-			errs[x] += btoi(err != nil)
 		}
 	}
 	for i, t := range active {
-		if t.rep.Ops == nil {
-			t.rep.Ops = map[string]stats{}
-		}
 		t.rep.Ops[name] = summarize(lat[i], errs[i])
 	}
 }
 
-// httpPolicy lifts the anonymous caller's rate limit (60 calls a minute by
-// default, which a load run would only measure refusals of); capabilities
-// and receipts stay as the server's default, so their cost is measured.
+// httpPolicy lifts the anonymous caller's rate limit; the rest stays default.
 const httpPolicy = "version = 1\n\n[anonymous]\ncalls_per_minute = 0\n"
 
-// measureHTTP starts ours over Streamable HTTP on its seeded database and
-// runs --clients sessions of the read mix for --duration.
+// measureHTTP runs --clients Streamable HTTP sessions of the read mix on
+// ours' seeded database for --duration.
 func measureHTTP(ctx context.Context, o options, t *target, ops map[string]op) (*stats, error) {
 	policy := filepath.Join(t.dir, "accords-load-policy.toml")
 	if err := os.WriteFile(policy, []byte(httpPolicy), 0o600); err != nil {
@@ -319,8 +287,7 @@ func measureHTTP(ctx context.Context, o options, t *target, ops map[string]op) (
 		return nil, err
 	}
 	o.logf("measuring http reads: %d clients for %s", o.clients, o.duration)
-	lat := make([][]time.Duration, len(srv.Sessions))
-	errs := make([]int, len(srv.Sessions))
+	lat, errs := make([][]time.Duration, len(srv.Sessions)), make([]int, len(srv.Sessions))
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for i, cs := range srv.Sessions {
@@ -329,8 +296,7 @@ func measureHTTP(ctx context.Context, o options, t *target, ops map[string]op) (
 			for time.Since(t0) < o.duration && ctx.Err() == nil {
 				p := ops[readMix[r.IntN(len(readMix))]]
 				d, err := call(ctx, cs, p, p.args(r, 0))
-				lat[i] = append(lat[i], d)
-				errs[i] += btoi(err != nil)
+				lat[i], errs[i] = append(lat[i], d), errs[i]+btoi(err != nil)
 			}
 		})
 	}
@@ -350,23 +316,7 @@ func btoi(b bool) int {
 	return 0
 }
 
-// peakRSS is a process's high-water resident set (VmHWM, Linux).
-func peakRSS(pid int) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc status")
-}
-
-// loadAverage is the one-minute load average (Linux; "?" elsewhere): the
-// figures of a busy machine are slower.
+// loadAverage is the one-minute load average (Linux; "?" elsewhere).
 func loadAverage() string {
 	raw, _ := os.ReadFile("/proc/loadavg")
 	return strings.Join(append(strings.Fields(string(raw)), "?")[:1], "")

@@ -11,13 +11,12 @@ import (
 
 // stats are one operation's figures: nearest-rank percentiles in ms.
 type stats struct {
-	Calls  int     `json:"calls"`
-	Errors int     `json:"errors"`
-	P50MS  float64 `json:"p50_ms"`
-	P95MS  float64 `json:"p95_ms"`
-	P99MS  float64 `json:"p99_ms"`
-	// PerSec and Clients: the HTTP run's throughput and sessions.
-	PerSec  float64 `json:"per_sec,omitempty"`
+	Calls   int     `json:"calls"`
+	Errors  int     `json:"errors"`
+	P50MS   float64 `json:"p50_ms"`
+	P95MS   float64 `json:"p95_ms"`
+	P99MS   float64 `json:"p99_ms"`
+	PerSec  float64 `json:"per_sec,omitempty"` // HTTP run only
 	Clients int     `json:"clients,omitempty"`
 }
 
@@ -34,32 +33,21 @@ func summarize(d []time.Duration, errs int) stats {
 }
 
 func (s stats) at(pct int) float64 {
-	switch pct {
-	case 95:
-		return s.P95MS
-	case 99:
-		return s.P99MS
-	}
-	return s.P50MS
+	return map[int]float64{50: s.P50MS, 95: s.P95MS, 99: s.P99MS}[pct]
 }
 
-// targetReport is one binary's figures.
+// targetReport is one binary's figures; Missing are the operations whose
+// tool it does not register.
 type targetReport struct {
-	Name string `json:"name"`
-	Bin  string `json:"bin"`
-	// StartupMS is the median time from process start to the initialize
-	// answer on a fresh empty database.
-	StartupMS float64 `json:"startup_ms"`
-	// Catalog is "seeded", "kept" (reused from --keep) or "not seeded".
-	Catalog string `json:"catalog"`
-	// SeedFirstP50MS and SeedLastP50MS are the upsert p50 over the first
-	// and the last 100 bundles of the seed.
+	Name           string           `json:"name"`
+	Bin            string           `json:"bin"`
+	StartupMS      float64          `json:"startup_ms"`
+	Catalog        string           `json:"catalog"` // "seeded" or "its own"
 	SeedFirstP50MS float64          `json:"seed_first_p50_ms,omitempty"`
 	SeedLastP50MS  float64          `json:"seed_last_p50_ms,omitempty"`
 	PeakRSSMiB     float64          `json:"peak_rss_mib"`
 	Ops            map[string]stats `json:"ops"`
-	// Missing are the operations whose tool it does not register.
-	Missing []string `json:"missing,omitempty"`
+	Missing        []string         `json:"missing,omitempty"`
 }
 
 type report struct {
@@ -73,17 +61,15 @@ type report struct {
 	Failures    []string        `json:"failures"`
 }
 
-// row is a line of the table: an operation's stats per binary, or a
-// figure in the p50 column; failed when ours misses its budget or a call
-// failed.
+// row is a line of the table (a scalar figure sits in the p50 column);
+// failed when ours misses its budget or a call failed.
 type row struct {
 	label, budget string
 	ours, cmp     *stats
 	failed        bool
 }
 
-// rows are the table: the operations, then start-up, the seed, peak RSS
-// and HTTP.
+// rows are the operations, then start-up, the seed, peak RSS and HTTP.
 func rows(o options, rep *report) []row {
 	var out []row
 	ts := rep.Targets
@@ -97,7 +83,6 @@ func rows(o options, rep *report) []row {
 	}
 	for _, op := range o.ops {
 		r := row{label: op, ours: stat(0, op), cmp: stat(1, op)}
-		// Ours without the tool fails, and is not looked at further.
 		r.failed = r.ours == nil || r.ours.Errors > 0
 		for _, b := range callBudgets {
 			if b.op == op {
@@ -144,8 +129,7 @@ func ratio(a, b *stats) float64 {
 	return a.P50MS / b.P50MS
 }
 
-// writeTable prints the report as one table: each binary's p50/p95/p99
-// and failed calls, ours over compare at the p50, the budget.
+// writeTable prints the report as one table.
 func writeTable(w io.Writer, rep *report, table []row) {
 	fmt.Fprintf(w, "accords-load: %d bundles, %d calls an operation over stdio, seed %d, %d CPUs, load average %s\n",
 		rep.Bundles, rep.Calls, rep.Seed, rep.CPUs, rep.LoadAverage)
@@ -187,9 +171,9 @@ func writeTable(w io.Writer, rep *report, table []row) {
 		fmt.Fprintln(tw, line+strings.TrimSpace(r.budget)+"\t")
 	}
 	tw.Flush()
-	if len(rep.Failures) == 0 {
-		fmt.Fprintln(w, "every budget met")
-	} else {
+	if len(rep.Failures) > 0 {
 		fmt.Fprintln(w, "budget failed:", strings.Join(rep.Failures, "; "))
+		return
 	}
+	fmt.Fprintln(w, "every budget met")
 }

@@ -206,14 +206,13 @@ func (s *Service) Render(ctx context.Context, r RenderRequest) (*RenderResult, e
 	if _, err := NormalizeOutputKind(r.OutputKind); err != nil {
 		return nil, err
 	}
-	t, err := s.template(r.CookbookID, r.Version, tid)
+	b, err := s.template(r.CookbookID, r.Version, tid)
 	if err != nil {
 		return nil, err
 	}
-	b := t.bundle
 	if len(b.Entries) == 0 {
 		return nil, apperr.New(apperr.CodeTemplateNotFound, "template not found in cookbook").
 			With("cookbook_id", b.CookbookID).With("version", b.Version).With("template_id", clip(tid))
 	}
-	return renderEntry(b, &b.Entries[0], r.Inputs, r.OutputKind, t.inputSchema)
+	return RenderEntry(b, &b.Entries[0], r.Inputs, r.OutputKind)
 }

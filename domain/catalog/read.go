@@ -107,16 +107,10 @@ func (s *Service) Export(ctx context.Context, id, version string) (json.RawMessa
 
 // template reads id@version (latest when version is empty) with only its
 // entry entryID decoded: a bundle whose Entries hold that entry, or none
-// when the bundle has no such entry. Render uses it instead of Get, which
-// decodes, copies and hashes the whole bundle, and reuses what an earlier
-// render decoded from the same stored bytes.
-func (s *Service) template(id, version, entryID string) (*cachedTemplate, error) {
-	var out *cachedTemplate
+// when the bundle has no such entry.
+func (s *Service) template(id, version, entryID string) (*Bundle, error) {
+	var out *Bundle
 	err := s.readRaw(id, version, func(v string, stored []byte) error {
-		key := templateKey{cookbookID: id, version: v, entryID: entryID}
-		if out = s.templates.get(key, stored); out != nil {
-			return nil
-		}
 		raw, err := unpack(stored)
 		if err != nil {
 			return storedNotJSON(id, v, err)
@@ -129,7 +123,7 @@ func (s *Service) template(id, version, entryID string) (*cachedTemplate, error)
 		if e != nil {
 			b.Entries = []Entry{*e}
 		}
-		out = s.templates.put(key, stored, b)
+		out = b
 		return nil
 	})
 	return out, err
@@ -198,13 +192,11 @@ func (s *Service) Entry(ctx context.Context, id, version, entryID string) (*Entr
 
 // EntryOf returns entry entryID of id@version (latest when version is
 // empty), decoded, in the bundle it was read from (holding that entry
-// alone); the entry is nil when the bundle has none of that id. Only that
-// entry is decoded, as for a render, and the same cached decoding serves
-// both: what it returns is shared and must not be modified.
+// alone); the entry is nil when the bundle has none of that id.
 func (s *Service) EntryOf(_ context.Context, id, version, entryID string) (*Bundle, *Entry, error) {
-	t, err := s.template(id, version, entryID)
+	b, err := s.template(id, version, entryID)
 	if err != nil {
 		return nil, nil, err
 	}
-	return t.bundle, t.bundle.Entry(entryID), nil
+	return b, b.Entry(entryID), nil
 }

@@ -68,14 +68,7 @@ type RenderResult struct {
 
 // RenderEntry renders a template entry of bundle b with inputs. It is
 // pure: nothing is executed or stored.
-func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) (*RenderResult, error) {
-	return renderEntry(b, e, inputs, outputKind, func() (*jsonschema.Resolved, error) { return compileInputSchema(e.InputSchema) })
-}
-
-// renderEntry is RenderEntry with the entry's input schema compiled by
-// schema (called only when the entry has one), so a cached template
-// compiles it once.
-func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, schema func() (*jsonschema.Resolved, error)) (res *RenderResult, err error) {
+func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) (res *RenderResult, err error) {
 	warnings := unknownInputs(e, inputs)
 	defer func() {
 		switch {
@@ -153,7 +146,7 @@ func renderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string, 
 			With("cookbook_id", b.CookbookID).With("version", b.Version).With("template_id", e.EntryID).With("missing_inputs", missing)
 	}
 	if e.InputSchema != nil {
-		rs, err := schema()
+		rs, err := compileInputSchema(e.InputSchema)
 		if err == nil {
 			err = rs.Validate(effective)
 		}
@@ -407,27 +400,12 @@ func setAt(node any, segs []string, val any) (any, error) {
 // ---------------------------------------------------------------------------
 // input_schema
 
-// compileInputSchema compiles an entry's input schema, or returns the
-// compiled form of the same schema (byte for byte in canonical JSON) from
-// compiledSchemas: compiling was a third of a render of a template not
-// cached, and the versions of a cookbook, like the cookbooks of one
-// connector, tend to repeat their schemas.
+// compileInputSchema compiles an entry's input schema.
 func compileInputSchema(m map[string]any) (*jsonschema.Resolved, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	if rs := compiledSchemas.get(raw); rs != nil {
-		return rs, nil
-	}
-	rs, err := compileSchemaJSON(raw)
-	if err == nil {
-		compiledSchemas.put(raw, rs)
-	}
-	return rs, err
-}
-
-func compileSchemaJSON(raw []byte) (*jsonschema.Resolved, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, err

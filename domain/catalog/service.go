@@ -91,9 +91,6 @@ type Service struct {
 	rebuilding atomic.Bool
 	bgDone     sync.WaitGroup
 
-	// templates keeps decoded templates for Render.
-	templates *templateCache
-
 	// stopFollow ends the watch Follow started.
 	stopFollow atomic.Pointer[context.CancelFunc]
 
@@ -106,7 +103,7 @@ type Service struct {
 // index against the catalog revision and rebuilding or catching it up when
 // it is missing, corrupt, from another mapping, ahead or behind (D8).
 func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*Service, error) {
-	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes, templates: newTemplateCache(),
+	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes,
 		background: opts.BackgroundRebuild, buildHook: opts.buildHook}
 	if s.maxBundleBytes <= 0 {
 		s.maxBundleBytes = DefaultMaxBundleBytes

@@ -131,9 +131,6 @@ func Default() (*Registry, error) {
 	return defaultReg, defaultErr
 }
 
-// EmbeddedRegistryJSON returns the raw embedded registry document.
-func EmbeddedRegistryJSON() []byte { return bytes.Clone(embeddedRegistry) }
-
 var (
 	safeID    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 	inputKeyR = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)

@@ -346,16 +346,6 @@ func StartUnix(path string, opts Options) (*Server, error) {
 	return serve(New(opts), ln, "http://localhost", path), nil
 }
 
-// Serve runs sim on an existing listener.
-func Serve(sim *Sim, ln net.Listener) *Server {
-	base := "http://" + ln.Addr().String()
-	sock := ""
-	if ln.Addr().Network() == "unix" {
-		base, sock = "http://localhost", ln.Addr().String()
-	}
-	return serve(sim, ln, base, sock)
-}
-
 func serve(sim *Sim, ln net.Listener, base, sock string) *Server {
 	var h http.Handler = sim
 	if sim.opts.Middleware != nil {

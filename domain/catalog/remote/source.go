@@ -68,17 +68,6 @@ func schemaInvalid(field, msg string) *apperr.Error {
 	return apperr.New(apperr.CodeCatalogSchemaInvalid, "%s", msg).With("field", field)
 }
 
-// ValidateID checks a source_id against the project's id charset (D6).
-func ValidateID(field, id string) error {
-	if id == "" {
-		return apperr.Validation(field, "%s is required", field)
-	}
-	if !ident.ID.Valid(id) {
-		return apperr.Validation(field, "%s must match %s", field, ident.ID)
-	}
-	return nil
-}
-
 // parseHTTPURL accepts absolute http(s) URLs with a host and no fragment
 // surprises; it returns the parsed URL.
 func parseHTTPURL(raw string) (*url.URL, bool) {

@@ -72,39 +72,3 @@ func TestCachedTemplatesAreNotChangedByRenders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"n": float64(5), "s": "x"}, res.Rendered["request"])
 }
-
-// TestIdenticalInputSchemasAreCompiledOnce: schemas equal in canonical JSON
-// share one compiled form, and each template is still checked against its
-// own schema.
-func TestIdenticalInputSchemasAreCompiledOnce(t *testing.T) {
-	schema := func(required string) map[string]any {
-		return map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}, "b": map[string]any{"type": "integer"}}, "required": []any{required}}
-	}
-	x, err := compileInputSchema(schema("a"))
-	require.NoError(t, err)
-	y, err := compileInputSchema(schema("a"))
-	require.NoError(t, err)
-	assert.Same(t, x, y, "the same schema is compiled once")
-	z, err := compileInputSchema(schema("b"))
-	require.NoError(t, err)
-	assert.NotSame(t, x, z)
-	require.NoError(t, x.Validate(map[string]any{"a": "s"}))
-	require.Error(t, z.Validate(map[string]any{"a": "s"}), "b is required by the second schema only")
-	require.Error(t, x.Validate(map[string]any{"a": "s", "b": "not a number"}))
-
-	// A large schema is compiled every time rather than kept.
-	big := schema("a")
-	big["description"] = strings.Repeat("d", schemaCacheMaxBytes)
-	p, err := compileInputSchema(big)
-	require.NoError(t, err)
-	q, err := compileInputSchema(big)
-	require.NoError(t, err)
-	assert.NotSame(t, p, q)
-
-	// An invalid schema is an error each time, never a cached success.
-	bad := map[string]any{"type": 7}
-	for range 2 {
-		_, err := compileInputSchema(bad)
-		require.Error(t, err)
-	}
-}
