@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/envelope"
-	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,7 +54,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 			}
 		}
 		pol := g.policy.Load()
-		addr := transport.ClientIP(r.Context())
+		addr := caller.ClientIP(r.Context())
 		if !pol.HasCallers() {
 			p := caller.Resolve(caller.Request{HTTP: true, Header: r.Header, Addr: addr}, fixedTenants(pol))
 			if !g.tenants.admit(p.Scope) {

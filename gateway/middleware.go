@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/gateway/rules"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

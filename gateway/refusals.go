@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 )
 
 // Refusal summaries. Calls the gateway refuses before they reach a rule

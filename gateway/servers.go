@@ -3,10 +3,9 @@ package gateway
 import (
 	"context"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/gateway/policy"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/tools"
-	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,7 +62,7 @@ func (g *Gateway) Principal(ctx context.Context, extra *mcp.RequestExtra) caller
 	if extra != nil && extra.Header != nil {
 		r.HTTP, r.Header = true, extra.Header
 		r.VerifiedID, r.VerifiedTenant = verified(extra.TokenInfo)
-		r.Addr = transport.ClientIP(ctx)
+		r.Addr = caller.ClientIP(ctx)
 	}
 	return caller.Resolve(r, fixedTenants(g.policy.Load()))
 }

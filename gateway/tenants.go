@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 )
 
 // DefaultMaxAnonymousTenants is how many tenants anonymous HTTP callers

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"

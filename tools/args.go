@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,16 +29,6 @@ var (
 // before 2026-07-28 (values pass, cancellation does not), so the call
 // middleware re-attaches it: a call ends when its POST ends.
 type httpCallKey struct{}
-
-// clientAddrKey carries the client's IP address (rate limits).
-type clientAddrKey struct{}
-
-// ClientIP is the IP address of the HTTP client of the request ctx belongs
-// to, or "" (stdio).
-func ClientIP(ctx context.Context) string {
-	s, _ := ctx.Value(clientAddrKey{}).(string)
-	return s
-}
 
 func remoteIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -163,7 +163,7 @@ func NewHTTPHandler(o HTTPOptions) http.Handler {
 			defer calls.add(callKey(r, req.ID), cancel)()
 		}
 		ctx := context.WithValue(carrier, httpCallKey{}, carrier)
-		ctx = context.WithValue(ctx, clientAddrKey{}, remoteIP(r))
+		ctx = caller.WithClientIP(ctx, remoteIP(r))
 		r = r.WithContext(ctx)
 		dispatch.ServeHTTP(w, r)
 	})
@@ -216,7 +216,7 @@ func checkTenantHeaders(next http.Handler) http.Handler {
 
 func withClientIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, remoteIP(r))))
+		next.ServeHTTP(w, r.WithContext(caller.WithClientIP(r.Context(), remoteIP(r))))
 	})
 }
 

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/reqlog"
 	"github.com/accordsai/accords-mcp/tools"

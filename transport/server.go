@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/tools"

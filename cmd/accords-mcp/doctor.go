@@ -15,9 +15,9 @@ import (
 
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/ops/doctor"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/ops/admin"
+	"github.com/accordsai/accords-mcp/platform/caller"
 )
 
 func init() {

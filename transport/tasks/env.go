@@ -10,7 +10,7 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/approval/task"
 	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 )
 

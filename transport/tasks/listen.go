@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/accordsai/accords-mcp/domain/approval/task"
-	"github.com/accordsai/accords-mcp/gateway/caller"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

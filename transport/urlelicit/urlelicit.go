@@ -30,8 +30,8 @@ import (
 
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/session"
-	"github.com/accordsai/accords-mcp/gateway/caller"
 	"github.com/accordsai/accords-mcp/platform/apperr"
+	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
 	"github.com/accordsai/accords-mcp/tools"

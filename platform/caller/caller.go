@@ -173,3 +173,18 @@ func From(ctx context.Context) Principal {
 	}
 	return Local()
 }
+
+type addrKey struct{}
+
+// WithClientIP returns ctx carrying the IP address of the HTTP client of
+// its request (the transport sets it; rate limits of anonymous callers
+// read it).
+func WithClientIP(ctx context.Context, ip string) context.Context {
+	return context.WithValue(ctx, addrKey{}, ip)
+}
+
+// ClientIP is the IP address WithClientIP put in ctx, or "" (stdio).
+func ClientIP(ctx context.Context) string {
+	s, _ := ctx.Value(addrKey{}).(string)
+	return s
+}
