@@ -337,31 +337,22 @@ func (a *App) init() error {
 			return b2f(a.Fleet.State().Reachable), true
 		})
 	}
-	known := func(name string) bool { _, ok := reg.Lookup(name); return ok }
 	if err := a.openTasks(); err != nil {
 		a.Audit.Close()
 		return err
 	}
 	a.Drain = lifecycle.NewDrain()
 	a.Builder = &transport.Builder{
-		Drain:               a.Drain,
 		Logger:              a.Logger,
 		SDKLogger:           a.sdkLogger(),
 		Instructions:        routes.Instructions(false),
 		DynamicInstructions: routes.Instructions(true),
-		// The gate comes first: a call held during a restore has not
-		// started (tasks/* included). The attached client's context applies
-		// before the Tasks extension binds a task to its caller.
-		First: []mcp.Middleware{gateMiddleware(a.Gate), a.clients.middleware},
-		// The extensions' middleware runs next, then Outer: outside the
-		// gateway, so calls it refuses are counted too.
-		Extensions: []transport.Extension{a.Tasks},
-		Outer:      []mcp.Middleware{transport.Observe(a.Metrics, transport.ObserveOptions{Known: known, Logger: a.Logger})},
-		WrapTool:   a.elicit.Wrap,
+		Extensions:          []transport.Extension{a.Tasks},
+		WrapTool:            a.elicit.Wrap,
 	}
 	a.Gateway, err = gateway.New(gateway.Options{
 		Registry:        reg,
-		Builder:         a.Builder,
+		Servers:         a.Builder,
 		PolicyFile:      a.Config.PolicyFile,
 		ReadOnly:        a.Config.ReadOnly,
 		Toolsets:        a.Config.Toolsets,
@@ -381,7 +372,9 @@ func (a *App) init() error {
 		a.Audit.Close()
 		return err
 	}
-	a.Tasks.SetGate(a.Gateway)
+	// Servers are built on demand, once the list is complete.
+	a.Builder.Middleware = a.middleware()
+	a.Tasks.SetGate(taskGate{a.Gateway})
 	if err := a.Tasks.Start(); err != nil {
 		a.Logger.Warn("resuming tasks failed", "error", err)
 	}
@@ -439,9 +432,7 @@ func (a *App) finishApproval(ctx context.Context, scope string, c approval.Conti
 
 // auditVerifyDelay holds the start-up verification of the newest receipts
 // back until a client that launched the server has initialized and listed
-// the tools: on two cores the verification's thousands of hashes made that
-// handshake a quarter slower (tools/list at 10,000 bundles 51-55 ms at the
-// median, 40 ms with it held back).
+// the tools, so its hashing does not compete with that handshake.
 const auditVerifyDelay = 250 * time.Millisecond
 
 // openAudit loads the audit key (outside the database folder), opens the

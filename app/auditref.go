@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/tools"
 )
 
 // auditRef is the audit log as the gateway, the tools, /healthz and the
@@ -21,4 +22,18 @@ func (r *auditRef) Append(rec audit.Receipt) (audit.Ref, error) { return r.p.Loa
 func (r *auditRef) AppendSync(rec audit.Receipt) (audit.Ref, error) {
 	return r.p.Load().AppendSync(rec)
 }
-func (r *auditRef) List(f audit.Filter) ([]audit.Receipt, error) { return r.p.Load().List(f) }
+
+// ListReceipts implements tools.AuditLister.
+func (r *auditRef) ListReceipts(q tools.AuditQuery) ([]any, error) {
+	return listReceipts(r.p.Load(), q)
+}
+
+// listReceipts is the audit log as the tools read it.
+func listReceipts(l *audit.Log, q tools.AuditQuery) ([]any, error) {
+	rs, err := l.List(audit.Filter{Scope: q.Scope, Tool: q.Tool, Outcome: q.Outcome, Since: q.Since, Limit: q.Limit})
+	out := make([]any, len(rs))
+	for i := range rs {
+		out[i] = rs[i]
+	}
+	return out, err
+}

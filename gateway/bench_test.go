@@ -117,7 +117,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		out := *res
 		return &out, nil
 	}
-	mw := h.gw.Middleware(next)
+	mw := h.gw.Calls(next)
 	ctx := caller.With(context.Background(), caller.Local())
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "vaultclaw_session_status", Arguments: []byte(`{}`)}}
 	b.ReportAllocs()
@@ -156,7 +156,7 @@ func BenchmarkMiddlewareTracing(b *testing.B) {
 				out := *res
 				return &out, nil
 			}
-			mw := h.gw.Middleware(next)
+			mw := h.gw.Calls(next)
 			ctx := caller.With(context.Background(), caller.Local())
 			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: c.meta, Name: "vaultclaw_session_status", Arguments: []byte(`{}`)}}
 			b.ReportAllocs()

@@ -226,7 +226,7 @@ func (s *liveSession) offeredToolsets() []string {
 // server has one session (a process's own, or one attached client's), so
 // it tells exactly the session whose list changed.
 func (g *Gateway) announce(srv *mcp.Server) {
-	g.builder.AnnounceToolsChanged(srv, g.visible)
+	g.opts.Servers.AnnounceToolsChanged(srv, g.visible)
 }
 
 // announceReload tells every session whose list differs between the old

@@ -1,13 +1,17 @@
 // Package gateway is the MCP glue of the policy layer: it resolves the
 // caller of each request, filters what the caller may see, refuses calls
 // outside its capabilities or rate limits, and writes one audit receipt for
-// every tools/call. Domain logic lives in audit, caller, policy and
-// ratelimit; this package only adapts them to go-sdk middleware and HTTP.
+// every tools/call. Domain logic lives in audit, policy, rules and
+// ratelimit (and platform/caller); this package adapts them to go-sdk
+// middleware and HTTP. It does not build or serve servers: the composition
+// root places its middleware in the transport's list and gives it the
+// transport's server builder (Servers).
 //
 // Files: gateway.go (options, policy loading and reload), visibility.go
 // (what a caller may see and call), middleware.go (admission and receipts),
-// refusals.go (summaries of repeated refusals), servers.go (the per-caller
-// server cache and principal resolution), http.go (bearer authentication).
+// tasks.go (tasks/* limits and task receipts), refusals.go (summaries of
+// repeated refusals), servers.go (the per-caller server cache and principal
+// resolution), http.go (bearer authentication).
 package gateway
 
 import (
@@ -26,7 +30,6 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/gateway/ratelimit"
 	"github.com/accordsai/accords-mcp/tools"
-	"github.com/accordsai/accords-mcp/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -51,13 +54,27 @@ type Recorder interface {
 	Integrity() (*audit.Problem, error)
 }
 
+// Servers make the MCP servers the gateway hands out (transport.Builder);
+// their middleware includes the gateway's (Principal, ListFilter,
+// MethodLimits, Calls).
+type Servers interface {
+	// Build returns a server for stateless requests exposing reg.
+	Build(reg *tools.Registry) *mcp.Server
+	// BuildSession returns a server for one lasting session exposing reg
+	// and advertising list changes; a dynamic one starts with the core
+	// tools.
+	BuildSession(reg *tools.Registry, dynamic bool) *mcp.Server
+	// AnnounceToolsChanged tells s's sessions their tool list changed.
+	AnnounceToolsChanged(s *mcp.Server, reg *tools.Registry)
+}
+
 // Options configure the gateway.
 type Options struct {
 	// Registry holds every tool the binary has.
 	Registry *tools.Registry
-	// Builder makes MCP servers; the gateway adds its principal resolver and
-	// middleware in front of Builder.Middleware.
-	Builder *transport.Builder
+	// Servers builds the servers StdioServer, ClientServer and GetServer
+	// return (needed only to serve).
+	Servers Servers
 	// PolicyFile is ACCORDS_MCP_POLICY_FILE ("" = built-in default policy).
 	PolicyFile string
 	// ReadOnly removes every write tool on every transport.
@@ -108,7 +125,6 @@ type Gateway struct {
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
 	known   policy.Known
-	builder transport.Builder
 
 	reloadMu sync.Mutex
 	// public is set once the HTTP bridge listens beyond loopback: a reload
@@ -184,13 +200,6 @@ func New(o Options) (*Gateway, error) {
 			g.logger.Error("audit refusal summary not written", "tool", rec.Tool, "call_id", rec.CallID, "count", rec.Count, "error", err.Error())
 		}
 	})
-	if o.Builder != nil {
-		g.builder = *o.Builder
-	}
-	g.builder.Logger = o.Logger
-	g.builder.Principal = g.Principal
-	g.builder.Middleware = append([]mcp.Middleware{g.Middleware}, g.builder.Middleware...)
-
 	capSet, tsSet := map[string]bool{}, map[string]bool{}
 	for _, c := range KnownCapabilities {
 		capSet[c] = true

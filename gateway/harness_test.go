@@ -95,7 +95,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	mh := vault.NewModuleHash(client, nil)
 	exec := &execution.Service{Vault: client, ModuleHash: mh, Handles: approval.NewStore(h.db, 0)}
 	reg, err := tools.Select(tools.Deps{
-		Sessions: sessions, Vault: client, Execution: exec, Handles: exec.Handles, Audit: h.log,
+		Sessions: sessions, Vault: client, Execution: exec, Handles: exec.Handles, Audit: receiptLister{h.log},
 		Passport: &passport.Service{Sessions: sessions, Vault: client, ModuleHash: mh, Exec: exec},
 	}, tools.InToolsets(tools.ToolsetSession, tools.ToolsetVault, tools.ToolsetApprovals, tools.ToolsetAudit, tools.ToolsetDynamic))
 	require.NoError(t, err)
@@ -112,12 +112,14 @@ func newHarness(t testing.TB, s setup) *harness {
 	if s.recorder != nil {
 		rec = s.recorder(h.log)
 	}
+	servers := &transport.Builder{}
 	h.gw, err = New(Options{
-		Registry: reg, Builder: &transport.Builder{}, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
+		Registry: reg, Servers: servers, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
 		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, DynamicToolsets: s.dynamic, Tracer: s.tracer,
 		RefusalWindow: s.refusalWindow,
 	})
 	require.NoError(t, err)
+	servers.Middleware = []mcp.Middleware{transport.Principal(h.gw.Principal), h.gw.ListFilter, h.gw.Calls}
 	t.Cleanup(func() {
 		h.gw.Close()
 		h.log.Close()
@@ -192,4 +194,16 @@ func (h *harness) receipts(f audit.Filter) []audit.Receipt {
 
 func envelopeOK() envelope.Envelope {
 	return envelope.Success(map[string]any{"configured": false}, envelope.Meta{})
+}
+
+// receiptLister is the audit log as the tools list it.
+type receiptLister struct{ l *audit.Log }
+
+func (r receiptLister) ListReceipts(q tools.AuditQuery) ([]any, error) {
+	rs, err := r.l.List(audit.Filter{Scope: q.Scope, Tool: q.Tool, Outcome: q.Outcome, Since: q.Since, Limit: q.Limit})
+	out := make([]any, len(rs))
+	for i := range rs {
+		out[i] = rs[i]
+	}
+	return out, err
 }

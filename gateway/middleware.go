@@ -15,32 +15,37 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/tools"
-	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Middleware is the receiving middleware: capability, then rate limit, then
-// the call, then the receipt. It sees every tool, including tools other
-// teams add later: nothing per tool is needed to have them audited.
-func (g *Gateway) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
+// Calls is the tools/call middleware: capability (with read-only,
+// toolsets and the session's enabled toolsets), audit health, rate limit
+// and the rules that read the call, then the call, then its receipt. It
+// sees every tool, including tools added later: nothing per tool is
+// needed to have them audited. It needs the principal (caller.From).
+func (g *Gateway) Calls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "tools/call":
-			if ctr, ok := req.(*mcp.CallToolRequest); ok {
-				return g.call(ctx, method, ctr, next)
-			}
-		case tasks.MethodGet, tasks.MethodUpdate, tasks.MethodCancel:
-			return g.taskMethod(ctx, method, req, next)
-		case "tools/list":
-			s := g.sessionOf(ctx, req)
-			res, err := next(ctx, method, req)
-			if err != nil {
-				return res, err
-			}
-			return g.filterList(ctx, s, res), nil
+		if ctr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+			return g.call(ctx, method, ctr, next)
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// ListFilter is the tools/list middleware: the answer keeps the tools the
+// caller may call and, in a dynamic session, those the session enabled.
+func (g *Gateway) ListFilter(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/list" {
+			return next(ctx, method, req)
+		}
+		s := g.sessionOf(ctx, req)
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		return g.filterList(ctx, s, res), nil
 	}
 }
 

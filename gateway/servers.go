@@ -27,12 +27,8 @@ func (g *Gateway) StdioServer() *mcp.Server {
 // and get the instructions that go with it.
 func (g *Gateway) ClientServer(v View) *mcp.Server {
 	dynamic := g.opts.DynamicToolsets || v.Dynamic
-	b := g.builder
-	b.ListChanged = true
-	if dynamic {
-		b.Instructions = b.DynamicInstructions
-	}
-	s := b.Build(g.visible)
+	s := g.opts.Servers.BuildSession(g.visible, dynamic)
+	// Outermost, around the list the server was built with.
 	s.AddReceivingMiddleware(bindServer(&boundServer{srv: s, dynamic: dynamic}))
 	return s
 }
@@ -50,13 +46,13 @@ func (g *Gateway) serverFor(c *policy.Caller) *mcp.Server {
 	}
 	// The discovery tools need a session to grow: never over HTTP.
 	reg := g.visible.Filter(func(t tools.Tool) bool { return t.Toolset != tools.ToolsetDynamic && g.refusal(c, t) == nil })
-	s, _ := g.servers.LoadOrStore(key, g.builder.Build(reg))
+	s, _ := g.servers.LoadOrStore(key, g.opts.Servers.Build(reg))
 	return s.(*mcp.Server)
 }
 
 // Principal resolves the caller of one MCP request (the rules are
 // caller.Resolve's): extra is nil on stdio; on HTTP it carries the caller
-// Wrap authenticated, if any.
+// Wrap authenticated, if any. It is the transport's principal resolver.
 func (g *Gateway) Principal(ctx context.Context, extra *mcp.RequestExtra) caller.Principal {
 	r := caller.Request{}
 	if extra != nil && extra.Header != nil {

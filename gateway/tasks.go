@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/caller"
-	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,21 +26,30 @@ func refusedRPC(e *apperr.Error) error {
 	return &jsonrpc.Error{Code: CodePolicyRefused, Message: e.Message, Data: data}
 }
 
-// taskMethod admits a tasks/* request: one rate-limit bucket per caller
-// and method (polling does not spend the tool's own budget). Ownership and
-// the tool's capability are checked by the extension (Allowed), which
-// knows the task.
-func (g *Gateway) taskMethod(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	p := caller.From(ctx)
-	if refused := g.limit(p, g.callerFor(g.policy.Load(), p), method); refused != nil {
-		return nil, refusedRPC(refused)
+// MethodLimits rate-limits requests of the methods outside tool calls
+// (tasks/*): one bucket per caller and method, so polling does not spend
+// the tool's own budget; a refusal is a CodePolicyRefused JSON-RPC error.
+// Ownership and the tool's capability are the extension's to check
+// (Allowed), which knows the task.
+func (g *Gateway) MethodLimits(methods ...string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if !slices.Contains(methods, method) {
+				return next(ctx, method, req)
+			}
+			p := caller.From(ctx)
+			if refused := g.limit(p, g.callerFor(g.policy.Load(), p), method); refused != nil {
+				return nil, refusedRPC(refused)
+			}
+			return next(ctx, method, req)
+		}
 	}
-	return next(ctx, method, req)
 }
 
 // Allowed reports whether p may still use tool (capability, read-only,
 // toolsets), for a tasks/* request on a task of that tool: a policy reload
-// that took the capability away also closes its tasks.
+// that took the capability away also closes its tasks. Its error is the
+// JSON-RPC answer.
 func (g *Gateway) Allowed(p caller.Principal, tool string) error {
 	t, ok := g.reg.Lookup(tool)
 	if !ok {
@@ -52,18 +61,37 @@ func (g *Gateway) Allowed(p caller.Principal, tool string) error {
 	return nil
 }
 
-// Record writes the receipt of a task event (tasks.Gate): a task that
-// finished, with its result's digest and outcome, or one its owner
-// cancelled. The receipt names the tools/call that created the task; its
-// reference goes into the task result's _meta as a tool call's does.
-func (g *Gateway) Record(e tasks.Event) map[string]any {
+// TaskEvent is what a task's receipt records: how it ended, or that its
+// owner cancelled it.
+type TaskEvent struct {
+	// Kind is the task's new status: completed, failed or cancelled.
+	Kind      string
+	Caller    string
+	Scope     string
+	Transport string
+	Tool      string
+	TaskRef   string
+	// ParentCallID is the tools/call that created the task.
+	ParentCallID string
+	// Outcome is the envelope's outcome (ok or its error code) for a
+	// completed task, else the status.
+	Outcome  string
+	Envelope json.RawMessage
+	Duration time.Duration
+}
+
+// RecordTask writes the receipt of a task event: a task that finished,
+// with its result's digest and outcome, or one its owner cancelled. The
+// receipt names the tools/call that created the task; the returned _meta
+// entries reference it as a tool call's result does.
+func (g *Gateway) RecordTask(e TaskEvent) map[string]any {
 	rec := audit.Receipt{
 		Type:         audit.TypeTask,
 		CallID:       newCallID(),
 		Timestamp:    g.opts.Now().UTC().Format(time.RFC3339Nano),
-		Caller:       e.Owner.Caller,
+		Caller:       e.Caller,
 		Transport:    e.Transport,
-		Scope:        e.Owner.Scope,
+		Scope:        e.Scope,
 		Tool:         truncate(e.Tool, MaxToolNameInReceipt),
 		ResultHash:   g.opts.Hasher.Sum(e.Envelope),
 		Outcome:      truncate(e.Outcome, 64),

@@ -5,14 +5,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// AuditLister reads receipts (audit.Log).
+// AuditQuery selects one scope's receipts.
+type AuditQuery struct {
+	Scope   string
+	Tool    string
+	Outcome string
+	Since   time.Time
+	Limit   int
+}
+
+// AuditLister reads receipts, newest first, each as its JSON object (the
+// audit log, adapted by the composition root).
 type AuditLister interface {
-	List(f audit.Filter) ([]audit.Receipt, error)
+	ListReceipts(q AuditQuery) ([]any, error)
 }
 
 // Audit listing bounds.
@@ -44,7 +53,7 @@ var auditReceiptsList = Define(Tool{
 }, listAuditReceipts)
 
 func listAuditReceipts(ctx context.Context, d *Deps, c *Call, in auditListIn) (Result, error) {
-	f := audit.Filter{Scope: c.Scope(), Tool: strings.TrimSpace(in.Tool), Outcome: strings.TrimSpace(in.Outcome), Limit: in.Limit}
+	f := AuditQuery{Scope: c.Scope(), Tool: strings.TrimSpace(in.Tool), Outcome: strings.TrimSpace(in.Outcome), Limit: in.Limit}
 	if f.Limit <= 0 {
 		f.Limit = auditDefaultLimit
 	}
@@ -55,7 +64,7 @@ func listAuditReceipts(ctx context.Context, d *Deps, c *Call, in auditListIn) (R
 		}
 		f.Since = since
 	}
-	rs, err := d.Audit.List(f)
+	rs, err := d.Audit.ListReceipts(f)
 	if err != nil {
 		return Result{}, apperr.Internal("list audit receipts", err)
 	}

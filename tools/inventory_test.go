@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -67,7 +66,7 @@ func TestBoundToolsSeeOnlyWhatTheyNeed(t *testing.T) {
 
 type fakeLister struct{}
 
-func (fakeLister) List(audit.Filter) ([]audit.Receipt, error) { return nil, nil }
+func (fakeLister) ListReceipts(AuditQuery) ([]any, error) { return nil, nil }
 
 // Every server built lists the input schema encoded once per process: the
 // bytes are the schema's encoding, each time.

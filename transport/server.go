@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/lifecycle"
@@ -18,28 +17,14 @@ import (
 // PrincipalFunc resolves the caller of one MCP request. extra is nil on stdio.
 type PrincipalFunc func(ctx context.Context, extra *mcp.RequestExtra) caller.Principal
 
-// DefaultPrincipal treats stdio as the local caller and an HTTP request as
-// an anonymous caller scoped by its tenant header (no policy).
-func DefaultPrincipal(_ context.Context, extra *mcp.RequestExtra) caller.Principal {
-	r := caller.Request{}
-	if extra != nil && extra.Header != nil {
-		r.HTTP, r.Header = true, extra.Header
-	}
-	return caller.Resolve(r, caller.Fixed{})
-}
-
 // Builder makes MCP servers exposing a registry.
 type Builder struct {
 	Logger *slog.Logger
-	// Principal resolves the caller of each request (DefaultPrincipal if nil).
-	Principal PrincipalFunc
-	// Middleware runs after the principal is known, outermost first (the
-	// gateway: capability, rate limit, audit).
+	// Middleware is every receiving middleware of the servers Build makes,
+	// outermost first (the composition root orders it). Without one that
+	// resolves the principal (Principal), every request is the local
+	// caller's.
 	Middleware []mcp.Middleware
-	// Outer middleware runs before Middleware (right after the principal
-	// is resolved), so it sees every call, including refused ones
-	// (metrics).
-	Outer []mcp.Middleware
 	// SDKLogger, when set, is the go-sdk's own logger (it logs every HTTP
 	// request at INFO, so operators hold it at WARN); Logger stays the
 	// logger of tool handlers.
@@ -49,19 +34,9 @@ type Builder struct {
 	// tools only (dynamic toolsets).
 	Instructions        string
 	DynamicInstructions string
-	// ListChanged advertises notifications/tools/list_changed: on for
-	// servers whose sessions last (stdio), off for the stateless HTTP
-	// bridge, which cannot deliver them.
-	ListChanged bool
-	// Drain, when set, is the shutdown signal every call can see
-	// (lifecycle.Interruptible).
-	Drain *lifecycle.Drain
-	// First run before the extensions, right after the principal is
-	// resolved (the restore gate, the attached client's context): an
-	// extension's requests are held and attributed like any other.
-	First []mcp.Middleware
 	// Extensions plug protocol extensions (the Tasks extension) into every
-	// server Build makes; their middleware runs after First, before Outer.
+	// server Build makes: their capabilities and methods. Their middleware,
+	// if any, belongs in Middleware.
 	Extensions []Extension
 	// WrapTool, when set, wraps the handler of each tool (URL elicitation
 	// of approvals).
@@ -69,51 +44,58 @@ type Builder struct {
 }
 
 // Extension is a protocol extension as Build installs it: capabilities to
-// advertise, methods to register, and a receiving middleware.
+// advertise and methods to register.
 type Extension interface {
 	Capabilities(c *mcp.ServerCapabilities)
 	Install(s *mcp.Server) error
-	Middleware(next mcp.MethodHandler) mcp.MethodHandler
 }
 
-// Build returns a server exposing every tool of reg.
+// Build returns a server for stateless requests (the HTTP bridge) exposing
+// every tool of reg. It does not advertise notifications/tools/list_changed,
+// which it could not deliver.
 func (b *Builder) Build(reg *tools.Registry) *mcp.Server {
+	return b.build(reg, false, b.Instructions)
+}
+
+// BuildSession returns a server for a session that lasts (stdio, an
+// attached client) exposing every tool of reg: it advertises
+// notifications/tools/list_changed; a dynamic one gets
+// DynamicInstructions.
+func (b *Builder) BuildSession(reg *tools.Registry, dynamic bool) *mcp.Server {
+	instructions := b.Instructions
+	if dynamic {
+		instructions = b.DynamicInstructions
+	}
+	return b.build(reg, true, instructions)
+}
+
+func (b *Builder) build(reg *tools.Registry, listChanged bool, instructions string) *mcp.Server {
 	logger := b.logger()
 	sdkLogger := b.SDKLogger
 	if sdkLogger == nil {
 		sdkLogger = logger
 	}
-	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: b.ListChanged}}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: listChanged}}
 	for _, x := range b.Extensions {
 		x.Capabilities(caps)
 	}
 	impl := &mcp.Implementation{Name: "accords-mcp", Title: "Accords MCP for Vaultclaw", Version: version.Version}
 	s := mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions: b.Instructions,
+		Instructions: instructions,
 		Logger:       sdkLogger,
 		Capabilities: caps,
 	})
 	for _, t := range reg.Tools() {
 		s.AddTool(t.MCPTool(), b.toolHandler(t, logger))
 	}
-	mws := append([]mcp.Middleware{}, b.First...)
 	for _, x := range b.Extensions {
 		if err := x.Install(s); err != nil {
 			// Only a name clash with a standard method fails: a bug.
 			panic(fmt.Sprintf("install protocol extension: %v", err))
 		}
-		mws = append(mws, x.Middleware)
 	}
-	mws = append(append(mws, b.Outer...), b.Middleware...)
-	// Receiving middleware added last runs first, so the principal is
-	// resolved before anything else sees the request.
-	for _, mw := range slices.Backward(mws) {
-		s.AddReceivingMiddleware(mw)
-	}
-	// Then: every call sees the shutdown signal and ends with its HTTP
-	// POST; the principal is resolved before any of that.
-	s.AddReceivingMiddleware(CallContext(), drainMiddleware(b.Drain))
-	s.AddReceivingMiddleware(principalMiddleware(b.principal()))
+	// One call, first entry outermost.
+	s.AddReceivingMiddleware(b.Middleware...)
 	return s
 }
 
@@ -147,7 +129,9 @@ func (b *Builder) toolHandler(t tools.Tool, logger *slog.Logger) mcp.ToolHandler
 	return h
 }
 
-func drainMiddleware(d *lifecycle.Drain) mcp.Middleware {
+// Drain makes the shutdown signal d visible to every call
+// (lifecycle.Interruptible).
+func Drain(d *lifecycle.Drain) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			return next(lifecycle.With(ctx, d), method, req)
@@ -155,14 +139,9 @@ func drainMiddleware(d *lifecycle.Drain) mcp.Middleware {
 	}
 }
 
-func (b *Builder) principal() PrincipalFunc {
-	if b.Principal != nil {
-		return b.Principal
-	}
-	return DefaultPrincipal
-}
-
-func principalMiddleware(resolve PrincipalFunc) mcp.Middleware {
+// Principal resolves the caller of each request with resolve and puts it
+// in the request's context (caller.From).
+func Principal(resolve PrincipalFunc) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			p := resolve(ctx, req.GetExtra())

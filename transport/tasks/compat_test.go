@@ -10,6 +10,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/test/approvaltest"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -21,8 +22,9 @@ func baseline(t *testing.T, e *approvaltest.Env) *mcp.Server {
 	t.Helper()
 	b := *e.App.Builder
 	b.Extensions, b.WrapTool = nil, nil
-	g, err := gateway.New(gateway.Options{Registry: e.App.Registry, Builder: &b, Audit: e.App.Audit, Hasher: e.App.AuditKey.Hasher()})
+	g, err := gateway.New(gateway.Options{Registry: e.App.Registry, Servers: &b, Audit: e.App.Audit, Hasher: e.App.AuditKey.Hasher()})
 	require.NoError(t, err)
+	b.Middleware = []mcp.Middleware{transport.Principal(g.Principal), transport.CallContext(), transport.Drain(e.App.Drain), g.ListFilter, g.Calls}
 	return g.StdioServer()
 }
 
