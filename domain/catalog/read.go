@@ -78,31 +78,14 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 	return out, err
 }
 
-// Export returns the stored form of id@version (latest when version is
-// empty): its canonical JSON, which get and export answer with. Unlike Get
-// it decodes nothing it does not need: a zstd frame is written only from
-// a bundle that decoded (an upsert's canonical form, or a plain value the
-// packing migration decoded first), and its checksum proves these are the
-// bytes written, so only a plain value is decoded to check it. Decoding
-// was nine tenths of a Get.
+// Export returns the canonical JSON of id@version (latest when version is
+// empty), checked to decode.
 func (s *Service) Export(ctx context.Context, id, version string) (json.RawMessage, error) {
-	var out json.RawMessage
-	err := s.readRaw(id, version, func(v string, stored []byte) error {
-		if packed(stored) {
-			raw, err := unpack(stored)
-			if err != nil {
-				return storedNotJSON(id, v, err)
-			}
-			out = raw
-			return nil
-		}
-		if _, err := decodeBundle(stored); err != nil {
-			return storedNotJSON(id, v, err)
-		}
-		out = append(json.RawMessage(nil), stored...)
-		return nil
-	})
-	return out, err
+	st, err := s.Get(ctx, id, version)
+	if err != nil {
+		return nil, err
+	}
+	return st.Raw, nil
 }
 
 // template reads id@version (latest when version is empty) with only its

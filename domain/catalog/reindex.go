@@ -142,7 +142,7 @@ func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 		if err != nil {
 			return fmt.Errorf("version %s: %w", v, err)
 		}
-		b, err := decodeForIndex(raw)
+		b, err := decodeBundle(raw)
 		if err != nil {
 			return fmt.Errorf("version %s: %w", v, err)
 		}
@@ -150,57 +150,6 @@ func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 		return nil
 	})
 	return docs, err
-}
-
-// decodeForIndex decodes only what the index needs from a stored bundle:
-// the searchable strings, and for plan entries without a connector the
-// steps' connector ids. Request and plan payloads, bindings and schemas
-// are skipped, which makes a full reindex markedly cheaper than decoding
-// every bundle whole.
-func decodeForIndex(raw []byte) (*Bundle, error) {
-	m, err := objectOf(raw, "bundle")
-	if err != nil {
-		return nil, err
-	}
-	d := &fieldDecoder{m: m}
-	b := &Bundle{}
-	d.get("cookbook_id", &b.CookbookID)
-	d.get("version", &b.Version)
-	d.get("title", &b.Title)
-	var entries []json.RawMessage
-	d.get("entries", &entries)
-	if d.err != nil {
-		return nil, d.err
-	}
-	for i, er := range entries {
-		em, err := objectOf(er, fmt.Sprintf("entries[%d]", i))
-		if err != nil {
-			return nil, err
-		}
-		ed := &fieldDecoder{m: em}
-		var e Entry
-		ed.get("entry_id", &e.EntryID)
-		ed.get("entry_type", &e.EntryType)
-		ed.get("title", &e.Title)
-		ed.get("description", &e.Description)
-		ed.get("tags", &e.Tags)
-		ed.get("connector_id", &e.ConnectorID)
-		ed.get("verb", &e.Verb)
-		if e.ConnectorID == "" && (e.EntryType == TypeRecipePlan || e.EntryType == TypeTemplatePlan) {
-			key := "plan"
-			if e.EntryType == TypeTemplatePlan {
-				key = "base_plan"
-			}
-			var p map[string]any
-			ed.get(key, &p)
-			e.Plan, e.BasePlan = p, p
-		}
-		if ed.err != nil {
-			return nil, ed.err
-		}
-		b.Entries = append(b.Entries, e)
-	}
-	return b, nil
 }
 
 func bundleDocs(b *Bundle, latest bool) []index.Doc {
