@@ -368,11 +368,3 @@ func (r *Registry) Route(id string) (*RouteDef, bool) {
 	return rt, ok
 }
 
-// AliasList returns the document-type aliases in matching order.
-func (r *Registry) AliasList() []struct{ Alias, TypeID string } {
-	out := make([]struct{ Alias, TypeID string }, 0, len(r.aliases))
-	for _, a := range r.aliases {
-		out = append(out, struct{ Alias, TypeID string }{a.phrase, a.typeID})
-	}
-	return out
-}
