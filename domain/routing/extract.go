@@ -49,42 +49,18 @@ var (
 	reDigit       = regexp.MustCompile(`[0-9]`)
 )
 
-// guarded is a pattern with the words one of which it needs (mayHold).
-type guarded struct {
-	re    *regexp.Regexp
-	words []string
-}
-
-var methodWords = []string{"get", "post", "put", "patch", "delete"}
-
-// firstOf is the first non-empty group of the first of res to match, when
-// the text holds word.
-func (t *text) firstOf(word string, res ...*regexp.Regexp) string {
-	if !t.mayHold(word) {
-		return ""
-	}
-	return firstOf(res, t.raw)
-}
-
-// idOf is the id named after word: "word id: X", else a bare "word X" with
-// a digit in X.
-func (t *text) idOf(word string, sep, bare *regexp.Regexp) string {
-	if !t.mayHold(word) {
-		return ""
-	}
-	if v := firstGroup(sep, t.raw); v != "" {
+// idOf is the id in s: "word id: X", else a bare "word X" with a digit in X.
+func idOf(s string, sep, bare *regexp.Regexp) string {
+	if v := firstGroup(sep, s); v != "" {
 		return v
 	}
-	return idWithDigit(bare, t.raw)
+	return idWithDigit(bare, s)
 }
 
-// url is the first http(s) URL in the text, without the sentence
-// punctuation that follows it.
-func (t *text) url() string {
-	if !t.mayHold("http") {
-		return ""
-	}
-	u := strings.TrimRight(reURL.FindString(t.raw), ".,;:!?)]}")
+// url is the first http(s) URL in s, without the sentence punctuation that
+// follows it.
+func url(s string) string {
+	u := strings.TrimRight(reURL.FindString(s), ".,;:!?)]}")
 	if len(u) <= len("https://") {
 		return ""
 	}
@@ -141,49 +117,38 @@ func emails(s string) []string {
 // extract pulls every recognisable input out of the request text.
 func (r *Registry) extract(t *text) map[string]any {
 	in := map[string]any{}
-	if t.mayHold("@") {
-		if to := emails(t.raw); len(to) > 0 {
-			in["to"] = to
-		}
+	if to := emails(t.raw); len(to) > 0 {
+		in["to"] = to
 	}
-	if v := strings.Trim(t.firstOf("subject", reSubject...), " \t\"'"); v != "" {
+	if v := strings.Trim(firstOf(reSubject, t.raw), " \t\"'"); v != "" {
 		in["subject"] = v
 	}
-	if v := strings.Trim(t.firstOf("body", reBody...), " \t\"'"); v != "" {
+	if v := strings.Trim(firstOf(reBody, t.raw), " \t\"'"); v != "" {
 		in["text_plain"] = v
 	}
-	if v := t.idOf("message", reMessageIDSep, reMessageIDBare); v != "" {
+	if v := idOf(t.raw, reMessageIDSep, reMessageIDBare); v != "" {
 		in["message_id"] = v
 	}
-	if v := t.idOf("thread", reThreadIDSep, reThreadIDBare); v != "" {
+	if v := idOf(t.raw, reThreadIDSep, reThreadIDBare); v != "" {
 		in["thread_id"] = v
 	}
-	if v := t.firstOf("label", reLabel); v != "" {
+	if v := firstGroup(reLabel, t.raw); v != "" {
 		in["label"] = strings.ToLower(v)
 	} else if t.has("inbox") {
 		in["label"] = "inbox"
 	}
-	for _, p := range []guarded{{rePageLimitA, []string{"first", "top", "last", "latest"}}, {rePageLimitB, []string{"mails", "messages"}}} {
-		if !t.mayHold(p.words...) {
-			continue
-		}
-		if v := firstGroup(p.re, t.raw); v != "" {
+	for _, re := range []*regexp.Regexp{rePageLimitA, rePageLimitB} {
+		if v := firstGroup(re, t.raw); v != "" {
 			if n, err := strconv.Atoi(v); err == nil && n > 0 {
 				in["page_limit"] = n
 				break
 			}
 		}
 	}
-	for _, p := range []guarded{{reMethodUpper, methodWords}, {reMethodNamed, []string{"method"}}, {reMethodURL, []string{"http"}}} {
-		if !t.mayHold(p.words...) {
-			continue
-		}
-		if v := firstGroup(p.re, t.raw); v != "" {
-			in["method"] = strings.ToUpper(v)
-			break
-		}
+	if v := firstOf([]*regexp.Regexp{reMethodUpper, reMethodNamed, reMethodURL}, t.raw); v != "" {
+		in["method"] = strings.ToUpper(v)
 	}
-	if u := t.url(); u != "" {
+	if u := url(t.raw); u != "" {
 		in["url"] = u
 	}
 	if docs := r.documentTypes(t); len(docs) > 0 {
