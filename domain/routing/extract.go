@@ -169,10 +169,8 @@ var negators = map[string]bool{"without": true, "no": true, "not": true, "dont":
 // clauseWords end a negation's reach: "without a subject and my passport".
 var clauseWords = map[string]bool{"and": true, "but": true, "with": true, "plus": true, "also": true, "then": true}
 
-// documentTypes maps alias phrases in the request to document type ids.
-// Aliases match whole words (an "s" plural is accepted), longest alias
-// first then alphabetically, one entry per type id, negated mentions
-// skipped.
+// documentTypes maps whole-word alias phrases ("s" plural accepted) to type
+// ids, longest alias first, one per type id, negated mentions skipped.
 func (r *Registry) documentTypes(t *text) []string {
 	words := splitWords(strings.NewReplacer("'", "", "\u2019", "").Replace(t.lower))
 	used := make([]bool, len(words))
@@ -228,9 +226,7 @@ func negated(words []string, at int) bool {
 	return false
 }
 
-// Weather detection (D10): "weather in boston tomorrow", "tomorrow's
-// weather in paris", "boston's weather", "weather forecast for new york
-// next week".
+// Weather detection (D10): "weather in boston tomorrow", "boston's weather".
 type weather struct {
 	requested bool
 	location  string
@@ -339,10 +335,8 @@ func timeframeEndingAt(ts []wtok, i int) string {
 	return ""
 }
 
-// detectWeather finds a weather request in lowercased text: the word
-// "weather", a timeframe before or after it (else today) and a location,
-// either a possessive before it ("boston's weather") or "in/for/at X"
-// after it.
+// detectWeather finds the word "weather" with a timeframe around it (else
+// today) and a location: a possessive before it or "in/for/at X" after it.
 func detectWeather(lower string) weather {
 	ts := weatherTokens(lower)
 	at := slices.IndexFunc(ts, func(tk wtok) bool { return tk.w == "weather" })
@@ -382,9 +376,8 @@ func detectWeather(lower string) weather {
 	return wx
 }
 
-// leadingWeather reads what precedes "weather" at index at:
-// "<timeframe>'s weather" or "<timeframe> weather" give a timeframe, a
-// city possessive "boston's weather" a location.
+// leadingWeather reads a timeframe ("tomorrow's weather") or a city
+// possessive ("boston's weather") before index at.
 func leadingWeather(ts []wtok, at int) (timeframe, location string) {
 	if at == 0 || ts[at-1].brk {
 		return "", ""
@@ -408,9 +401,8 @@ func leadingWeather(ts []wtok, at int) (timeframe, location string) {
 	return "", strings.Join(loc, " ")
 }
 
-// locationAfter reads "in/for/at <place>" starting at index i: up to six
-// words until a stop word, a timeframe or punctuation. It also returns a
-// timeframe that directly follows the place ("in boston tomorrow").
+// locationAfter reads "in/for/at <place>" from index i (up to six words) and
+// a timeframe directly after the place.
 func locationAfter(ts []wtok, i int) (location, timeframe string, ok bool) {
 	if i >= len(ts) || ts[i-1].brk || (ts[i].w != "in" && ts[i].w != "for" && ts[i].w != "at") {
 		return "", "", false
