@@ -1,8 +1,6 @@
-// Package index is the bleve full-text index of cookbook entries. It is
-// derived state: the bbolt catalog is the source of truth, every update
-// carries the catalog revision it reflects (stored with SetInternal in the
-// same batch), and the whole index can be rebuilt from the store at any
-// time. One document is indexed per (cookbook, version, entry).
+// Package index is the bleve full-text index of cookbook entries, one
+// document per (cookbook, version, entry). It is derived state: each update
+// carries the catalog revision it reflects, and it can be rebuilt any time.
 package index
 
 import (
@@ -29,11 +27,8 @@ import (
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
-// MappingVersion changes whenever the mapping or the document shape
-// changes; an index built with another version is rebuilt (D8). v12: one
-// set of text fields for every version, the latest flag a boolean, and the
-// tie-break fields (version_sort, cookbook_id, entry_id) doc values that
-// bleve sorts on (see mapDocument).
+// MappingVersion changes with the mapping or document shape; an index
+// built with another version is rebuilt (D8).
 const MappingVersion = "accords.catalog.index.v12"
 
 var (
@@ -85,9 +80,8 @@ type Hit struct {
 	Score       float64  `json:"score"`
 }
 
-// bleveDoc is what bleve indexes; field names are the json tags. Every
-// version of an entry is indexed alike: the same text fields, so that
-// identical entries of two versions score the same (D7); Latest only
+// bleveDoc is what bleve indexes. Every version of an entry has the same
+// text fields, so identical entries score the same (D7); Latest only
 // filters.
 type bleveDoc struct {
 	CookbookID  string   `json:"cookbook_id"`
@@ -113,10 +107,8 @@ func (bleveDoc) Type() string { return docType }
 func toBleve(d Doc) bleveDoc {
 	hit, _ := json.Marshal(Hit{CookbookID: d.CookbookID, Version: d.Version, EntryID: d.EntryID, EntryType: d.EntryType,
 		Title: d.Title, ConnectorID: d.ConnectorID, Verb: d.Verb, Tags: d.Tags, Latest: d.Latest})
-	// The text field holds everything searchable besides the title: the
-	// description, the cookbook title, and ids, connector, verb and tags as
-	// words ("google.gmail.labels.list" → "google gmail labels list"), so a
-	// plain-language query finds them.
+	// Text holds everything searchable besides the title, ids split into words
+	// ("google.gmail.labels.list" → "google gmail labels list").
 	parts := []string{d.Description, d.CookbookTitle}
 	for _, s := range append([]string{d.CookbookID, d.EntryID, d.ConnectorID, d.Verb}, d.Tags...) {
 		parts = append(parts, splitWords(s))
@@ -132,17 +124,10 @@ func toBleve(d Doc) bleveDoc {
 	return bd
 }
 
-// mapDocument maps bd through the index mapping (bleve's MapDocument) and
-// stores the doc values of the sort fields uncompressed, one document per
-// chunk, as bleve stores its own geo fields. Every search sorts its
-// matches on the tie-break fields, reading their doc values for each
-// match (bleve's collector does that for any sort beyond the score), and
-// Apply reads the signatures of one cookbook's documents the same way;
-// with compressed chunks of 1,024 documents each such read decompressed
-// a whole chunk for a few matches, which put a search of a 10,000-bundle
-// catalog over its budget (docs/performance.md). The values are
-// short, so the index grows little. Both flags go together: zap merges
-// uncompressed doc values correctly only when they are also unchunked.
+// mapDocument maps bd through the index mapping and stores the sort fields'
+// doc values uncompressed, one document per chunk, so sorting a few matches
+// never decompresses whole chunks (the search budget). zap merges
+// uncompressed doc values correctly only when also unchunked.
 func mapDocument(m mapping.IndexMapping, id string, bd bleveDoc) (*document.Document, error) {
 	doc := document.NewDocument(id)
 	if err := m.MapDocument(doc, bd); err != nil {
@@ -170,11 +155,9 @@ func splitWords(s string) string {
 	}, s)
 }
 
-// NewMapping is the explicit index mapping: English-analysed text for
-// titles and descriptions, keyword fields for ids, connector, verb, tags,
-// entry type and versions, a boolean for the latest flag, nothing
-// dynamic. The tie-break fields and the signature keep doc values, which
-// bleve sorts by.
+// NewMapping is the explicit mapping: English text for titles and
+// descriptions, keywords for ids, connector, verb, tags, type and versions,
+// a boolean latest flag, doc values on the sort fields, nothing dynamic.
 func NewMapping() mapping.IndexMapping {
 	kw := func(docValues bool) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
@@ -276,17 +259,10 @@ func openBleve(path string) (bi bleve.Index, err error) {
 // configuration scorchConfig holds.
 const indexType = "scorch"
 
-// scorchConfig is the index's scorch configuration. Live updates are
-// batches of one cookbook, so scorch's defaults (persist every batch as
-// its own segment file at once; treat every segment under 2000 documents
-// as that size when planning merges) had every replica re-merge its whole
-// index every few upserts: with several replicas on one host (each
-// indexing every write it sees) the merges took most of the CPU. A short
-// persister nap lets the batches of the last PersistNap merge in memory
-// into one file, and a small merge floor keeps small segments merging with
-// each other instead of with the large ones (merge cost logarithmic in the
-// index size, not linear). Nothing durable depends on either: the index is
-// derived and catches up from its recorded revision (see Close).
+// scorchConfig: live updates are one-cookbook batches, so a short persister
+// nap merges recent batches in memory into one file and a small merge floor
+// keeps small segments merging with each other, not with the large ones.
+// The index is derived and catches up from its recorded revision (Close).
 func scorchConfig() map[string]any {
 	return map[string]any{
 		"unsafe_batch": true,
@@ -302,9 +278,8 @@ func scorchConfig() map[string]any {
 // batches before writing them; Close waits at most this much longer.
 const PersistNap = 100 * time.Millisecond
 
-// mergeFloor is the segment size (documents) below which scorch's merge
-// planner treats segments as equal (scorch's default: 2000); lower, more
-// small segments stay apart and searches of a large index slow down.
+// mergeFloor is the segment size below which scorch's planner treats
+// segments as equal (default 2000).
 const mergeFloor = 200
 
 func readRev(bi bleve.Index) (uint64, error) {
@@ -335,10 +310,9 @@ func (ix *Index) Rev() (uint64, error) {
 // disk.
 const FlushTimeout = 60 * time.Second
 
-// Close waits for pending batches to be persisted, then closes the index.
-// Live updates are applied without waiting for disk (scorch unsafe_batch)
-// to keep writes fast; a batch lost in a crash is harmless because the
-// recorded revision is lost with it and start-up catches up (D8).
+// Close waits for pending batches to persist, then closes the index. Live
+// updates do not wait for disk (unsafe_batch): a batch lost in a crash loses
+// its recorded revision too, and start-up catches up (D8).
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -358,9 +332,8 @@ func scorchStats(bi bleve.Index) map[string]any {
 	return m
 }
 
-// waitPersisted polls scorch's statistics until its persisted epoch
-// reaches the current root epoch (or the timeout passes). Scorch's Close
-// does not persist in-memory segments itself.
+// waitPersisted polls scorch's stats until the persisted epoch reaches the
+// root epoch or the timeout passes (scorch's Close does not persist).
 func (ix *Index) waitPersisted(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -395,10 +368,8 @@ type Update struct {
 	Rev     uint64
 }
 
-// Apply applies u atomically. A document already indexed with the same
-// signature is left as it is: a write re-sends every version of the
-// cookbook it touched, and usually only the new version and the one it
-// displaced as latest differ from what is indexed.
+// Apply applies u atomically; a document already indexed with the same
+// signature is left as it is.
 func (ix *Index) Apply(ctx context.Context, u Update) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -446,12 +417,8 @@ func (ix *Index) Apply(ctx context.Context, u Update) error {
 	return ix.bi.Batch(batch)
 }
 
-// docSigs adds the id and signature of every document of one cookbook to
-// into. The signature is read from its doc values as the second sort key,
-// so no stored document is loaded.
-// Pages follow document ids (search after the last one), not offsets: a
-// search without scores stops once it has from+size matches, so its total
-// cannot tell whether more pages follow.
+// docSigs adds the id and signature (read from doc values) of every
+// document of one cookbook to into. Pages follow document ids, not offsets.
 func (ix *Index) docSigs(ctx context.Context, cookbookID string, into map[string]string) error {
 	q := query.NewTermQuery(cookbookID)
 	q.SetField("cookbook_id")
@@ -495,10 +462,8 @@ type Source struct {
 // BatchSize is the number of documents per bleve batch during a rebuild.
 const BatchSize = 1000
 
-// Build writes a fresh index of src at path: it builds into a sibling
-// temporary folder and swaps it in only when complete, so an interrupted
-// rebuild never leaves a half-built index in place. The caller must not
-// hold the index at path open.
+// Build writes a fresh index of src into a sibling folder and swaps it in
+// only when complete. The caller must not hold the index at path open.
 func Build(ctx context.Context, path string, src Source, progress Progress) error {
 	tmp := fmt.Sprintf("%s.rebuild-%d", path, time.Now().UnixNano())
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -510,9 +475,7 @@ func Build(ctx context.Context, path string, src Source, progress Progress) erro
 			os.RemoveAll(d)
 		}
 	}
-	// Batches are introduced without waiting for each to reach disk (the
-	// persister overlaps with analysis); Close below waits for all of them,
-	// and the folder is only swapped in after that.
+	// Batches do not wait for disk; Close waits for all before the swap.
 	bi, err := bleve.NewUsing(tmp, NewMapping(), indexType, indexType, scorchConfig())
 	if err != nil {
 		return fmt.Errorf("create index: %w", err)

@@ -36,9 +36,8 @@ type Query struct {
 const (
 	DefaultLimit = 50
 	MaxLimit     = 1000
-	// MaxQueryBytes and MaxQueryTerms bound the free text: every term
-	// becomes a searcher on several fields, so a long text costs memory
-	// and time in proportion (a 1 MB query cost 750 MB).
+	// MaxQueryBytes and MaxQueryTerms bound the free text: each term costs a
+	// searcher on several fields.
 	MaxQueryBytes = 1024
 	MaxQueryTerms = 32
 )
@@ -51,9 +50,7 @@ func QueryTerms(text string) int {
 
 func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
 
-// ClipQuery shortens text to MaxQueryTerms words within MaxQueryBytes, for
-// callers that derive the text themselves (the route resolver) and would
-// rather search less than fail.
+// ClipQuery shortens text to MaxQueryTerms words within MaxQueryBytes.
 func ClipQuery(text string) string {
 	if len(text) <= MaxQueryBytes && QueryTerms(text) <= MaxQueryTerms {
 		return text
@@ -79,11 +76,9 @@ type Result struct {
 	Total uint64 `json:"total"`
 }
 
-// Field boosts: a word in an entry title counts three times a word of the
-// text field (description, cookbook title, ids, verb, tags); an exact id or
-// verb typed as the query ranks first. The cookbook description is not
-// searched: it would make every entry of a cookbook match words that
-// describe only some of them.
+// Field boosts: an entry-title word counts three times a text-field word;
+// an exact id or verb ranks first. The cookbook description is not searched
+// (it would match every entry of the cookbook).
 const (
 	boostTitle      = 3.0
 	boostText       = 1.0
@@ -91,12 +86,9 @@ const (
 	boostExactField = 4.0
 )
 
-// sortOrder is the order of hits: by score, highest first, when scored;
-// then, and for listings only, higher version first (version_sort holds
-// catalog.VersionSortKey, whose byte order is semver precedence), then
-// cookbook_id, then entry_id. The fields are compared as strings: bleve's
-// automatic type detection could take an id for an encoded number. A
-// search fills the sort fields it is given, so each gets its own.
+// sortOrder: score when scored, then higher version (version_sort), then
+// cookbook_id, entry_id, compared as strings (bleve might take an id for a
+// number). Each search gets its own copy, since bleve fills sort fields.
 func sortOrder(scored bool) search.SortOrder {
 	var order search.SortOrder
 	if scored {
@@ -109,15 +101,10 @@ func sortOrder(scored bool) search.SortOrder {
 	)
 }
 
-// Search runs q. Hits are ordered by score (descending), then higher
-// version, then cookbook_id, then entry_id, so equal-scoring results always
-// come back in the same order (bleve sorts them). A query without text
-// lists every match in that tie-break order (score 0).
-//
-// Every version of an entry is indexed with the same fields, so identical
-// entries score the same whatever their version; searching only the latest
-// versions excludes the documents whose latest flag is false, which never
-// changes a score.
+// Search runs q. Hits are ordered by score, then higher version, then
+// cookbook_id, entry_id; a query without text lists every match in that
+// order (score 0). Searching latest versions only filters on the latest
+// flag and never changes a score.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -210,9 +197,8 @@ func decodeStoredHit(id string, raw []byte) (Hit, error) {
 	return hit, nil
 }
 
-// textQuery matches text against the words of titles and of the text
-// field, and as one whole keyword against entry ids, verbs, cookbook ids
-// and tags.
+// textQuery matches text against title and text-field words, and as one
+// keyword against entry ids, verbs, cookbook ids and tags.
 func textQuery(text string) query.Query {
 	match := func(field string, boost float64) query.Query {
 		m := query.NewMatchQuery(text)

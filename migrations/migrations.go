@@ -9,9 +9,8 @@ import (
 	"github.com/accordsai/accords-mcp/store/kv"
 )
 
-// Migration moves the schema from Version-1 to Version. Apply runs inside the
-// same write transaction that records the new version, so a migration is
-// applied whole or not at all.
+// Migration moves the schema from Version-1 to Version inside the write
+// transaction that records the new version.
 type Migration struct {
 	Version int
 	Name    string
@@ -53,10 +52,8 @@ func v1InitialBuckets(tx kv.Tx) error {
 	)
 }
 
-// v2 adds the Merkle tree, checkpoints and base notes of the signed audit
-// log inside "audit". Existing receipts are adopted (tree built, first
-// checkpoint signed) by the audit log at its next start, which has the
-// signing key; a migration has no key.
+// v2 adds the signed audit log's Merkle tree, checkpoints and base notes;
+// the audit log adopts existing receipts at its next start (it has the key).
 func v2SignedAudit(tx kv.Tx) error {
 	a, err := tx.CreateBucketIfNotExists([]byte("audit"))
 	if err != nil {
@@ -70,17 +67,12 @@ func v2SignedAudit(tx kv.Tx) error {
 	return nil
 }
 
-// v3 adds the tasks of the MCP Tasks extension: one record per task, keyed
-// by the SHA-256 of its id, holding the owner, the approval it waits on and,
-// once finished, the tool result.
+// v3 adds the MCP Tasks records, keyed by the SHA-256 of the task id.
 func v3ApprovalTasks(tx kv.Tx) error {
 	return createBuckets(tx, "tasks")
 }
 
-// v4 changes no bucket. From this version on, a stored bundle in "catalog"
-// may be a zstd frame instead of JSON, which a binary of version 3 would
-// read as damaged; recording the version makes such a binary refuse the
-// file instead. The bundles already stored are packed by the catalog at its
-// next start, in transactions small enough for etcd: one migration
-// transaction cannot hold them all.
+// v4 changes no bucket: stored bundles may now be zstd frames, which a
+// version-3 binary would read as damaged, so it refuses the file. The
+// catalog packs existing bundles at its next start.
 func v4PackedBundles(kv.Tx) error { return nil }

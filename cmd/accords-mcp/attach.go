@@ -121,12 +121,9 @@ func (d *dialer) attach(ctx context.Context, c *control.Client) (io.ReadWriteClo
 // so that nothing started that way can start another.
 const spawnedMarker = "ACCORDS_MCP_SPAWNED_DAEMON"
 
-// daemonEnv is the environment of a daemon a launch starts: what the
-// server reads and the OS and runtime need (config.DaemonInherits), without
-// what belongs to this launch only (its view and its Vault session, which
-// it hands over per connection instead). The daemon outlives the launch
-// and serves other clients, so nothing else of this launch's environment
-// (other programs' credentials) goes with it.
+// daemonEnv is a launched daemon's environment: what the server, OS and
+// runtime need (config.DaemonInherits), never this launch's view, Vault
+// session or other credentials, since the daemon outlives it.
 func daemonEnv(cfg config.Config) []string {
 	perClient := map[string]bool{
 		"ACCORDS_MCP_READ_ONLY": true, "ACCORDS_MCP_TOOLSETS": true, "ACCORDS_MCP_HTTP_ADDR": true,
@@ -146,25 +143,19 @@ func daemonEnv(cfg config.Config) []string {
 // DaemonLogPath is where a daemon started by a launch logs.
 func DaemonLogPath(dbPath string) string { return dbPath + ".log" }
 
-// startDaemon starts `accords-mcp daemon --auto` detached (its own session
-// and process group, stdin and stdout on /dev/null, stderr to the log file
-// beside the database) and waits until it reports on its ready pipe that
-// it serves, or why it cannot.
+// startDaemon starts `accords-mcp daemon --auto` detached (own session,
+// stdio on /dev/null, stderr to the log) and waits for its ready report.
 func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this executable to start the daemon: %w", err)
 	}
 	if strings.HasSuffix(exe, ".test") {
-		// A test binary would run its tests as the "daemon", each of
-		// which might start another: tests use a built binary, or
-		// --standalone.
+		// A test binary would run its tests as the "daemon".
 		return fmt.Errorf("refusing to start a daemon from the test binary %s; use a built accords-mcp or --standalone", exe)
 	}
 	if os.Getenv(spawnedMarker) != "" {
-		// This process was started as a daemon: if it is here, it is not
-		// the accords-mcp command (a renamed test binary, say), and must
-		// not start another.
+		// A process started as a daemon must not start another.
 		return fmt.Errorf("refusing to start a daemon from a process started as one (%s is set)", spawnedMarker)
 	}
 	// The log is created in the database folder: it must be private

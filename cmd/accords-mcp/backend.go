@@ -20,10 +20,8 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// The operator commands run against admin.Backend: the running daemon's
-// (remote), or, when none runs, this process opening the database itself
-// (local). Each command's logic takes the interface and knows nothing of
-// flags, so the flag layer can change without touching it.
+// The operator commands run against admin.Backend: the running daemon's, or
+// this process opening the database itself when none runs.
 
 // where says how a command reached the database.
 type where struct {
@@ -38,10 +36,8 @@ func withBackend(ctx context.Context, env *environment, fn func(b admin.Backend,
 	return backendFor(ctx, env, false, fn)
 }
 
-// withAppBackend is withBackend for the commands that open the database
-// as the server does when no daemon runs (catalog, search, render,
-// reindex, session): a database that cannot be opened is reported before
-// the command runs, as "accords-mcp: <why>".
+// withAppBackend is withBackend for commands that open the database as the
+// server does; an unopenable database is reported before the command runs.
 func withAppBackend(ctx context.Context, env *environment, fn func(b admin.Backend, w where) int) int {
 	return backendFor(ctx, env, true, fn)
 }
@@ -94,10 +90,9 @@ func commandEnv(cfg config.Config) session.Defaults {
 	return session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket}
 }
 
-// localBackend opens what each operation needs, the way the commands did
-// before a daemon could own the database: the catalog and session
-// commands open the database as the server does; audit, doctor and backup
-// read it read-only; restore swaps it under the file lock.
+// localBackend opens what each operation needs when no daemon runs: catalog
+// and session commands as the server does, audit, doctor and backup
+// read-only, restore under the file lock.
 type localBackend struct {
 	env  *environment
 	cfg  config.Config
@@ -244,9 +239,8 @@ func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string
 	if err != nil {
 		return "", fmt.Errorf("the audit key is needed to sign the acknowledgement: %w", err)
 	}
-	// The acknowledgement's checkpoint goes to the anchor too, so that the
-	// server's start-up check finds the anchor's newest checkpoint is one
-	// the log extends.
+	// The checkpoint goes to the anchor too, so the start-up check finds the
+	// log extends the anchor's newest checkpoint.
 	anchor, err := audit.ParseAnchor(l.cfg.AuditAnchor)
 	if err != nil {
 		return "", err
@@ -319,9 +313,8 @@ func (l *localBackend) Backup(ctx context.Context, w io.Writer) (n int64, err er
 	return n, err
 }
 
-// restoreRecorder records a restore in the restored database's audit log
-// with the configured audit key and anchor; without a key it returns a
-// recorder that says why there is no record.
+// restoreRecorder records a restore in the restored audit log with the
+// configured key and anchor; without a key it says why there is no record.
 func restoreRecorder(cfg config.Config) func(*store.DB, audit.RestoreDiff) (audit.Ref, error) {
 	return func(db *store.DB, d audit.RestoreDiff) (audit.Ref, error) {
 		key, err := audit.LoadKey(app.AuditKeySpec(cfg), false)

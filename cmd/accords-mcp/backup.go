@@ -83,9 +83,8 @@ func runBackup(ctx context.Context, env *environment, o backupOptions) int {
 	})
 }
 
-// protectStdout makes a regular file standing for stdout (a shell
-// redirect, created 0644 by the umask) private like every other copy of
-// the database, and says so; a pipe is left to whoever reads it.
+// protectStdout makes a regular file standing for stdout private (0600)
+// like every copy of the database; a pipe is left alone.
 func protectStdout(env *environment, f *os.File) {
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {

@@ -13,10 +13,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/envelope"
 )
 
-// Shared plumbing of the catalog commands (search, catalog, render,
-// reindex): they run against the daemon when one owns the database, else
-// open it like the server does (backend.go); they print a human table by
-// default and the tool envelope with --json.
+// Catalog commands run against the daemon when one owns the database, else
+// open it as the server does; --json prints the tool envelope.
 
 // openCatalogApp opens the app quietly: warnings (such as an index
 // rebuild) go to stderr as text, routine start-up logs are dropped.
@@ -41,9 +39,8 @@ func openCatalogApp(env *environment) (*app.App, func(), error) {
 	}, nil
 }
 
-// output prints data (or err) as the tool envelope with asJSON, otherwise
-// calls human for success and a one-line message for failure. It returns
-// the exit code.
+// output prints data (or err) as the tool envelope with asJSON, else via
+// human or a one-line error; it returns the exit code.
 func output(env *environment, asJSON bool, data any, err error, human func(w io.Writer)) int {
 	if asJSON {
 		var e envelope.Envelope

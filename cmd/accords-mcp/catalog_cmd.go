@@ -208,10 +208,8 @@ type importError struct {
 	Details map[string]any `json:"details"`
 }
 
-// importBundles validates and stores each file, reporting per file: with
-// asJSON as the tool envelope (data {items, conflict_policy}; when a file
-// failed, the first failure's error with every file's outcome in its
-// details), else as a table with each failure's reason.
+// importBundles validates and stores each file, reporting per file as the
+// tool envelope (asJSON) or a table with each failure's reason.
 func importBundles(ctx context.Context, env *environment, cat admin.Catalog, files []string, policy string, asJSON bool) int {
 	bar := &progressBar{w: env.stderr, label: "importing", width: 30}
 	var results []importResult
@@ -280,8 +278,7 @@ func firstFailed(rs []importResult) string {
 }
 
 // importFile reads one bundle file here (the daemon may not see this
-// command's working directory), or stdin for "-", and hands its bytes
-// over.
+// directory), or stdin for "-".
 func importFile(ctx context.Context, env *environment, cat admin.Catalog, path, policy string) (*catalog.UpsertResult, error) {
 	var r io.Reader
 	if path == "-" {

@@ -100,11 +100,9 @@ type ownerRun struct {
 	ready func(error)
 }
 
-// runOwner owns the database: it takes the owner role (taking over from
-// an auto-started daemon when explicit), opens the database, listens on
-// the control socket and runs serve until ctx ends, serve returns, or the
-// daemon is asked to stop (idle timeout, accords-mcp stop); then it drains
-// and closes.
+// runOwner owns the database: takes the owner role, opens it, listens on the
+// control socket and runs serve until ctx ends, serve returns or a stop is
+// asked; then it drains and closes.
 func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerRun, serve func(context.Context, *app.App) error) int {
 	if o.ready == nil {
 		o.ready = func(error) {}
@@ -126,9 +124,7 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	}
 	defer func() { release() }()
 	if cfg.PprofAddr != "" {
-		// The process that owns the database is the one worth profiling
-		// (a daemon started by a launch inherits the variable); a failed
-		// listener is a refusal, not a silent "profiling is on".
+		// Profile the owner; a failed listener is a refusal, not a silent "on".
 		prof, err := app.StartProfiling(cfg.PprofAddr, logger)
 		if err != nil {
 			return fail(fmt.Errorf("ACCORDS_MCP_PPROF: %w", err))
@@ -195,11 +191,9 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	return 0
 }
 
-// takeOwnership takes the owner lock and makes sure no other process owns
-// the database: an explicit daemon asks an auto-started one to hand over
-// (it drains and exits; its clients reattach to this one), anything else
-// running is an error naming it. The returned release frees the lock once
-// this process listens.
+// takeOwnership takes the owner lock: an explicit daemon asks an
+// auto-started one to hand over, any other owner is an error naming it.
+// release frees the lock once this process listens.
 func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger *slog.Logger) (func(), error) {
 	lctx, cancel := context.WithTimeout(ctx, ownerLockWait)
 	defer cancel()
@@ -276,9 +270,7 @@ func rebuildIndex(ctx context.Context, cfg config.Config) func(db *store.DB) (in
 	}
 }
 
-// standaloneIndex reads the index state without a daemon: the store's
-// catalog revision from the (read-only) database and the index's own
-// revision and document count from its folder.
+// standaloneIndex reads the index state without a daemon.
 func standaloneIndex(cfg config.Config, db *store.DB) func(context.Context) doctor.IndexState {
 	return func(context.Context) doctor.IndexState {
 		srev, err := catalog.StoreRev(db)

@@ -67,10 +67,8 @@ func runDoctor(ctx context.Context, env *environment, scopeFlag string, asJSONFl
 	return 0
 }
 
-// doctorResults are the file checks, the daemon line, and the database
-// checks: run inside the daemon when one owns the database (with this
-// command's Vault session when it has a token), else on the file opened
-// read-only.
+// doctorResults are the file, daemon and database checks: inside the daemon
+// when one owns the database, else on the file opened read-only.
 func doctorResults(ctx context.Context, env *environment, cfg config.Config, scope string) []doctor.Result {
 	sock := control.SocketPath(cfg.DBPath)
 	rs := doctor.Files(cfg, sock)
@@ -145,9 +143,8 @@ func doctorKeys(cfg config.Config) (*keyring.Keyring, error) {
 	return keyring.Load(cfg.SecretKey, cfg.KeyFile())
 }
 
-// localSessions builds the session service for doctor without creating a
-// key file: with no key at all, stored sessions are reported as unreadable;
-// nil when the configured key itself is unusable.
+// localSessions builds doctor's session service without creating a key
+// file; nil when the configured key is unusable.
 func localSessions(cfg config.Config, db *store.DB) *session.Service {
 	keys, err := doctorKeys(cfg)
 	if err != nil {
@@ -156,9 +153,8 @@ func localSessions(cfg config.Config, db *store.DB) *session.Service {
 	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
 }
 
-// forgetSealedSessions deletes the sessions the configured key (or, with
-// the key file gone, no key) cannot open. It opens the database for
-// writing, so it refuses while the server runs.
+// forgetSealedSessions deletes the sessions the configured key cannot open;
+// it refuses while the server runs.
 func forgetSealedSessions(env *environment, cfg config.Config) int {
 	db, err := app.OpenStore(cfg, store.Options{LockTimeout: 300 * time.Millisecond})
 	if err != nil {

@@ -43,9 +43,8 @@ func (e *environment) logger(cfg config.Config) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// defaultMemoryLimit is the soft heap limit when GOMEMLIMIT is unset: a
-// daemon holding a large catalog would otherwise let its heap double between
-// collections (the default GOGC) and sit well above its working set.
+// defaultMemoryLimit is the soft heap limit when GOMEMLIMIT is unset, so a
+// daemon's heap stays near its working set.
 const defaultMemoryLimit = 96 << 20
 
 func main() {
@@ -193,9 +192,8 @@ func (e *environment) setDB(path string) {
 	}
 }
 
-// strictArgs makes every command refuse what it does not take: cobra lets
-// a leaf command without an Args check take any arguments, and a group
-// without Run print its help and exit 0 on an unknown subcommand.
+// strictArgs makes every command refuse arguments and unknown subcommands
+// it does not take (cobra accepts them by default).
 func strictArgs(c *cobra.Command) {
 	switch {
 	case c.HasSubCommands() && c.Run == nil && c.RunE == nil:

@@ -10,10 +10,7 @@ import (
 	"golang.org/x/term"
 )
 
-// progressBar shows import and reindex progress on stderr with
-// schollz/progressbar, but only when stderr is a terminal: redrawing a line
-// with \r frames means nothing in a file, cron mail or a CI log, so there
-// the bar stays silent and only the command's own lines are written.
+// progressBar shows progress on stderr only when it is a terminal.
 type progressBar struct {
 	w     io.Writer
 	label string

@@ -54,9 +54,7 @@ number, bool); a key the template does not take is refused.`,
 }
 
 // checkInputKeys refuses --input keys the template neither binds nor
-// declares in its input_schema: a misspelt key would otherwise be dropped
-// and the default (or nothing) rendered in its place. Templates that
-// cannot be found are left to the render, which reports them.
+// declares, which would otherwise be dropped silently.
 func checkInputKeys(ctx context.Context, env *environment, cat admin.Catalog, r catalog.RenderRequest) int {
 	if len(r.Inputs) == 0 {
 		return 0

@@ -155,10 +155,8 @@ func restoreBackup(ctx context.Context, env *environment, m admin.Maintenance, s
 	return 0
 }
 
-// printAuditRestore says what the restore did to the audit log: the
-// receipts of the replaced log it discards, and the record of the restore
-// in the restored log (or why there is none, as a warning: without it the
-// next start with a file anchor flags the log as rolled back).
+// printAuditRestore reports the discarded receipts and the restore's record
+// in the restored log (or, as a warning, why there is none).
 func printAuditRestore(env *environment, res backup.Result) {
 	if d := res.AuditRestore; d != nil {
 		fmt.Fprintf(env.stdout, "restore: audit log: %s\n", d.Summary())

@@ -61,10 +61,8 @@ func serveFlags(c *cobra.Command, env *environment) {
 	}
 }
 
-// runServe is the MCP entry point. Over HTTP it owns the database as an
-// explicit daemon. Over stdio it is a front end attached to the daemon
-// that owns the database (one is started when none runs), unless
-// --standalone (or ACCORDS_MCP_STANDALONE) serves in this process.
+// runServe serves MCP: over HTTP as an explicit daemon; over stdio as a
+// front end of the daemon (started when none runs) unless --standalone.
 func runServe(ctx context.Context, env *environment, o serveOptions) int {
 	cfg, err := env.config()
 	if err != nil {

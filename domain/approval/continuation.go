@@ -14,10 +14,9 @@ const (
 	ToolPassportWorkflow    = "vaultclaw_passport_email_workflow"
 )
 
-// Continuation is what a handed-off call still needs to give the answer it
-// would have given had the person decided before it returned: the tool, and
-// the parts of its success data that were known at the handoff. It is plain
-// JSON so a task can keep it across restarts.
+// Continuation is what a handed-off call needs to give the answer it would
+// have given had the person decided in time; plain JSON, kept across
+// restarts.
 type Continuation struct {
 	Tool string `json:"tool"`
 	// Preflight and Request (execute-job) or Plan (plan execute) are the
@@ -25,16 +24,13 @@ type Continuation struct {
 	Preflight map[string]any `json:"preflight,omitempty"`
 	Request   map[string]any `json:"request,omitempty"`
 	Plan      map[string]any `json:"plan,omitempty"`
-	// ResumeArguments call the tool again to finish (the passport
-	// workflow, which reports SENT from a run id); Data is the success
-	// data it had composed before the handoff.
+	// ResumeArguments call the tool again to finish (passport workflow);
+	// Data is the success data composed before the handoff.
 	ResumeArguments map[string]any `json:"resume_arguments,omitempty"`
 	Data            map[string]any `json:"data,omitempty"`
 }
 
-// Resumable reports whether the call can be finished from Vault's decision
-// alone: one of the four tools, and for the passport workflow a run to
-// resume.
+// Resumable reports whether Vault's decision alone can finish the call.
 func (c Continuation) Resumable() bool {
 	switch c.Tool {
 	case ToolConnectorExecute, ToolConnectorExecuteJob, ToolPlanExecute:
@@ -53,8 +49,7 @@ const (
 	ExpiredMessage = "the approval expired in Vaultclaw before anyone decided; nothing was executed"
 )
 
-// DeniedError is the answer of a handed-off call whose approval was denied
-// or expired: MCP_APPROVAL_DENIED (category approval, not retryable) with
+// DeniedError is MCP_APPROVAL_DENIED for a denied or expired handoff, with
 // Vault's deny code and the last job and run seen.
 func DeniedError(res WaitResult) *apperr.Error {
 	msg := DeniedMessage

@@ -218,9 +218,8 @@ func (s *Store) Observe(scope string, res WaitResult) (Record, error) {
 	})
 }
 
-// stale reports a record past retention: terminal ones retention after they
-// finished; pending ones retention after the later of their last update and
-// their Vault expiry (so a clock skew with Vault cannot drop a fresh handle).
+// stale reports a record past retention: terminal ones after they finished,
+// pending ones after the later of their last update and Vault expiry.
 func (s *Store) stale(r Record, now time.Time) bool {
 	if r.Terminal && r.TerminalAt != nil {
 		return now.Sub(*r.TerminalAt) > s.retention
@@ -258,9 +257,7 @@ func (s *Store) pruneBucket(b store.Bucket, budget int) (int, error) {
 	return len(dead), nil
 }
 
-// Prune deletes stale records in every scope and reports how many went:
-// in one transaction, or on etcd in transactions of the store's write
-// budget until a pass finds less to delete.
+// Prune deletes stale records in every scope and reports how many went.
 func (s *Store) Prune() (int, error) {
 	budget := s.db.WriteBudget()
 	total := 0

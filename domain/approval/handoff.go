@@ -98,9 +98,8 @@ type Handoff struct {
 	Response any
 	// FromHTTPError marks a handoff recovered from a >= 400 approval error.
 	FromHTTPError bool
-	// Continuation is how the call that handed off finishes once Vault
-	// decides (a task or a URL elicitation completes it); the envelope
-	// never shows it.
+	// Continuation finishes the handed-off call once Vault decides; the
+	// envelope never shows it.
 	Continuation Continuation
 	// cause is the original error of an HTTP-error handoff.
 	cause *apperr.Error
@@ -198,9 +197,8 @@ func DetectPlan(r Reply) (*Handoff, bool) {
 	return h, true
 }
 
-// FromError recovers a handoff from a normalised Vault error whose details
-// carry pending-approval information (D3: synchronous execute and >= 400
-// approval answers no longer lose the handle).
+// FromError recovers a handoff from a Vault error whose details carry
+// pending-approval information (D3).
 func FromError(err error) (*Handoff, bool) {
 	ae, ok := err.(*apperr.Error)
 	if !ok || ae == nil || ae.Code != apperr.CodeApprovalRequired {
@@ -257,9 +255,8 @@ const PendingLimit = 200
 // AllPendingStates are the seven pending-approval states.
 var AllPendingStates = []string{"WAITING", "READY", "RUNNING", "SUCCEEDED", "DENIED", "FAILED", "EXPIRED"}
 
-// ResolveIDs fills the pending id (and, for handoffs recovered from an HTTP
-// error, a missing job id) from the pending-approval list. It is best effort
-// (D3): any failure leaves the handoff as it was.
+// ResolveIDs fills the pending id (and a missing job id) from the pending
+// list, best effort (D3): a failure leaves h as it was.
 func ResolveIDs(ctx context.Context, api API, h *Handoff) {
 	if h.PendingID != "" && h.JobID != "" || h.ChallengeID == "" {
 		return
@@ -327,10 +324,8 @@ func SortRows(rows []map[string]any) {
 // ApprovalMessage is the message of the structured handoff error.
 const ApprovalMessage = "approval decision required before execution can continue"
 
-// Approval is details.approval of MCP_APPROVAL_REQUIRED: what a
-// client needs to tell the user and to wait on the decision. Fields are in
-// the order of their JSON names, so the encoding is the one of the sorted
-// map clients have always received.
+// Approval is details.approval of MCP_APPROVAL_REQUIRED. Fields are in the
+// order of their JSON names, matching the sorted-map encoding.
 type Approval struct {
 	ChallengeID            string         `json:"challenge_id"`
 	DecisionOutcome        string         `json:"decision_outcome"`
@@ -418,10 +413,9 @@ func (a *Approval) AttestationURL() string {
 	return s
 }
 
-// RequiredError is the MCP_APPROVAL_REQUIRED error of a handoff. It unwraps
-// to the *apperr.Error the envelope shows (details.approval is Approval), so
-// the tools layer maps it like any other error and still reads the approval
-// as a typed value (ApprovalOf) and the handoff it came from (HandoffOf).
+// RequiredError is a handoff's MCP_APPROVAL_REQUIRED error: it unwraps to
+// the *apperr.Error the envelope shows and keeps the typed Approval and
+// Handoff (ApprovalOf, HandoffOf).
 type RequiredError struct {
 	Approval *Approval
 	Err      *apperr.Error

@@ -1,9 +1,7 @@
-// Package approval implements the approval handoff (D3): it
-// recognises a pending approval in Vault responses and errors, extracts a
-// handle, resolves the pending id best-effort, builds the
-// MCP_APPROVAL_REQUIRED error, maps job/run/pending states to decision
-// outcomes, waits for a decision, and keeps durable handles in bbolt (D4).
-// It reaches Vaultclaw only through the API interface.
+// Package approval implements the approval handoff (D3): it recognises a
+// pending approval in Vault answers, builds MCP_APPROVAL_REQUIRED, maps
+// states to decision outcomes, waits for a decision and keeps durable
+// handles (D4). It reaches Vaultclaw only through the API interface.
 package approval
 
 import (
@@ -184,9 +182,8 @@ func JobView(job map[string]any) map[string]any {
 	}
 }
 
-// RunView is the data of vaultclaw_plan_run_get: a shallow copy of the body
-// with decision_outcome and approval_state, or the body unchanged when it has
-// no run object.
+// RunView is vaultclaw_plan_run_get's data: a shallow copy of body with
+// decision_outcome and approval_state (body unchanged without a run).
 func RunView(body map[string]any) map[string]any {
 	run := obj(body["run"])
 	if run == nil {

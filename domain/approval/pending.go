@@ -11,10 +11,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// ParseStates checks the states filter of a list: values are trimmed and
-// upper-cased, blanks skipped, duplicates dropped, and the result must be a
-// non-empty subset of allowed. nil (the argument was not given) selects
-// every allowed state.
+// ParseStates trims, upper-cases and dedupes a states filter, which must be
+// a non-empty subset of allowed; nil selects every allowed state.
 func ParseStates(values []string, field string, allowed []string) ([]string, error) {
 	if values == nil {
 		return append([]string(nil), allowed...), nil

@@ -6,21 +6,12 @@ import (
 	"time"
 )
 
-// Polls shares the Vault polls of one job or plan run among everything in
-// this process that waits on it: the task following it and any number of
-// vaultclaw_approval_wait calls. Each waiter holds a Cursor and asks for a
-// state newer than the last one it saw. When a poll of the job is in
-// flight, the waiter joins it; when another waiter's poll has already
-// brought a newer state, the waiter takes that one; only otherwise does it
-// poll Vault. N waiters polling one job every interval thus cost Vault one
-// request per interval (the shortest of theirs), not N.
-//
-// Polls are shared only between waiters with the same Vault identity
-// (PollKey.Identity: base URL, socket and token): a reply is never handed
-// to a waiter whose token might not have been allowed to read it. Only
-// successful replies are kept for later waiters; a failed poll is reported
-// to the waiters that joined it alone, so one waiter's transient failure
-// never ends another's wait. Safe for concurrent use.
+// Polls shares the Vault polls of one job or run among its waiters (the task
+// and any wait calls): a waiter joins a poll in flight, takes a newer state
+// another waiter brought, or polls itself, so N waiters cost one request per
+// interval. Polls are shared only between waiters with the same Vault
+// identity, only successful replies are kept, and a failed poll reaches only
+// the waiters that joined it. Safe for concurrent use.
 type Polls struct {
 	mu      sync.Mutex
 	entries map[PollKey]*polled
@@ -42,9 +33,8 @@ type PollKey struct {
 // of the last state it saw. The zero Cursor has seen none.
 type Cursor struct {
 	seen uint64
-	// MaxAge is how old a state another waiter polled may be to serve as
-	// this waiter's first (its poll interval: no older than its own poll
-	// would have been). 0 lets only a poll in flight serve it.
+	// MaxAge is how old another waiter's state may be to serve as this
+	// waiter's first; 0 lets only a poll in flight serve it.
 	MaxAge time.Duration
 }
 
@@ -67,9 +57,8 @@ type flight struct {
 	cancel  context.CancelFunc
 }
 
-// keepPolled is how long an entry outlives its last poll before a sweep
-// drops it: past the longest interval anyone polls at (10 s for waits,
-// 30 s for tasks), no waiter can still take its state.
+// keepPolled is how long an entry outlives its last poll: past the longest
+// poll interval (30 s), no waiter can still take its state.
 const keepPolled = time.Minute
 
 // minSweepAt is the entry count that triggers the first sweep.
@@ -80,12 +69,9 @@ func NewPolls() *Polls {
 	return &Polls{entries: map[PollKey]*polled{}, sweepAt: minSweepAt}
 }
 
-// Poll returns a state of key newer than the last one cur saw: from the
-// poll in flight, from the latest poll another waiter made, or from fetch,
-// which runs detached from ctx so that the waiters who joined it are not
-// cut off when the one that started it leaves (it is cancelled once every
-// waiter has left). A ctx that ends returns its error at once. Each caller
-// gets its own copy of the reply's body.
+// Poll returns a state of key newer than cur saw: from the poll in flight,
+// another waiter's latest, or fetch, which runs detached from ctx until
+// every waiter has left. Each caller gets its own copy of the body.
 func (p *Polls) Poll(ctx context.Context, key PollKey, cur *Cursor, fetch func(context.Context) (Reply, error)) (Reply, error) {
 	now := time.Now()
 	p.mu.Lock()

@@ -117,24 +117,20 @@ type Waiter struct {
 	API      API
 	Clock    Clock
 	Progress Progress
-	// Polls, when set, shares this waiter's polls with everything else
-	// waiting on the same job or run with the same Vault Identity (see
-	// Polls); nil polls Vault for this waiter alone.
+	// Polls, when set, shares polls with other waiters on the same job and
+	// identity; nil polls for this waiter alone.
 	Polls    *Polls
 	Identity string
 }
 
-// PollGrace is how long a poll may run past the wait's deadline. It bounds
-// the overrun when Vault hangs: a wait returns by deadline + PollGrace even
-// if the session's request timeout is much longer.
+// PollGrace bounds how long a poll may run past the wait's deadline when
+// Vault hangs.
 const PollGrace = time.Second
 
-// Wait polls the job or run of h until it is terminal or the deadline passes
-// (D3). There is always at least one poll; sleeps never run
-// past the deadline (the last one is shortened and followed by a final poll
-// at the deadline); a poll still running PollGrace after the deadline is cut
-// off and reported as MCP_WAIT_TIMEOUT; a cancelled ctx stops the wait
-// promptly. The returned result holds the latest state even on error.
+// Wait polls h's job or run until it is terminal or the deadline passes
+// (D3): at least one poll, sleeps never past the deadline, a poll still
+// running PollGrace after it is MCP_WAIT_TIMEOUT, a cancelled ctx stops
+// promptly. The result holds the latest state even on error.
 func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResult, error) {
 	// A wait can stop anywhere: on shutdown it answers at once (see
 	// interrupted) instead of holding the server for its grace period.
@@ -191,11 +187,9 @@ func (w Waiter) Wait(ctx context.Context, h Handle, opts WaitOptions) (WaitResul
 	}
 }
 
-// interrupted is the answer of a wait whose context ended. On shutdown the
-// caller gets the retryable MCP_WAIT_TIMEOUT with its handle (reason
-// server_shutting_down): clients already retry that with the same handle,
-// and the approval is still pending in Vault. Otherwise the client itself
-// cancelled or went away; the transports send that answer nowhere.
+// interrupted answers a wait whose context ended: on shutdown the retryable
+// MCP_WAIT_TIMEOUT with its handle (reason server_shutting_down); otherwise
+// the client left and the answer goes nowhere.
 func interrupted(ctx context.Context, res WaitResult, opts WaitOptions) error {
 	if lifecycle.ShuttingDown(ctx) {
 		e := timeoutErr(res, opts)
@@ -224,9 +218,8 @@ func timeoutErr(res WaitResult, opts WaitOptions) *apperr.Error {
 	return e
 }
 
-// Check polls the job or run of h once: the state it is in now, with Done
-// set when that state is terminal. cur is the caller's place among the
-// shared polls (see Polls); nil polls Vault whatever others saw.
+// Check polls h once and sets Done when the state is terminal; cur is the
+// caller's place among shared polls (nil: poll Vault regardless).
 func (w Waiter) Check(ctx context.Context, h Handle, cur *Cursor) (WaitResult, error) {
 	res := WaitResult{Handle: h}
 	if err := w.poll(ctx, &res, cur); err != nil {

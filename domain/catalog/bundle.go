@@ -1,7 +1,6 @@
-// Package catalog is the cookbook catalog domain: the
-// accords.cookbook.bundle.v1 model, canonicalization and content hashing,
-// validation, the bbolt-backed store with its derived bleve index, and
-// template rendering. It knows nothing of MCP and never calls Vaultclaw.
+// Package catalog is the cookbook catalog: the accords.cookbook.bundle.v1
+// model, canonical form and hashing, validation, storage with its derived
+// bleve index, and rendering. It knows nothing of MCP or Vaultclaw.
 package catalog
 
 import (
@@ -36,9 +35,8 @@ var EntryTypes = []string{TypeRecipeVerb, TypeRecipePlan, TypeTemplateVerb, Type
 // IsTemplate reports whether entries of type t can be rendered.
 func IsTemplate(t string) bool { return t == TypeTemplateVerb || t == TypeTemplatePlan }
 
-// Bundle is one cookbook version. Extra holds top-level keys this version of
-// the format does not know; they survive storage, export and hashing so no
-// author data is silently lost.
+// Bundle is one cookbook version. Extra holds unknown top-level keys, kept
+// through storage, export and hashing.
 type Bundle struct {
 	Type        string
 	CookbookID  string
@@ -120,9 +118,8 @@ type fieldDecoder struct {
 	err  error
 }
 
-// get decodes key into dst. Keys match exactly (unlike encoding/json's
-// case-insensitive matching) so that "Title" is preserved as an unknown key
-// instead of silently becoming the title.
+// get decodes key into dst. Keys match exactly, so "Title" stays an
+// unknown key instead of becoming the title.
 func (d *fieldDecoder) get(key string, dst any) {
 	if d.err != nil {
 		return
@@ -169,9 +166,8 @@ func objectOf(raw json.RawMessage, path string) (map[string]json.RawMessage, err
 	return m, nil
 }
 
-// DecodeBundle parses raw JSON into a bundle (not yet canonicalized or
-// validated). Errors are MCP_CATALOG_SCHEMA_INVALID with the messages of
-// rules D1-D3.
+// DecodeBundle parses raw JSON into a bundle (not canonicalized or
+// validated); errors are MCP_CATALOG_SCHEMA_INVALID.
 func DecodeBundle(raw []byte) (*Bundle, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
@@ -243,9 +239,8 @@ func decodeBundle(raw []byte) (*Bundle, error) {
 	return b, nil
 }
 
-// decodeBundleEntry decodes the cookbook id and version of a stored bundle
-// and only its entry entryID (the first with that id, nil when none):
-// rendering needs one entry.
+// decodeBundleEntry decodes a stored bundle's id, version and only its
+// first entry entryID (nil when none).
 func decodeBundleEntry(raw []byte, entryID string) (cookbookID, version string, e *Entry, err error) {
 	m, err := objectOf(raw, "bundle")
 	if err != nil {
@@ -330,10 +325,9 @@ func decodeBinding(raw json.RawMessage, path string) (Binding, error) {
 	return b, d.err
 }
 
-// ---------------------------------------------------------------------------
-// Encoding: the canonical serialization is compact encoding/json output with
-// fields in the order of the format tables, HTML escaping, sorted map keys,
-// empty optional fields omitted, and unknown keys appended in sorted order.
+// Canonical serialization: compact encoding/json in the format tables'
+// field order, sorted map keys, empty optionals omitted, unknown keys last
+// in sorted order.
 
 type objWriter struct {
 	buf bytes.Buffer
@@ -500,9 +494,8 @@ func CanonicalTags(tags []string) []string {
 	return out
 }
 
-// Canonicalize trims the bundle's and entries' text fields, canonicalizes
-// tags and sorts entries and bindings, in place; validation, hashing and
-// storage all see this form.
+// Canonicalize trims text fields, canonicalizes tags and sorts entries and
+// bindings in place; validation, hashing and storage see this form.
 func (b *Bundle) Canonicalize() {
 	b.Type = strings.TrimSpace(b.Type)
 	b.CookbookID = strings.TrimSpace(b.CookbookID)
@@ -543,9 +536,8 @@ func HashBytes(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ContentHash is the lowercase hex SHA-256 of the canonical serialization.
-// It matches the predecessor's hashes for bundles without unknown keys;
-// unknown keys are part of the content and therefore of the hash.
+// ContentHash is the lowercase hex SHA-256 of the canonical serialization,
+// unknown keys included.
 func (b *Bundle) ContentHash() (string, error) {
 	raw, err := b.Canonical()
 	if err != nil {
@@ -563,9 +555,8 @@ func (b *Bundle) Clone() (*Bundle, error) {
 	return decodeBundle(raw)
 }
 
-// IndexConnector is the connector an entry is searched under: its own
-// connector_id, or for plan entries the single distinct connector of the
-// plan's steps (empty when none or several).
+// IndexConnector is the entry's connector_id, or for plans the single
+// distinct connector of its steps (empty when none or several).
 func (e *Entry) IndexConnector() string {
 	if e.ConnectorID != "" {
 		return e.ConnectorID

@@ -8,10 +8,8 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// Layout: one flat keyspace inside the top-level "catalog" bucket. Prefixed
-// keys instead of nested buckets keep a write transaction to a handful of
-// dirty pages (measured: nested per-cookbook buckets made a commit several
-// times slower at 10,000 cookbooks).
+// Layout: one flat keyspace in the "catalog" bucket (prefixed keys keep a
+// write transaction to a few dirty pages).
 //
 //	rev                      uint64: catalog revision, bumped by every write tx
 //	builtin_manifest         content hash of the built-in set last seeded
@@ -22,8 +20,7 @@ import (
 //	l/<rev>                  JSON list of cookbook ids touched at that revision
 //	s/<id>\x00<version>      SeedRecord JSON of built-in bundles
 //
-// Ids cannot contain NUL, so "<id>\x00" is an exact per-cookbook prefix and
-// the versions of one cookbook are adjacent: "latest" reads only those keys.
+// Ids cannot contain NUL, so "<id>\x00" is an exact per-cookbook prefix.
 var (
 	keyRev             = []byte("rev")
 	keyBuiltinManifest = []byte("builtin_manifest")
@@ -69,11 +66,8 @@ func versionsOf(root store.Bucket, id string, fn func(version string, raw []byte
 // latestVersion scans one cookbook's version keys (never the catalog).
 func latestVersion(root store.Bucket, id string) string { return latestUnder(root, pfxBundle, id) }
 
-// latestListed is latestVersion read from the cookbook's list rows, which
-// are put and deleted with its bundles in the same transactions and so name
-// the same versions. A listing walks list rows, which lie together in the
-// file; looking each cookbook up among the bundles instead read pages
-// scattered over the whole file, and mapped them.
+// latestListed is latestVersion read from the list rows, which are written
+// with the bundles in the same transactions.
 func latestListed(root store.Bucket, id string) string { return latestUnder(root, pfxItem, id) }
 
 func latestUnder(root store.Bucket, pfx, id string) string {

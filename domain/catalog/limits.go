@@ -6,11 +6,9 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Bundle limits (docs/security.md). Every path that stores a bundle (the
-// upsert and import tools, CLI import, remote install, legacy import) ends
-// in Service.Upsert, which enforces them; a bundle over a limit is
-// MCP_CATALOG_SCHEMA_INVALID naming the field and the limit. The largest
-// real cookbooks are far below them (14 entries, 30 KB).
+// Bundle limits (docs/security.md), enforced by Service.Upsert on every
+// path that stores a bundle; a bundle over one is
+// MCP_CATALOG_SCHEMA_INVALID naming the field and the limit.
 const (
 	// DefaultMaxBundleBytes caps the canonical JSON of one bundle, as the
 	// remote install caps a download (ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES).

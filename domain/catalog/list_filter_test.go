@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -80,24 +79,6 @@ func TestListSkipsOnlyRowsTheFilterDrops(t *testing.T) {
 	got, err := e.svc.List(t.Context(), ListFilter{Query: "\u212a"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, got)
-}
-
-// TestCookbookTagsFindsTheCookbooksOwnTags pins the encoding the tag
-// pre-filter reads: an Item's own tags, and nothing of its entries'.
-func TestCookbookTagsFindsTheCookbooksOwnTags(t *testing.T) {
-	entries := []ItemEntry{{EntryID: "e", EntryType: TypeRecipeVerb, Tags: []string{"entry-only"}}}
-	for _, tags := range [][]string{{"a"}, {"a", `b"c`}, {`x],"entry_count":1`, "]"}, {"\u2028", "</script>"}} {
-		row, err := json.Marshal(Item{CookbookID: "c", Version: "1.0.0", Title: `t "tags":[`, Tags: tags, EntryCount: 1, Entries: entries})
-		require.NoError(t, err)
-		want, err := json.Marshal(map[string][]string{"tags": tags})
-		require.NoError(t, err)
-		assert.Equal(t, string(want[1:len(want)-1]), string(cookbookTags(row)), "%q", tags)
-	}
-	row, err := json.Marshal(Item{CookbookID: "c", Version: "1.0.0", EntryCount: 1, Entries: entries})
-	require.NoError(t, err)
-	assert.Nil(t, cookbookTags(row), "no tags of its own: the entries' do not count")
-	other := []byte(`{"tags":["a"],"cookbook_id":"c"}`)
-	assert.Equal(t, other, cookbookTags(other), "another layout is read whole")
 }
 
 // TestListingsLatestIsTheStoredLatest: a listing of latest versions reads

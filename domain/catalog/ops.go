@@ -42,8 +42,8 @@ const (
 )
 
 // UpsertResult is the data of upsert and import. Under SKIP_IF_EXISTS with
-// different content, Cookbook describes the existing (winning) bundle and
-// ContentHash the incoming one.
+// different content, Cookbook is the existing bundle and ContentHash the
+// incoming one's.
 type UpsertResult struct {
 	Cookbook         Item   `json:"cookbook"`
 	CreatedOrUpdated bool   `json:"created_or_updated"`
@@ -56,17 +56,14 @@ type UpsertResult struct {
 type UpsertOptions struct {
 	// Policy is FAIL (default), OVERWRITE or SKIP_IF_EXISTS.
 	Policy string
-	// InTx, when set, runs inside the same bbolt write transaction after
-	// the bundle has been decided (and written, unless unchanged or
-	// skipped). Returning an error rolls everything back. Remote install
-	// uses it to commit its lock record atomically with the bundle.
+	// InTx, when set, runs in the same write transaction once the bundle is
+	// decided; an error rolls everything back (remote install's lock record).
 	InTx func(tx store.Tx, res *UpsertResult) error
 }
 
 // Upsert canonicalizes, validates and stores b under the conflict policy;
-// the bundle, the catalog revision, any InTx records commit in one bbolt
-// transaction, then the index update to that revision is queued (a search
-// applies it first).
+// bundle, revision and InTx records commit in one transaction, then the
+// index update is queued (a search applies it first).
 func (s *Service) Upsert(ctx context.Context, b *Bundle, opts UpsertOptions) (*UpsertResult, error) {
 	policy, err := NormalizePolicy(opts.Policy)
 	if err != nil {
@@ -158,9 +155,8 @@ type DeleteResult struct {
 	Deleted    bool   `json:"deleted"`
 }
 
-// Delete removes id@version, or the latest version when version is empty.
-// A missing cookbook or version is MCP_CATALOG_NOT_FOUND either way. The
-// latest version is resolved inside the write transaction (no TOCTOU).
+// Delete removes id@version, or the latest (resolved inside the write
+// transaction) when version is empty; missing is MCP_CATALOG_NOT_FOUND.
 func (s *Service) Delete(ctx context.Context, id, version string) (*DeleteResult, error) {
 	id, version, err := checkRef(id, version)
 	if err != nil {

@@ -78,36 +78,18 @@ func (s *Service) Get(ctx context.Context, id, version string) (*Stored, error) 
 	return out, err
 }
 
-// Export returns the stored form of id@version (latest when version is
-// empty): its canonical JSON, which get and export answer with. Unlike Get
-// it decodes nothing it does not need: a zstd frame is written only from
-// a bundle that decoded (an upsert's canonical form, or a plain value the
-// packing migration decoded first), and its checksum proves these are the
-// bytes written, so only a plain value is decoded to check it. Decoding
-// was nine tenths of a Get.
+// Export returns the canonical JSON of id@version (latest when version is
+// empty), checked to decode.
 func (s *Service) Export(ctx context.Context, id, version string) (json.RawMessage, error) {
-	var out json.RawMessage
-	err := s.readRaw(id, version, func(v string, stored []byte) error {
-		if packed(stored) {
-			raw, err := unpack(stored)
-			if err != nil {
-				return storedNotJSON(id, v, err)
-			}
-			out = raw
-			return nil
-		}
-		if _, err := decodeBundle(stored); err != nil {
-			return storedNotJSON(id, v, err)
-		}
-		out = append(json.RawMessage(nil), stored...)
-		return nil
-	})
-	return out, err
+	st, err := s.Get(ctx, id, version)
+	if err != nil {
+		return nil, err
+	}
+	return st.Raw, nil
 }
 
-// template reads id@version (latest when version is empty) with only its
-// entry entryID decoded: a bundle whose Entries hold that entry, or none
-// when the bundle has no such entry.
+// template reads id@version (latest when version is empty) with only entry
+// entryID decoded (Entries is empty when there is none).
 func (s *Service) template(id, version, entryID string) (*Bundle, error) {
 	var out *Bundle
 	err := s.readRaw(id, version, func(v string, stored []byte) error {
@@ -129,9 +111,8 @@ func (s *Service) template(id, version, entryID string) (*Bundle, error) {
 	return out, err
 }
 
-// readRaw checks the reference, resolves id@version (latest when version
-// is empty) and hands the stored bytes to fn inside one read transaction;
-// raw is only valid inside fn.
+// readRaw resolves id@version (latest when version is empty) and hands the
+// stored bytes, valid only inside fn, to fn in one read transaction.
 func (s *Service) readRaw(id, version string, fn func(v string, raw []byte) error) error {
 	id, version, err := checkRef(id, version)
 	if err != nil {
@@ -190,9 +171,8 @@ func (s *Service) Entry(ctx context.Context, id, version, entryID string) (*Entr
 	return &EntryResult{CookbookID: b.CookbookID, Version: b.Version, Entry: raw}, nil
 }
 
-// EntryOf returns entry entryID of id@version (latest when version is
-// empty), decoded, in the bundle it was read from (holding that entry
-// alone); the entry is nil when the bundle has none of that id.
+// EntryOf returns entry entryID of id@version, decoded, in a bundle holding
+// it alone; the entry is nil when there is none.
 func (s *Service) EntryOf(_ context.Context, id, version, entryID string) (*Bundle, *Entry, error) {
 	b, err := s.template(id, version, entryID)
 	if err != nil {

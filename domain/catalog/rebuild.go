@@ -10,22 +10,18 @@ import (
 	"github.com/accordsai/accords-mcp/index"
 )
 
-// A rebuild at start (index missing, corrupt, from another mapping, ahead
-// of the database, or beyond catch-up) takes seconds to minutes on a large
-// catalog; done inside Open, the server would answer nothing meanwhile,
-// not even initialize. With Options.BackgroundRebuild it runs here: the
-// build reads one snapshot without the write lock, so writes commit as
-// usual; the write lock is taken only to swap the new index in and catch
-// it up over the change log from the snapshot's revision. Reads that need
-// the index (fresh) wait for it; the others never do.
+// A rebuild at start can take minutes on a large catalog. With
+// Options.BackgroundRebuild it runs here, so the server answers meanwhile:
+// the build reads one snapshot without the write lock and takes the lock
+// only to swap the index in and catch it up over the change log. Reads
+// that need the index wait for it; others never do.
 
 // rebuild is one background rebuild.
 type rebuild struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	// err is the outcome, set before done is closed; superseded says a
-	// synchronous rebuild cancelled this one to take its place, so its
-	// waiters go on to wait for that one instead of failing.
+	// err is set before done is closed; superseded says a synchronous rebuild
+	// took its place, whose outcome the waiters then wait for.
 	err        error
 	superseded bool
 }
@@ -36,18 +32,15 @@ var ErrIndexRebuilding = errors.New("catalog index is being rebuilt in the backg
 
 var errIndexClosed = errors.New("catalog index is closed")
 
-// maxRebuildRounds bounds how many times a background rebuild starts over
-// because writes during the build outran the change log; the index of the
-// last round is then kept at its snapshot and the next search repairs it
-// under the write lock (fresh).
+// maxRebuildRounds bounds restarts of a background rebuild outrun by the
+// change log; the last round's index is then repaired by the next search.
 const maxRebuildRounds = 3
 
 // Rebuilding reports whether a background rebuild is running.
 func (s *Service) Rebuilding() bool { return s.rebuilding.Load() }
 
-// WaitIndex waits until no background rebuild runs, or ctx ends; when
-// there is no index then, it returns why the last background rebuild
-// failed.
+// WaitIndex waits until no background rebuild runs or ctx ends; with no
+// index then, it returns why the last rebuild failed.
 func (s *Service) WaitIndex(ctx context.Context) error {
 	if err := s.awaitRebuild(ctx); err != nil {
 		return err
@@ -76,10 +69,8 @@ func (s *Service) isClosed() bool {
 }
 
 // retireIndexLocked closes the index and moves its folder aside before a
-// background rebuild: left in place, a crash during the rebuild could
-// leave it for a later start to take as valid (an index ahead of the
-// database looks current once writes bring the store to its revision).
-// index.Build removes the moved folder with other leftovers.
+// background rebuild, so a crash cannot leave it for a later start to take
+// as valid.
 func (s *Service) retireIndexLocked() {
 	s.idxMu.Lock()
 	if s.idx != nil {
@@ -122,9 +113,7 @@ func (s *Service) startRebuild(reason string, progress index.Progress) *rebuild 
 	return r
 }
 
-// supersedeRebuild cancels a background rebuild that a synchronous one
-// replaces; the caller then waits for buildMu, which the cancelled build
-// releases promptly.
+// supersedeRebuild cancels a background rebuild a synchronous one replaces.
 func (s *Service) supersedeRebuild() {
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
@@ -157,9 +146,8 @@ func (s *Service) runRebuild(ctx context.Context, r *rebuild, reason string, pro
 	close(r.done)
 }
 
-// rebuildInBackground builds from a snapshot and installs the result,
-// starting over when the writes made meanwhile are no longer all in the
-// change log.
+// rebuildInBackground builds from a snapshot and installs it, starting over
+// when the change log no longer holds every write made meanwhile.
 func (s *Service) rebuildInBackground(ctx context.Context, progress index.Progress) (docs, caught int, err error) {
 	for round := 1; ; round++ {
 		var rev uint64
@@ -180,12 +168,10 @@ func (s *Service) rebuildInBackground(ctx context.Context, progress index.Progre
 	}
 }
 
-// installRebuilt swaps the index built at rev in and catches it up over
-// the change log. When the log no longer reaches back to rev it returns
-// errChangesPruned (again: another round) or keeps the index at rev for
-// fresh to repair. Cancelled (Close, or a synchronous rebuild took over),
-// it leaves the folder as built: valid at rev, so a later start only
-// catches it up.
+// installRebuilt swaps in the index built at rev and catches it up over the
+// change log; when the log no longer reaches rev it returns errChangesPruned
+// or keeps the index at rev for fresh to repair. Cancelled, it leaves the
+// folder valid at rev.
 func (s *Service) installRebuilt(ctx context.Context, rev uint64, again bool) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -219,10 +205,8 @@ func (s *Service) installRebuilt(ctx context.Context, rev uint64, again bool) (i
 	return n, nil
 }
 
-// awaitRebuild waits until no background rebuild runs or ctx ends. A
-// rebuild that failed returns its error (the next read starts another); one
-// superseded by a synchronous rebuild does not (fresh then waits for that
-// one on the write lock).
+// awaitRebuild waits until no background rebuild runs or ctx ends; a failed
+// one returns its error, a superseded one does not.
 func (s *Service) awaitRebuild(ctx context.Context) error {
 	for {
 		s.bgMu.Lock()

@@ -14,9 +14,8 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// syncIndex brings the index in line with the store at start-up. With
-// background set, a rebuild of a non-empty catalog runs on after it returns
-// (rebuild.go); an empty one builds in no time.
+// syncIndex brings the index in line with the store at start-up; with
+// background set, a non-empty rebuild continues after it returns.
 func (s *Service) syncIndex(ctx context.Context, progress index.Progress, background bool) (OpenReport, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -142,7 +141,7 @@ func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 		if err != nil {
 			return fmt.Errorf("version %s: %w", v, err)
 		}
-		b, err := decodeForIndex(raw)
+		b, err := decodeBundle(raw)
 		if err != nil {
 			return fmt.Errorf("version %s: %w", v, err)
 		}
@@ -150,57 +149,6 @@ func cookbookDocs(root store.Bucket, id string) ([]index.Doc, error) {
 		return nil
 	})
 	return docs, err
-}
-
-// decodeForIndex decodes only what the index needs from a stored bundle:
-// the searchable strings, and for plan entries without a connector the
-// steps' connector ids. Request and plan payloads, bindings and schemas
-// are skipped, which makes a full reindex markedly cheaper than decoding
-// every bundle whole.
-func decodeForIndex(raw []byte) (*Bundle, error) {
-	m, err := objectOf(raw, "bundle")
-	if err != nil {
-		return nil, err
-	}
-	d := &fieldDecoder{m: m}
-	b := &Bundle{}
-	d.get("cookbook_id", &b.CookbookID)
-	d.get("version", &b.Version)
-	d.get("title", &b.Title)
-	var entries []json.RawMessage
-	d.get("entries", &entries)
-	if d.err != nil {
-		return nil, d.err
-	}
-	for i, er := range entries {
-		em, err := objectOf(er, fmt.Sprintf("entries[%d]", i))
-		if err != nil {
-			return nil, err
-		}
-		ed := &fieldDecoder{m: em}
-		var e Entry
-		ed.get("entry_id", &e.EntryID)
-		ed.get("entry_type", &e.EntryType)
-		ed.get("title", &e.Title)
-		ed.get("description", &e.Description)
-		ed.get("tags", &e.Tags)
-		ed.get("connector_id", &e.ConnectorID)
-		ed.get("verb", &e.Verb)
-		if e.ConnectorID == "" && (e.EntryType == TypeRecipePlan || e.EntryType == TypeTemplatePlan) {
-			key := "plan"
-			if e.EntryType == TypeTemplatePlan {
-				key = "base_plan"
-			}
-			var p map[string]any
-			ed.get(key, &p)
-			e.Plan, e.BasePlan = p, p
-		}
-		if ed.err != nil {
-			return nil, ed.err
-		}
-		b.Entries = append(b.Entries, e)
-	}
-	return b, nil
 }
 
 func bundleDocs(b *Bundle, latest bool) []index.Doc {
@@ -235,9 +183,8 @@ func (s *Service) applyLocked(ctx context.Context, upd index.Update) error {
 	return nil
 }
 
-// Reindex rebuilds the whole index from the store (the reindex command and
-// automatic repair use it), before it returns; a background rebuild running
-// is cancelled in its favour. progress receives documents done of total.
+// Reindex rebuilds the whole index before it returns, cancelling a running
+// background rebuild; progress receives documents done of total.
 func (s *Service) Reindex(ctx context.Context, progress index.Progress) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -274,10 +221,9 @@ func (s *Service) rebuildLocked(ctx context.Context, progress index.Progress) er
 	return nil
 }
 
-// buildSnapshot builds the index folder from one read transaction, a
-// consistent snapshot, and returns that snapshot's revision (the one the
-// index records) and the documents indexed. hook, when set, runs once the
-// snapshot is taken (tests). The caller holds buildMu.
+// buildSnapshot builds the index from one read transaction and returns its
+// revision and document count; hook runs once the snapshot is taken. The
+// caller holds buildMu.
 func (s *Service) buildSnapshot(ctx context.Context, progress index.Progress, hook func(context.Context) error) (uint64, int, error) {
 	var rev uint64
 	docs := 0
@@ -337,10 +283,8 @@ func (s *Service) buildSnapshot(ctx context.Context, progress index.Progress, ho
 	return rev, docs, nil
 }
 
-// fresh makes sure the index reflects the latest committed revision before
-// a read (a failed index update after a commit is repaired here). It waits
-// for a background rebuild first, or for ctx; when the last one failed it
-// starts another and waits for that.
+// fresh makes the index reflect the latest committed revision before a
+// read, waiting for (or restarting) a background rebuild first.
 func (s *Service) fresh(ctx context.Context) error {
 	if err := s.awaitRebuild(ctx); err != nil {
 		return err
@@ -387,13 +331,10 @@ func (s *Service) fresh(ctx context.Context) error {
 	return nil
 }
 
-// Follow keeps the index in step with writes made by other replicas
-// sharing an etcd store, until ctx ends: a watch on the catalog from the
-// etcd revision the index reflects; each change re-reads the catalog
-// revision and catches the index up over the change log (a rebuild when
-// the log no longer reaches back); when etcd has compacted the history
-// the watch asked for, the index is rebuilt from a full read. On bbolt
-// there is nothing to follow.
+// Follow keeps the index in step with other replicas' writes on a shared
+// etcd store until ctx ends: each watched change catches the index up over
+// the change log, and a compacted history rebuilds it. On bbolt it does
+// nothing.
 func (s *Service) Follow(ctx context.Context) {
 	if s.db.Kind() != store.KindEtcd {
 		return
@@ -439,9 +380,7 @@ func (s *Service) refresh(ctx context.Context, rebuild bool) {
 		return
 	}
 	if s.rebuilding.Load() {
-		// The background rebuild catches up to the store when it swaps its
-		// index in, and a search catches up to storeRev; waiting here would
-		// hold the watch, and Follow's caller at start.
+		// Waiting here would hold the watch; searches catch up to storeRev.
 		return
 	}
 	if err := s.fresh(ctx); err != nil {

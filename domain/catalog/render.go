@@ -49,20 +49,17 @@ type SourceRef struct {
 	OutputKind string `json:"output_kind"`
 }
 
-// RenderResult is the data of a successful render. MissingInputs is always
-// empty on success (missing required inputs are an error); SkippedOptional
-// lists optional bindings without a default that the caller did not supply,
-// so an agent can see what else the template accepts.
+// RenderResult is a successful render's data. MissingInputs is always empty
+// (missing required inputs are an error); SkippedOptional lists optional
+// bindings without a default the caller did not supply.
 type RenderResult struct {
 	Rendered        map[string]any `json:"rendered"`
 	MissingInputs   []InputRef     `json:"missing_inputs"`
 	UsedDefaults    []InputRef     `json:"used_defaults"`
 	SkippedOptional []InputRef     `json:"skipped_optional"`
 	SourceRef       SourceRef      `json:"source_ref"`
-	// Warnings name the inputs the template does not know (neither a
-	// binding's input_key nor a property of its input_schema): they are
-	// ignored, and the caller hears of it in meta.warnings (as D21 does
-	// for unknown arguments) instead of in the data.
+	// Warnings name inputs the template does not know; they are ignored and
+	// reported in meta.warnings (as D21 does for unknown arguments).
 	Warnings []string `json:"-"`
 }
 
@@ -163,19 +160,15 @@ func RenderEntry(b *Bundle, e *Entry, inputs map[string]any, outputKind string) 
 	return res, nil
 }
 
-// Bounds of the unknown-input warnings of one render: a caller sending
-// thousands of junk keys gets a short list and a count, not an echo of its
-// input.
+// Bounds of one render's unknown-input warnings.
 const (
 	maxInputWarnings = 10
 	maxWarnedInput   = 64
 )
 
-// unknownInputs warns of every input e does not know, in name order: keys
-// that are neither a binding's input_key nor a property of its
-// input_schema. They are never set anywhere in the rendered request (a
-// binding names where each known input goes), whatever their name:
-// "__proto__" is an ordinary unknown key.
+// unknownInputs warns, in name order, of inputs that are neither a binding's
+// input_key nor an input_schema property; they are never set in the
+// rendered request.
 func unknownInputs(e *Entry, inputs map[string]any) []string {
 	if len(inputs) == 0 {
 		return nil
@@ -243,10 +236,8 @@ func checkShape(kind string, r map[string]any) error {
 	return nil
 }
 
-// deepCopy copies a JSON value. Values decoded from JSON (maps, slices,
-// strings, float64 numbers, booleans, null) are copied directly; anything
-// else goes through an encode/decode round trip, which normalises it (a
-// json.Number or an int becomes a float64, as before).
+// deepCopy copies a JSON value; anything not decoded from JSON goes through
+// an encode/decode round trip (a json.Number or int becomes a float64).
 func deepCopy(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, string, float64, bool:
@@ -292,9 +283,8 @@ func deepCopyObject(m map[string]any) (map[string]any, error) {
 	return out.(map[string]any), nil
 }
 
-// ---------------------------------------------------------------------------
-// Binding paths: JSON-pointer-like, with digit-only segments always
-// addressing array elements (docs/cookbook-authoring.md, "Bindings").
+// Binding paths: JSON-pointer-like; digit-only segments address array
+// elements.
 
 // MaxArrayIndex bounds array growth so a hostile path such as /a/999999999
 // cannot allocate without limit.

@@ -8,9 +8,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Search runs a recipe search on the index (decision D7). It is the API the
-// route resolver's search fallback uses: by default only the latest version
-// of each cookbook is searched, so two versions of one entry never compete.
+// Search runs a recipe search (D7); by default only each cookbook's latest
+// version is searched.
 func (s *Service) Search(ctx context.Context, q index.Query) (index.Result, error) {
 	if n := len(q.Text); n > index.MaxQueryBytes {
 		return index.Result{}, apperr.Validation("query", "query must be at most %d bytes, got %d", index.MaxQueryBytes, n).

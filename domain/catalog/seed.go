@@ -46,11 +46,9 @@ func ManifestHash(bundles []*Bundle) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// SeedBuiltins installs the built-in bundles at first start and on
-// upgrade. It never overwrites a user's edit nor restores a bundle the user
-// deleted: the seeded set is recorded in bbolt, and a seeded version is only
-// replaced when its stored content is still exactly what was seeded. When
-// the built-in set is unchanged it only reads one key.
+// SeedBuiltins installs the built-in bundles at first start and on upgrade.
+// It never overwrites a user's edit or restores a deleted bundle: a seeded
+// version is replaced only while its content is still what was seeded.
 func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedReport, error) {
 	type prepared struct {
 		b         *Bundle
@@ -142,12 +140,9 @@ func (s *Service) SeedBuiltins(ctx context.Context, bundles []*Bundle) (*SeedRep
 	return rep, nil
 }
 
-// SeedBuiltinsFrom is SeedBuiltins for the built-in set that source names,
-// loading the set only when source differs from the one whose seeding last
-// completed: decoding and preparing even two embedded cookbooks took about
-// 13 ms of a cold start, to find them unchanged. source must change with
-// anything that changes what load returns or how SeedBuiltins treats it
-// (the embedded files, the binary); an empty source always loads.
+// SeedBuiltinsFrom is SeedBuiltins that loads the set only when source
+// differs from the last completed seeding's; source must change with
+// anything that changes the set (an empty source always loads).
 func (s *Service) SeedBuiltinsFrom(ctx context.Context, source string, load func() ([]*Bundle, error)) (*SeedReport, error) {
 	var seededFrom, manifest string
 	if err := s.db.View(func(tx store.Tx) error {

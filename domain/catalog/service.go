@@ -19,10 +19,8 @@ type Options struct {
 	// MaxBundleBytes caps a stored bundle's canonical JSON
 	// (DefaultMaxBundleBytes when <= 0).
 	MaxBundleBytes int64
-	// BackgroundRebuild makes Open return before a rebuild it needs is
-	// done: the server answers at once, searches wait for the index, and
-	// writes commit meanwhile (see rebuild.go). Without it Open rebuilds
-	// before returning, which offline commands want.
+	// BackgroundRebuild makes Open return before a needed rebuild is done
+	// (searches wait for it, writes commit); without it Open rebuilds first.
 	BackgroundRebuild bool
 
 	// buildHook (tests) runs inside a background rebuild once its snapshot
@@ -49,9 +47,8 @@ type Service struct {
 	logger         *slog.Logger
 	maxBundleBytes int64
 
-	// commitMu serialises catalog commits, so their index updates queue in
-	// revision order; writeMu serialises what changes the index (applying
-	// queued updates, catching up, rebuilding).
+	// commitMu serialises commits so index updates queue in revision order;
+	// writeMu serialises index changes.
 	commitMu sync.Mutex
 	writeMu  sync.Mutex
 	// queueMu guards queued (committed groups whose index update waits) and
@@ -78,11 +75,9 @@ type Service struct {
 	// background and buildHook are Open's options of the same names.
 	background bool
 	buildHook  func(ctx context.Context) error
-	// buildMu serialises index builds (one folder, one build at a time).
-	// bgMu guards bg (the background rebuild running, nil when none), bgErr
-	// (how the last one ended) and closed (Close ran: no background rebuild
-	// starts any more). rebuilding mirrors bg != nil for the write path;
-	// bgDone tracks the rebuild's goroutine.
+	// buildMu serialises index builds. bgMu guards bg (the running background
+	// rebuild), bgErr (how the last ended) and closed; rebuilding mirrors
+	// bg != nil for the write path.
 	buildMu    sync.Mutex
 	bgMu       sync.Mutex
 	bg         *rebuild
@@ -99,9 +94,8 @@ type Service struct {
 	report   OpenReport
 }
 
-// Open opens the catalog on db with its index at indexPath, checking the
-// index against the catalog revision and rebuilding or catching it up when
-// it is missing, corrupt, from another mapping, ahead or behind (D8).
+// Open opens the catalog on db with its index at indexPath, rebuilding or
+// catching the index up when it is missing, corrupt, ahead or behind (D8).
 func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*Service, error) {
 	s := &Service{db: db, indexPath: indexPath, logger: opts.Logger, maxBundleBytes: opts.MaxBundleBytes,
 		background: opts.BackgroundRebuild, buildHook: opts.buildHook}
@@ -132,11 +126,9 @@ func Open(ctx context.Context, db *store.DB, indexPath string, opts Options) (*S
 	return s, nil
 }
 
-// Reopen closes the index and opens the catalog again on the same
-// database, as Open does: after the daemon swapped in a restored file, the
-// store revision is re-read and the index (removed by the restore) is
-// rebuilt. The caller holds every other call off meanwhile. The rebuild
-// is done before Reopen returns (a restore reports the index it made).
+// Reopen closes the index and opens the catalog again as Open does (after a
+// restore swapped the file); the rebuild is done before it returns. The
+// caller holds every other call off meanwhile.
 func (s *Service) Reopen(ctx context.Context) (OpenReport, error) {
 	if err := s.Close(); err != nil {
 		s.logger.Warn("closing the catalog index before reopening", "error", err.Error())
@@ -181,9 +173,8 @@ func (s *Service) Rev() uint64 { return s.storeRev.Load() }
 // IndexRev is the catalog revision the index reflects.
 func (s *Service) IndexRev() uint64 { return s.indexRev.Load() }
 
-// Close cancels a background rebuild and waits for it, applies the
-// queued index updates and closes the index (the database belongs to the
-// caller).
+// Close cancels a background rebuild, applies queued index updates and
+// closes the index (the database belongs to the caller).
 func (s *Service) Close() error {
 	if stop := s.stopFollow.Swap(nil); stop != nil {
 		(*stop)()

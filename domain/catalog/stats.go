@@ -22,9 +22,8 @@ func StoreRev(db *store.DB) (uint64, error) {
 	return rev, err
 }
 
-// SettledIndexStats is IndexStats once no write is between its commit and
-// its index update: the two revisions it reports can only differ when the
-// index really missed a change (doctor, which runs while clients write).
+// SettledIndexStats is IndexStats once no write sits between its commit and
+// its index update, so differing revisions mean a missed change.
 func (s *Service) SettledIndexStats() (docs, indexRev, storeRev uint64, err error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -32,9 +31,8 @@ func (s *Service) SettledIndexStats() (docs, indexRev, storeRev uint64, err erro
 	return s.IndexStats()
 }
 
-// IndexStats reports the open index's document count and the revision it
-// reflects, next to the store's revision (metrics; a write in progress may
-// show the store one revision ahead).
+// IndexStats reports the index's document count and revision next to the
+// store's (a write in progress may show the store one ahead).
 func (s *Service) IndexStats() (docs, indexRev, storeRev uint64, err error) {
 	s.idxMu.RLock()
 	defer s.idxMu.RUnlock()

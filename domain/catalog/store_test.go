@@ -573,23 +573,6 @@ func TestReindexProgressAndCorruptBundleSkipped(t *testing.T) {
 	assert.Len(t, searchIDs(t, e.svc, index.Query{Text: "recipe"}), 6)
 }
 
-func TestIndexDecodeMatchesFullDecode(t *testing.T) {
-	var raws [][]byte
-	for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
-		raws = append(raws, loadFixture(t, v))
-	}
-	raws = append(raws, []byte(netHTTP))
-	for _, raw := range raws {
-		b, err := DecodeBundle(raw)
-		require.NoError(t, err)
-		canonical, _, err := Prepare(b)
-		require.NoError(t, err)
-		light, err := decodeForIndex(canonical)
-		require.NoError(t, err)
-		assert.Equal(t, bundleDocs(b, true), bundleDocs(light, true))
-	}
-}
-
 func TestListPagesByCookbook(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()

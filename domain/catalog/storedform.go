@@ -11,25 +11,18 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// A stored bundle (b/ value) is its canonical JSON, or that JSON as one
-// zstd frame when the frame is markedly smaller. Bundles are the bulk of
-// the file (about three quarters of a seeded catalog), and every page of
-// it a read touches comes into the page cache: packing them makes the file,
-// its backups and the pages its reads bring in smaller for about 6 µs of
-// decoding per read. Canonical JSON always starts with '{', so the frame's magic
-// number tells the two forms apart, and files written before packing stay
-// readable as they are.
-//
-// Item rows (i/) stay plain: listings scan their bytes without decoding.
+// A stored bundle (b/ value) is its canonical JSON, or that JSON as one zstd
+// frame when markedly smaller, which keeps the file and its backups small.
+// Canonical JSON starts with '{', so the frame's magic number tells the
+// forms apart. Item rows (i/) stay plain.
 
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 const (
 	// packMinBytes: below this a frame saves too little to pay for itself.
 	packMinBytes = 256
-	// maxUnpackedBytes bounds what one stored frame may expand to, so a
-	// damaged or crafted file cannot make a read allocate without limit.
-	// Larger bundles are stored plain.
+	// maxUnpackedBytes bounds a frame's expansion, so a damaged file cannot
+	// make a read allocate without limit; larger bundles are stored plain.
 	maxUnpackedBytes = 64 << 20
 )
 
@@ -68,9 +61,8 @@ func pack(canonical []byte) []byte {
 	return frame
 }
 
-// unpack returns the canonical JSON of a stored value. A plain value is
-// returned as is (it may point into the database's memory map, valid only
-// inside its transaction); an unpacked frame is a fresh slice.
+// unpack returns the canonical JSON of a stored value: a plain value as is
+// (valid only inside its transaction), a frame as a fresh slice.
 func unpack(stored []byte) ([]byte, error) {
 	if !packed(stored) {
 		return stored, nil
@@ -92,9 +84,8 @@ const storedFormZstd = "zstd"
 // (tests; 0: the store's write budget, or 1000 when it has none).
 var packChunk int
 
-// packStored runs packPlainBundles and says what it did. Plain bundles
-// read as well as packed ones, so a failure only costs space: it is logged,
-// and the next start tries again.
+// packStored runs packPlainBundles; a failure only costs space, so it is
+// logged and retried at the next start.
 func (s *Service) packStored(ctx context.Context) error {
 	n, err := s.packPlainBundles(ctx)
 	if n > 0 {
@@ -107,10 +98,8 @@ func (s *Service) packStored(ctx context.Context) error {
 	return err
 }
 
-// packPlainBundles packs the bundles a file written before packing still
-// holds plain, a chunk per transaction (etcd bounds a transaction's size),
-// then sets keyPacked so later starts skip the scan. The catalog revision
-// does not move: the bundles' content is unchanged.
+// packPlainBundles packs plain bundles a chunk per transaction, then sets
+// keyPacked; the revision does not move.
 func (s *Service) packPlainBundles(ctx context.Context) (int, error) {
 	done := false
 	if err := s.db.View(func(tx store.Tx) error {
@@ -152,9 +141,7 @@ func (s *Service) packPlainBundles(ctx context.Context) (int, error) {
 					continue
 				}
 				if _, err := decodeBundle(v); err != nil {
-					// Readers trust a frame to hold a bundle that
-					// decodes; a damaged plain value stays as it is and
-					// is reported as before.
+					// A damaged plain value stays as it is.
 					continue
 				}
 				if p := pack(v); len(p) < len(v) {

@@ -31,10 +31,8 @@ func ParseVersion(s string) (*semver.Version, bool) {
 	return v, true
 }
 
-// CompareVersions orders two valid version strings by semver precedence
-// (pre-releases below their release); versions of equal precedence, which
-// differ only in build metadata, are ordered by their raw text so the order
-// is total and "latest" deterministic. Invalid strings sort below valid ones.
+// CompareVersions orders valid versions by semver precedence, equal
+// precedence by raw text (a total order); invalid strings sort first.
 func CompareVersions(a, b string) int {
 	va, oka := ParseVersion(a)
 	vb, okb := ParseVersion(b)
@@ -83,10 +81,8 @@ func CheckVersion(v string) error {
 	return nil
 }
 
-// Validate checks a canonicalized bundle rule by rule, in the predecessor's
-// order and with its messages; the first failure wins. Where the
-// predecessor only refused path characters, decision D6 applies: the
-// cookbook id must match IDPattern and the version must be semver.
+// Validate checks a canonicalized bundle rule by rule, the first failure
+// winning; the id must match IDPattern and the version be semver (D6).
 func (b *Bundle) Validate() error {
 	if err := b.checkLimits(); err != nil {
 		return err

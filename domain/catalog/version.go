@@ -5,12 +5,8 @@ import (
 	"strings"
 )
 
-// VersionSortKey encodes a version compactly ("1.4.0" → "a1a4a0~ 1.4.0")
-// so that byte order equals the order of
-// CompareVersions: semver precedence, pre-releases below releases, numeric
-// pre-release identifiers below alphanumeric ones and compared numerically,
-// a shorter identifier list below a longer one with the same prefix, and
-// the raw string as the final tie-break. The index sorts hits by it.
+// VersionSortKey encodes a version ("1.4.0" → "a1a4a0~ 1.4.0") so that byte
+// order equals CompareVersions order; the index sorts hits by it.
 func VersionSortKey(raw string) string {
 	v, ok := ParseVersion(raw)
 	if !ok {

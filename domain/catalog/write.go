@@ -60,18 +60,12 @@ func (w *writeTx) delete(id, version string) error {
 	return nil
 }
 
-// write runs fn in one bbolt transaction; if it touched cookbooks, the same
-// transaction bumps the revision and logs the change, and after the commit
-// the index update to that revision is queued (afterCommit). A failed index
-// update leaves the committed data in place and is repaired before the
-// next read.
-//
-// Writes that arrive while another commits are committed together, in the
-// order they arrived, each with its own revision: one bbolt commit (two
-// fsyncs) and one queued index update for the group. No caller
-// returns before the commit holding its write is durable. A write that
-// fails inside a group rolls the group back; its members are then
-// committed one by one, so each gets the outcome it would have had alone.
+// write runs fn in one transaction; if it touched cookbooks, the same
+// transaction bumps the revision and logs the change, and the index update
+// is queued after the commit (a failed update is repaired before the next
+// read). Concurrent writes commit together in arrival order, each with its
+// own revision; no caller returns before its commit is durable, and a
+// failing member makes the group commit one by one.
 func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 	r := &writeReq{fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
 	s.groupMu.Lock()
@@ -92,12 +86,8 @@ func (s *Service) write(ctx context.Context, fn func(w *writeTx) error) error {
 	s.groupMu.Unlock()
 
 	s.commitGroup(ctx, batch)
-	// Writers that outpace the index would leave it ever further behind,
-	// and the next read to pay the whole catch-up. Past maxIndexLag
-	// revisions the committer brings the index up to date before handing
-	// over (its group's other writers have already returned), so the next
-	// group gathers what arrives meanwhile. Not during a background
-	// rebuild: there is no index to update, and the rebuild catches up.
+	// Past maxIndexLag revisions the committer brings the index up to date
+	// before handing over (not during a background rebuild).
 	if s.indexLag() > maxIndexLag && !s.rebuilding.Load() {
 		s.writeMu.Lock()
 		s.applyQueuedLocked(ctx)
@@ -218,9 +208,8 @@ func (g *groupTx) run(tx store.Tx, fn func(w *writeTx) error) error {
 	return nil
 }
 
-// runWrite runs fn, turning a panic into an error: fn may run on another
-// caller's goroutine (the one committing the group), which must go on to
-// release every waiting caller.
+// runWrite turns a panic in fn (maybe on another caller's goroutine) into
+// an error, so every waiting caller is released.
 func runWrite(fn func(w *writeTx) error, w *writeTx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -248,12 +237,9 @@ func (g *groupTx) finish(tx store.Tx) error {
 	return err
 }
 
-// afterCommit records the group's revisions as committed and queues its
-// index update. The index applies queued updates in revision order off the
-// writer's path, several at once in one batch when they queue up, and
-// every read applies what is queued first (fresh), so a search after a
-// write has returned still finds it. A write's caller thus waits for its
-// commit, not for the index.
+// afterCommit records the group's revisions and queues its index update,
+// applied off the writer's path in revision order; every read applies what
+// is queued first, so a write's caller never waits for the index.
 func (s *Service) afterCommit(g groupTx) {
 	if g.last == 0 {
 		return
@@ -270,9 +256,8 @@ func (s *Service) afterCommit(g groupTx) {
 	}
 }
 
-// indexLinger is how long queued index updates wait for more to join them;
-// maxIndexLag is how many revisions the index may fall behind the store
-// before a committer waits for it.
+// indexLinger is how long queued index updates wait for more; maxIndexLag
+// how far the index may fall behind before a committer waits for it.
 const (
 	indexLinger = 20 * time.Millisecond
 	maxIndexLag = 8
@@ -302,10 +287,7 @@ func (s *Service) indexLag() uint64 {
 func (s *Service) indexQueued() {
 	defer s.indexers.Done()
 	for {
-		// Writes that follow within indexLinger join this batch: one index
-		// segment for them instead of one each, which the index would
-		// otherwise spend most of a write's CPU merging. A read does not
-		// wait for it: it applies what is queued itself (fresh).
+		// Updates within indexLinger join one batch (one index segment).
 		time.Sleep(indexLinger)
 		s.writeMu.Lock()
 		s.applyQueuedLocked(context.Background())
@@ -320,20 +302,16 @@ func (s *Service) indexQueued() {
 	}
 }
 
-// applyQueuedLocked brings the index to the last queued revision: the
-// queued updates that follow on from the index's revision are merged into
-// one batch; a gap (an update that failed, another replica's writes)
-// makes it catch up over the change log instead. A failure is logged and
-// repaired by the next read.
+// applyQueuedLocked brings the index to the last queued revision, merging
+// consecutive updates into one batch; a gap catches up over the change
+// log. A failure is logged and repaired by the next read.
 func (s *Service) applyQueuedLocked(ctx context.Context) {
 	s.queueMu.Lock()
 	batch := s.queued
 	s.queued = nil
 	s.queueMu.Unlock()
 	if !s.hasIndex() {
-		// Nothing to apply them to (a rebuild runs, or failed): whatever
-		// installs the next index catches up over the change log, which
-		// holds these revisions.
+		// No index (a rebuild runs or failed): the next one catches up.
 		return
 	}
 	for len(batch) > 0 && batch[0].last <= s.indexRev.Load() {
@@ -358,10 +336,8 @@ func (s *Service) applyQueuedLocked(ctx context.Context) {
 	}
 }
 
-// mergeUpdates merges the updates of consecutive groups into one: each
-// cookbook gets the documents of the last group that touched it, and
-// counts as created when the first group that touched it created it (the
-// index then holds nothing of it to delete).
+// mergeUpdates merges consecutive groups' updates: each cookbook gets its
+// last group's documents, created when its first group created it.
 func mergeUpdates(gs []groupTx) index.Update {
 	if len(gs) == 1 {
 		return gs[0].upd

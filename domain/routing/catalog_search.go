@@ -7,9 +7,8 @@ import (
 	"github.com/accordsai/accords-mcp/index"
 )
 
-// InputsResolver is optionally implemented by a Searcher that derives a
-// hit's required inputs lazily; the fallback asks only for the chosen
-// candidate, so a large result set costs one bundle read, not one per hit.
+// InputsResolver is optionally implemented by a Searcher to derive a hit's
+// required inputs lazily, for the chosen candidate only.
 type InputsResolver interface {
 	RequiredInputs(ctx context.Context, h Hit) ([]string, error)
 }

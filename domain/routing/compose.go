@@ -21,8 +21,7 @@ var topicTail = map[string]bool{"to": true, "for": true, "and": true, "with": tr
 	"by": true, "from": true, "of": true, "cc": true, "via": true}
 
 // topicPhrase is the subject implied by "about/regarding/re <topic>": up to
-// 11 words, stopping at a clause break or an e-mail address, cut to 70
-// bytes.
+// 11 words before a clause break or address, cut to 70 bytes.
 func topicPhrase(raw string) string {
 	words := strings.Fields(firstGroup(reTopic, raw))
 	for i, w := range words {

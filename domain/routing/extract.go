@@ -49,42 +49,18 @@ var (
 	reDigit       = regexp.MustCompile(`[0-9]`)
 )
 
-// guarded is a pattern with the words one of which it needs (mayHold).
-type guarded struct {
-	re    *regexp.Regexp
-	words []string
-}
-
-var methodWords = []string{"get", "post", "put", "patch", "delete"}
-
-// firstOf is the first non-empty group of the first of res to match, when
-// the text holds word.
-func (t *text) firstOf(word string, res ...*regexp.Regexp) string {
-	if !t.mayHold(word) {
-		return ""
-	}
-	return firstOf(res, t.raw)
-}
-
-// idOf is the id named after word: "word id: X", else a bare "word X" with
-// a digit in X.
-func (t *text) idOf(word string, sep, bare *regexp.Regexp) string {
-	if !t.mayHold(word) {
-		return ""
-	}
-	if v := firstGroup(sep, t.raw); v != "" {
+// idOf is the id in s: "word id: X", else a bare "word X" with a digit in X.
+func idOf(s string, sep, bare *regexp.Regexp) string {
+	if v := firstGroup(sep, s); v != "" {
 		return v
 	}
-	return idWithDigit(bare, t.raw)
+	return idWithDigit(bare, s)
 }
 
-// url is the first http(s) URL in the text, without the sentence
-// punctuation that follows it.
-func (t *text) url() string {
-	if !t.mayHold("http") {
-		return ""
-	}
-	u := strings.TrimRight(reURL.FindString(t.raw), ".,;:!?)]}")
+// url is the first http(s) URL in s, without the sentence punctuation that
+// follows it.
+func url(s string) string {
+	u := strings.TrimRight(reURL.FindString(s), ".,;:!?)]}")
 	if len(u) <= len("https://") {
 		return ""
 	}
@@ -141,49 +117,38 @@ func emails(s string) []string {
 // extract pulls every recognisable input out of the request text.
 func (r *Registry) extract(t *text) map[string]any {
 	in := map[string]any{}
-	if t.mayHold("@") {
-		if to := emails(t.raw); len(to) > 0 {
-			in["to"] = to
-		}
+	if to := emails(t.raw); len(to) > 0 {
+		in["to"] = to
 	}
-	if v := strings.Trim(t.firstOf("subject", reSubject...), " \t\"'"); v != "" {
+	if v := strings.Trim(firstOf(reSubject, t.raw), " \t\"'"); v != "" {
 		in["subject"] = v
 	}
-	if v := strings.Trim(t.firstOf("body", reBody...), " \t\"'"); v != "" {
+	if v := strings.Trim(firstOf(reBody, t.raw), " \t\"'"); v != "" {
 		in["text_plain"] = v
 	}
-	if v := t.idOf("message", reMessageIDSep, reMessageIDBare); v != "" {
+	if v := idOf(t.raw, reMessageIDSep, reMessageIDBare); v != "" {
 		in["message_id"] = v
 	}
-	if v := t.idOf("thread", reThreadIDSep, reThreadIDBare); v != "" {
+	if v := idOf(t.raw, reThreadIDSep, reThreadIDBare); v != "" {
 		in["thread_id"] = v
 	}
-	if v := t.firstOf("label", reLabel); v != "" {
+	if v := firstGroup(reLabel, t.raw); v != "" {
 		in["label"] = strings.ToLower(v)
 	} else if t.has("inbox") {
 		in["label"] = "inbox"
 	}
-	for _, p := range []guarded{{rePageLimitA, []string{"first", "top", "last", "latest"}}, {rePageLimitB, []string{"mails", "messages"}}} {
-		if !t.mayHold(p.words...) {
-			continue
-		}
-		if v := firstGroup(p.re, t.raw); v != "" {
+	for _, re := range []*regexp.Regexp{rePageLimitA, rePageLimitB} {
+		if v := firstGroup(re, t.raw); v != "" {
 			if n, err := strconv.Atoi(v); err == nil && n > 0 {
 				in["page_limit"] = n
 				break
 			}
 		}
 	}
-	for _, p := range []guarded{{reMethodUpper, methodWords}, {reMethodNamed, []string{"method"}}, {reMethodURL, []string{"http"}}} {
-		if !t.mayHold(p.words...) {
-			continue
-		}
-		if v := firstGroup(p.re, t.raw); v != "" {
-			in["method"] = strings.ToUpper(v)
-			break
-		}
+	if v := firstOf([]*regexp.Regexp{reMethodUpper, reMethodNamed, reMethodURL}, t.raw); v != "" {
+		in["method"] = strings.ToUpper(v)
 	}
-	if u := t.url(); u != "" {
+	if u := url(t.raw); u != "" {
 		in["url"] = u
 	}
 	if docs := r.documentTypes(t); len(docs) > 0 {
@@ -204,10 +169,8 @@ var negators = map[string]bool{"without": true, "no": true, "not": true, "dont":
 // clauseWords end a negation's reach: "without a subject and my passport".
 var clauseWords = map[string]bool{"and": true, "but": true, "with": true, "plus": true, "also": true, "then": true}
 
-// documentTypes maps alias phrases in the request to document type ids.
-// Aliases match whole words (an "s" plural is accepted), longest alias
-// first then alphabetically, one entry per type id, negated mentions
-// skipped.
+// documentTypes maps whole-word alias phrases ("s" plural accepted) to type
+// ids, longest alias first, one per type id, negated mentions skipped.
 func (r *Registry) documentTypes(t *text) []string {
 	words := splitWords(strings.NewReplacer("'", "", "\u2019", "").Replace(t.lower))
 	used := make([]bool, len(words))
@@ -263,9 +226,7 @@ func negated(words []string, at int) bool {
 	return false
 }
 
-// Weather detection (D10): "weather in boston tomorrow", "tomorrow's
-// weather in paris", "boston's weather", "weather forecast for new york
-// next week".
+// Weather detection (D10): "weather in boston tomorrow", "boston's weather".
 type weather struct {
 	requested bool
 	location  string
@@ -374,10 +335,8 @@ func timeframeEndingAt(ts []wtok, i int) string {
 	return ""
 }
 
-// detectWeather finds a weather request in lowercased text: the word
-// "weather", a timeframe before or after it (else today) and a location,
-// either a possessive before it ("boston's weather") or "in/for/at X"
-// after it.
+// detectWeather finds the word "weather" with a timeframe around it (else
+// today) and a location: a possessive before it or "in/for/at X" after it.
 func detectWeather(lower string) weather {
 	ts := weatherTokens(lower)
 	at := slices.IndexFunc(ts, func(tk wtok) bool { return tk.w == "weather" })
@@ -417,9 +376,8 @@ func detectWeather(lower string) weather {
 	return wx
 }
 
-// leadingWeather reads what precedes "weather" at index at:
-// "<timeframe>'s weather" or "<timeframe> weather" give a timeframe, a
-// city possessive "boston's weather" a location.
+// leadingWeather reads a timeframe ("tomorrow's weather") or a city
+// possessive ("boston's weather") before index at.
 func leadingWeather(ts []wtok, at int) (timeframe, location string) {
 	if at == 0 || ts[at-1].brk {
 		return "", ""
@@ -443,9 +401,8 @@ func leadingWeather(ts []wtok, at int) (timeframe, location string) {
 	return "", strings.Join(loc, " ")
 }
 
-// locationAfter reads "in/for/at <place>" starting at index i: up to six
-// words until a stop word, a timeframe or punctuation. It also returns a
-// timeframe that directly follows the place ("in boston tomorrow").
+// locationAfter reads "in/for/at <place>" from index i (up to six words) and
+// a timeframe directly after the place.
 func locationAfter(ts []wtok, i int) (location, timeframe string, ok bool) {
 	if i >= len(ts) || ts[i-1].brk || (ts[i].w != "in" && ts[i].w != "for" && ts[i].w != "at") {
 		return "", "", false

@@ -15,9 +15,8 @@ func (r *Resolver) question(key string) string {
 	return "Please provide " + key + "."
 }
 
-// guidance says how to obtain one missing input: ask the user, or, when a
-// non-sensitive enrichment policy of the route matches, fetch a fact and
-// retry.
+// guidance says how to obtain one missing input: ask the user, or fetch a
+// fact when a non-sensitive enrichment policy matches.
 func (r *Resolver) guidance(t *text, rt *RouteDef, routeName, key string, cs composeState) Guidance {
 	var pol *Policy
 	for i := range rt.EnrichmentPolicies {

@@ -1,6 +1,5 @@
 // Package routing resolves a natural-language Vault request to a cookbook
-// route, extracts its inputs, and says how to obtain the ones still missing.
-// It knows nothing of MCP; tools/routing.go wraps it.
+// route, extracts its inputs and says how to obtain missing ones.
 package routing
 
 import (
@@ -232,9 +231,7 @@ func (r *Registry) validate() error {
 	return nil
 }
 
-// validateRoute normalises rt in place and checks it against the
-// registry's inputs: identity, strategy, keywords, inputs, then each
-// enrichment policy.
+// validateRoute normalises rt in place and checks it against the registry.
 func (r *Registry) validateRoute(rt *RouteDef) error {
 	normalizeRoute(rt)
 	if rt.RouteID == "" || !safeID.MatchString(strings.ToLower(rt.RouteID)) {
@@ -323,9 +320,8 @@ func (r *Registry) checkRouteInputs(rt *RouteDef) error {
 	return nil
 }
 
-// checkPolicy normalises enrichment policy i of rt and checks it: a
-// declared input of this route, a known mode with what it needs, a known
-// condition, and one policy per (input, condition).
+// checkPolicy normalises and checks enrichment policy i of rt: a declared
+// input, a known mode and condition, one policy per (input, condition).
 func (r *Registry) checkPolicy(rt *RouteDef, i int, seen map[string]bool) error {
 	p := &rt.EnrichmentPolicies[i]
 	p.InputKey = strings.ToLower(strings.TrimSpace(p.InputKey))
@@ -366,13 +362,4 @@ func (r *Registry) checkPolicy(rt *RouteDef, i int, seen map[string]bool) error 
 func (r *Registry) Route(id string) (*RouteDef, bool) {
 	rt, ok := r.byID[id]
 	return rt, ok
-}
-
-// AliasList returns the document-type aliases in matching order.
-func (r *Registry) AliasList() []struct{ Alias, TypeID string } {
-	out := make([]struct{ Alias, TypeID string }, 0, len(r.aliases))
-	for _, a := range r.aliases {
-		out = append(out, struct{ Alias, TypeID string }{a.phrase, a.typeID})
-	}
-	return out
 }

@@ -105,9 +105,8 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) Result {
 	return res
 }
 
-// resolveRoute answers for a matched registry route: the route's own
-// inputs after autofill, what is still missing and how to get it, and how
-// to execute.
+// resolveRoute answers for a matched route: its inputs after autofill, what
+// is missing and how to get it, and how to execute.
 func (r *Resolver) resolveRoute(t *text, rt *RouteDef, score int, extracted, facts map[string]any) Result {
 	res := newResult()
 	keys := append(append([]string{}, rt.RequiredInputs...), rt.OptionalInputs...)

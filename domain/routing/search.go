@@ -29,9 +29,8 @@ type Hit struct {
 	RequiredInputs []string
 }
 
-// Searcher is the catalog search the fallback uses. Implementations should
-// search only the latest version of each cookbook (D7); the fallback also
-// collapses versions itself so two versions never make a result AMBIGUOUS.
+// Searcher is the catalog search the fallback uses, over latest versions
+// (D7); the fallback also collapses versions itself.
 type Searcher interface {
 	Search(ctx context.Context, q SearchQuery) ([]Hit, error)
 }

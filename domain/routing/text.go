@@ -9,7 +9,6 @@ import (
 type text struct {
 	raw        string // trimmed
 	lower      string // lowercased raw
-	ascii      bool   // raw is all ASCII
 	normalized string // lowercased, whitespace collapsed
 	words      []string
 	tokens     map[string]bool // words of >= 2 chars
@@ -19,7 +18,6 @@ type text struct {
 func newText(s string) *text {
 	t := &text{raw: strings.TrimSpace(s)}
 	t.lower = strings.ToLower(t.raw)
-	t.ascii = isASCII(t.raw)
 	t.normalized = strings.Join(strings.Fields(t.lower), " ")
 	t.words = splitWords(t.lower)
 	t.tokens = make(map[string]bool, len(t.words))
@@ -66,34 +64,3 @@ func cutBytes(s string, n int) string {
 	}
 	return strings.TrimSpace(s)
 }
-
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-// mayHold reports whether a pattern that needs one of words (lower-case
-// ASCII, matched case-insensitively) can match the text. Most extraction
-// patterns start with a keyword such as "subject" that a request seldom
-// holds, and without a literal prefix Go's regexp tries a match at every
-// position: ruling them out by a substring test was most of a resolve.
-// Text with any non-ASCII byte may always hold them, because (?i) folds
-// some non-ASCII letters to ASCII ones (U+017F to "s", U+212A to "k").
-func (t *text) mayHold(words ...string) bool {
-	if !t.ascii || !prefilter {
-		return true
-	}
-	for _, w := range words {
-		if strings.Contains(t.lower, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// prefilter switches mayHold on (tests compare with it off).
-var prefilter = true

@@ -5,11 +5,8 @@ import (
 	"strings"
 )
 
-// The safe order of work: how an agent goes from a request to a result
-// without running anything it has not checked, and without working around
-// a person's approval. The agent skill (SKILL.md) and the server's
-// instructions (sent at initialize and server/discover) both render it from
-// here, so the two never tell an agent different things.
+// The safe order of work from a request to a result; SKILL.md and the
+// server's instructions both render it from here, so they never differ.
 
 // WorkStep is one stage of the order of work.
 type WorkStep struct {
@@ -45,9 +42,8 @@ func (r *Registry) WorkOrder() []WorkStep {
 	}
 }
 
-// Instructions are the server's instructions: the envelope once, then the
-// order of work in a few lines. dynamic adds how to find the tools a
-// session starts without.
+// Instructions are the server's instructions: the envelope, then the order
+// of work; dynamic adds how to find tools a session starts without.
 func (r *Registry) Instructions(dynamic bool) string {
 	var b strings.Builder
 	b.WriteString("accords-mcp acts through a Vaultclaw vault; secrets never reach you. ")

@@ -443,28 +443,6 @@ func (s *Sim) handleProfileUpsert(c *call) (int, any, *apiError) {
 	return 200, out, nil
 }
 
-// RevokeProfile marks a profile revoked (hidden from lists, refused at
-// execute).
-func (s *Sim) RevokeProfile(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, ok := s.profiles[id]
-	if ok {
-		rec["state"] = "REVOKED"
-	}
-	return ok
-}
-
-// Profile returns a stored profile (nil when absent).
-func (s *Sim) Profile(id string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rec, ok := s.profiles[id]; ok {
-		return copyMap(getMap(rec, "profile"))
-	}
-	return nil
-}
-
 // KYC returns the identity profile values of a subject.
 func (s *Sim) KYC(subject string) map[string]any {
 	s.mu.Lock()

@@ -1,9 +1,6 @@
-// Package execution composes the Vault-backed flows that can end in an
-// approval handoff: execute-job (orchestration → module hash → validate →
-// execute-job) and plan execute (strict preflight → plans/execute), plus
-// the wait. Every handoff is stored as a durable handle before it is
-// returned. Tool handlers and the passport workflow call this package; it
-// knows nothing of MCP.
+// Package execution composes the Vault flows that can end in an approval
+// handoff (execute-job, plan execute) and the wait; every handoff is stored
+// as a durable handle before it is returned.
 package execution
 
 import (
@@ -34,9 +31,8 @@ type Service struct {
 	Polls *approval.Polls
 }
 
-// identity is the key under which polls with sess are shared: a digest of
-// where it points and its token, so only waiters with the very same
-// credentials share a reply, and no token is kept in the key.
+// identity keys shared polls: a digest of the session's target and token, so
+// only waiters with the same credentials share a reply.
 func identity(sess session.Session) string {
 	h := sha256.New()
 	for _, part := range []string{sess.BaseURL, sess.UnixSocket, sess.Token} {
@@ -120,9 +116,8 @@ func (s *Service) ApprovalAPI(sess session.Session) approval.API {
 	return approvalAPI{c: s.Vault, s: sess}
 }
 
-// handoff resolves the pending id best-effort, stores the durable handle and
-// returns the MCP_APPROVAL_REQUIRED error. A failure to store the handle is
-// not allowed to lose it either: the error still carries the handle.
+// handoff stores the durable handle and returns MCP_APPROVAL_REQUIRED; the
+// error carries the handle even when storing it failed.
 func (s *Service) handoff(ctx context.Context, scope string, sess session.Session, h *approval.Handoff, source string) error {
 	if h.Continuation.Tool == "" {
 		h.Continuation.Tool = source
@@ -137,9 +132,8 @@ func (s *Service) handoff(ctx context.Context, scope string, sess session.Sessio
 	return e
 }
 
-// HandoffFromError turns a >= 400 approval error that carries pending
-// details into a stored handoff (D3); other errors are returned unchanged.
-// Synchronous execute and the passport workflow use it.
+// HandoffFromError turns a pending-approval error into a stored handoff (D3);
+// other errors are returned unchanged.
 func (s *Service) HandoffFromError(ctx context.Context, scope string, sess session.Session, err error, source string) error {
 	return s.handoffFromError(ctx, scope, sess, err, approval.Continuation{Tool: source})
 }
@@ -152,10 +146,8 @@ func (s *Service) handoffFromError(ctx context.Context, scope string, sess sessi
 	return err
 }
 
-// Validate runs vaultclaw_connector_validate: module-hash preflight (which
-// derives and injects module_hash for bounded verbs) around one validate
-// call. Data is {validation, request, module_hash}; request is the
-// rewritten copy, never the caller's object.
+// Validate runs module-hash preflight and one validate call. Data is
+// {validation, request, module_hash}; request is a rewritten copy.
 func (s *Service) Validate(ctx context.Context, sess session.Session, request map[string]any) (Outcome, error) {
 	req := cloneJSON(request)
 	var resp *vault.Response
@@ -174,11 +166,9 @@ func (s *Service) Validate(ctx context.Context, sess session.Session, request ma
 	}, nil
 }
 
-// Execute runs vaultclaw_connector_execute synchronously: module-hash
-// preflight, validate (any validation failure stops), execute. Data is
-// Vault's execute body. A pending-approval error becomes a stored handoff
-// (MCP_APPROVAL_REQUIRED with a handle) as for execute-job. key is the
-// agent's idempotency key ("" for a fresh one).
+// Execute runs preflight, validate and execute synchronously; a pending
+// approval becomes a stored handoff. key is the idempotency key ("" for a
+// fresh one).
 func (s *Service) Execute(ctx context.Context, scope string, sess session.Session, request map[string]any, key string) (Outcome, error) {
 	req := cloneJSON(request)
 	var resp *vault.Response
@@ -197,9 +187,8 @@ func (s *Service) Execute(ctx context.Context, scope string, sess session.Sessio
 	return Outcome{Data: resp.Object(), RequestID: resp.RequestID, HTTPStatus: resp.Status}, nil
 }
 
-// ResolveProfile runs vaultclaw_unbounded_profile_resolve: the best profile
-// for explicit requirements, auto-created when none matches and autoCreate
-// is set.
+// ResolveProfile returns the best profile for reqs, auto-created when none
+// matches and autoCreate is set.
 func (s *Service) ResolveProfile(ctx context.Context, sess session.Session, reqs []orchestration.Requirement, autoCreate bool) (map[string]any, error) {
 	res, err := orchestration.NewResolver(s.ProfileAPI(sess)).Resolve(ctx, reqs, autoCreate)
 	if err != nil {
@@ -246,9 +235,8 @@ func copyObject(m map[string]any, field string) (map[string]any, error) {
 	return out, nil
 }
 
-// ExecuteJob runs vaultclaw_connector_execute_job: profile orchestration,
-// module-hash preflight, validate (E3), execute-job (E5), and the approval
-// handoff. The request is not modified.
+// ExecuteJob runs orchestration, module-hash preflight, validate (E3),
+// execute-job (E5) and the handoff; request is not modified.
 func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Session, request map[string]any, opts orchestration.Options, key string) (Outcome, error) {
 	req, err := copyObject(request, "request")
 	if err != nil {
@@ -303,18 +291,15 @@ type PlanExecuteInput struct {
 	// Source names the caller in the durable handle (default
 	// "vaultclaw_plan_execute").
 	Source string
-	// BeforeSend, when set, sees the request before anything reaches
-	// Vault: the plan with its defaults, as it would be sent (profile
-	// bindings, resolved later, aside). An error stops the call.
+	// BeforeSend, when set, sees the plan as it would be sent; an error stops
+	// the call before anything reaches Vault.
 	BeforeSend func(ctx context.Context, rendered map[string]any) error
 	// IdempotencyKey is the agent's key ("" for a fresh one).
 	IdempotencyKey string
 }
 
-// PlanExecute runs vaultclaw_plan_execute: strict profile preflight, plan
-// defaults without module-hash injection, plans/execute (E7)
-// and the approval handoff. On MCP_APPROVAL_REQUIRED the handle is already
-// stored under scope.
+// PlanExecute runs strict profile preflight, plan defaults, plans/execute
+// (E7) and the handoff (stored under scope).
 func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Session, in PlanExecuteInput) (Outcome, error) {
 	if in.BeforeSend != nil {
 		rendered, err := copyObject(in.Plan, "plan")
@@ -427,9 +412,8 @@ func (s *Service) Await(ctx context.Context, scope string, sess session.Session,
 	return res, err
 }
 
-// Check polls h once, or takes a newer state than cur saw from a poll of
-// the same job shared with other waiters, and records what it saw in the
-// durable handle.
+// Check polls h once (or takes a newer shared poll's state) and records it
+// in the durable handle.
 func (s *Service) Check(ctx context.Context, scope string, sess session.Session, h approval.Handle, cur *approval.Cursor) (approval.WaitResult, error) {
 	res, err := s.waiter(sess, nil).Check(ctx, h, cur)
 	if s.Handles != nil && err == nil {
@@ -491,11 +475,9 @@ func finishExecute(res approval.WaitResult) (Outcome, error) {
 	return Outcome{}, vault.MapError(vault.APIError{Status: res.HTTPStatus, Code: code, Message: msg, Details: details, RequestID: res.RequestID})
 }
 
-// actionKeys are the Idempotency-Keys of one action (D17): the agent's key,
-// or a fresh one, for the first attempt. A module-hash rejection is retried
-// once with the refreshed hash, a different body Vault never ran, so that
-// attempt gets a key of its own derived from the first: an agent retrying
-// the whole call with its key meets the same two keys again.
+// actionKeys are one action's Idempotency-Keys (D17): the agent's key (or a
+// fresh one) first; the module-hash retry sends a different body, so it
+// gets a key derived from the first, the same on every retry of the call.
 type actionKeys struct {
 	base string
 	n    int

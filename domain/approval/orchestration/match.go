@@ -119,10 +119,8 @@ func score(p Profile, reqs []Requirement, keys []string) Match {
 	return m
 }
 
-// Best scores every profile and returns the index of the winner: the
-// qualifying profile with the highest score, ties to the smallest
-// profile_id (byte order). It returns -1 when none qualifies. matches is in
-// the order of profiles.
+// Best returns the index of the qualifying profile with the highest score
+// (ties to the smallest profile_id), or -1; matches follow profiles' order.
 func Best(profiles []Profile, reqs []Requirement) (best int, matches []Match) {
 	best = -1
 	matches = make([]Match, len(profiles))

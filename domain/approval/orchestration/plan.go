@@ -53,11 +53,9 @@ func DeepCopy(v any) (any, error) {
 	return out, nil
 }
 
-// PreflightPlan resolves the unbounded profile of every generic.http step of
-// plan (with full RFC 6901 pointers, where the predecessor could not index
-// arrays, and validation errors for malformed bindings). It returns a
-// transformed deep copy; the input is not modified. Resolutions is nil when
-// the plan has no steps.
+// PreflightPlan resolves the unbounded profile of every generic.http step
+// and returns a transformed deep copy of plan; Resolutions is nil when the
+// plan has no steps.
 func (r *Resolver) PreflightPlan(ctx context.Context, plan map[string]any, planInput any, opts PlanOptions) (map[string]any, []StepResolution, error) {
 	cp, err := DeepCopy(plan)
 	if err != nil {
@@ -90,9 +88,8 @@ func (r *Resolver) PreflightPlan(ctx context.Context, plan map[string]any, planI
 	return out, resolutions, nil
 }
 
-// preflightStep returns the step's resolution and, when the step is to be
-// rewritten, its fully resolved request. In strict mode a step that is not
-// resolved is returned as an error.
+// preflightStep returns the step's resolution and, when it is rewritten, its
+// resolved request; in strict mode an unresolved step is an error.
 func (r *Resolver) preflightStep(ctx context.Context, step map[string]any, index int, planInput any, opts PlanOptions) (StepResolution, map[string]any, error) {
 	stepID := str(step["step_id"])
 	field := fmt.Sprintf("plan.steps[%d]", index)
@@ -176,10 +173,8 @@ func precheckUnresolved(stepID string, unresolved []string) error {
 		With("required_plan_input_paths", paths)
 }
 
-// resolveStepRequest applies the step's request_bindings to a copy of its
-// request_base. Malformed bindings are validation errors naming the field;
-// bindings whose value is only known at runtime are reported as
-// "<path> -> <reason>" and skipped.
+// resolveStepRequest applies request_bindings to a copy of request_base;
+// runtime-only bindings are reported as "<path> -> <reason>" and skipped.
 func resolveStepRequest(step map[string]any, field string, planInput any, planInputSet bool) (map[string]any, []string, error) {
 	base := map[string]any{}
 	if rb, ok := step["request_base"].(map[string]any); ok {

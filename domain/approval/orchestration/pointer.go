@@ -94,10 +94,8 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("pointer conflict at %q in %s: %s", e.Segment, e.Pointer, e.Reason)
 }
 
-// Set writes value at p inside doc and returns the (possibly new) document.
-// Missing object members on the way are created as objects; an array index
-// must exist, except that the index equal to the length (or "-") appends.
-// Setting the empty pointer replaces the whole document.
+// Set writes value at p in doc and returns the (possibly new) document,
+// creating missing objects; index len (or "-") appends.
 func (p Pointer) Set(doc any, value any) (any, error) {
 	return p.set(doc, value, 0)
 }

@@ -37,9 +37,8 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// DecodeProfile normalises a profile object as Vault returned it: strings
-// trimmed, lists trimmed/deduped/sorted, slots sorted by name. Non-object
-// slots are skipped.
+// DecodeProfile normalises a profile as Vault returned it (trimmed, sorted,
+// deduped); non-object slots are skipped.
 func DecodeProfile(v any) Profile {
 	m, _ := v.(map[string]any)
 	p := Profile{
@@ -78,8 +77,7 @@ func (p Profile) AsMap() map[string]any {
 }
 
 // Hash12 is the first 12 hex characters of the SHA-256 of the canonical
-// requirements JSON. encoding/json's default HTML escaping of
-// <, > and & is part of the canonical form.
+// requirements JSON (with encoding/json's HTML escaping).
 func Hash12(reqs []Requirement) string {
 	if reqs == nil {
 		reqs = []Requirement{}

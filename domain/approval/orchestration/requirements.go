@@ -1,8 +1,6 @@
 // Package orchestration implements unbounded-profile orchestration for
-// generic.http requests: requirement derivation from
-// secret_attachments, deterministic profile matching, auto-create, and the
-// plan preflight. It works on decoded JSON and reaches Vaultclaw only through
-// the small ProfileStore interface, so it knows nothing of HTTP or MCP.
+// generic.http requests: requirement derivation, deterministic matching,
+// auto-create and plan preflight, over decoded JSON and a small interface.
 package orchestration
 
 import (
@@ -26,9 +24,8 @@ func IsGeneric(connectorID, verb string) bool {
 	return strings.TrimSpace(connectorID) == GenericConnector && strings.TrimSpace(verb) == GenericVerb
 }
 
-// Requirement is one secret attachment the profile must allow. Its JSON form
-// (field order, omitted empties, Go escaping) is the canonical hash input of
-// auto-create, so do not reorder the fields.
+// Requirement is one secret attachment the profile must allow; its JSON form
+// is the canonical hash input of auto-create, so keep the field order.
 type Requirement struct {
 	Slot                string   `json:"slot"`
 	Intent              string   `json:"intent,omitempty"`
@@ -115,11 +112,9 @@ func sortRequirements(reqs []Requirement) {
 	})
 }
 
-// DeriveRequirements reads payload.secret_attachments. field is
-// the path of payload in the caller's arguments (for example
-// "request.request"), used to name the offending field in validation errors.
-// A missing, non-array or empty list yields no requirements. Requirements are
-// not deduplicated, as in the predecessor.
+// DeriveRequirements reads payload.secret_attachments (not deduplicated);
+// field names payload in validation errors. A missing or empty list yields
+// none.
 func DeriveRequirements(payload map[string]any, field string) ([]Requirement, error) {
 	arr, ok := payload["secret_attachments"].([]any)
 	if !ok || len(arr) == 0 {
@@ -150,10 +145,8 @@ func DeriveRequirements(payload map[string]any, field string) ([]Requirement, er
 	return out, nil
 }
 
-// NormalizeRequirements cleans the explicit requirements of
-// vaultclaw_unbounded_profile_resolve. The list must not be empty; entries
-// missing slot, mode or target are dropped silently (the caller reports "no
-// unbounded requirements found" when none remain).
+// NormalizeRequirements cleans explicit requirements: the list must not be
+// empty; entries missing slot, mode or target are dropped.
 func NormalizeRequirements(in []Requirement, field string) ([]Requirement, error) {
 	if len(in) == 0 {
 		return nil, apperr.Validation(field, "%s must be a non-empty array", field)

@@ -9,9 +9,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// ProfileAPI is the slice of the Vaultclaw client orchestration needs, bound
-// to a session by the caller. Each method returns the decoded response body
-// (nil when it was not a JSON object) or a normalised *apperr.Error.
+// ProfileAPI is the session-bound slice of the Vaultclaw client orchestration
+// needs; each method returns the decoded body or a normalised *apperr.Error.
 type ProfileAPI interface {
 	// ProfilesList is E15 GET /v0/connectors/unbounded/profiles/list.
 	ProfilesList(ctx context.Context, q url.Values) (map[string]any, error)
@@ -45,9 +44,8 @@ func (r Resolution) Data() map[string]any {
 // auto-creates a minimal one when allowed.
 type Resolver struct {
 	API ProfileAPI
-	// candidates caches the candidate list for the lifetime of one Resolver
-	// (one tool call), so a plan with several generic.http steps lists the
-	// profiles once. A profile created by auto-create is added to it.
+	// candidates lists the profiles once per Resolver (one tool call); profiles
+	// auto-created are added to it.
 	candidates []Profile
 	loaded     bool
 }
@@ -126,9 +124,7 @@ func (r *Resolver) autoCreate(ctx context.Context, reqs []Requirement) (Resoluti
 		return Resolution{}, err
 	}
 	profile := local
-	// Read back what Vault stored; any failure, or a body without a usable
-	// profile, falls back to the local profile (the predecessor then sent an
-	// empty profile_id).
+	// Read back what Vault stored; on any failure use the local profile.
 	if got, err := r.API.ProfileGet(ctx, local.ProfileID); err == nil {
 		if p := DecodeProfile(got["profile"]); p.ProfileID != "" {
 			profile = p
@@ -150,9 +146,8 @@ type Options struct {
 // DefaultOptions are the documented defaults (both true).
 func DefaultOptions() Options { return Options{UnboundedProfiles: true, AutoCreate: true} }
 
-// PrepareJobRequest runs execute-job orchestration on request (an execute
-// request object, mutated in place: profile_id is written into
-// request.request) and returns the orchestration keys of the preflight.
+// PrepareJobRequest runs execute-job orchestration, writing profile_id into
+// request.request in place, and returns the preflight's orchestration keys.
 func (r *Resolver) PrepareJobRequest(ctx context.Context, request map[string]any, opts Options) (map[string]any, error) {
 	if !opts.UnboundedProfiles {
 		return map[string]any{"orchestrated": false}, nil

@@ -1,9 +1,6 @@
-// Package task keeps the tasks of the MCP Tasks extension that follow
-// approval handoffs: who owns each one, the approval it waits on, and the
-// tool result once Vault has decided. Records live in the bbolt bucket
-// "tasks", keyed by the SHA-256 of the task id, so the file never holds an id
-// a reader could present. It knows nothing of MCP; the protocol side is in
-// transport/tasks.
+// Package task keeps the MCP Tasks that follow approval handoffs: owner,
+// awaited approval and final tool result, in bucket "tasks" keyed by the
+// SHA-256 of the task id (the file never holds a presentable id).
 package task
 
 import (
@@ -29,19 +26,15 @@ const (
 	StatusFailed        = "failed"
 )
 
-// ErrNotFound means no task with that id belongs to the caller: it never
-// existed, it was pruned, or another caller or tenant owns it. The three are
-// not told apart, so an id reveals nothing to anyone but its owner.
+// ErrNotFound means no task with that id belongs to the caller; missing,
+// pruned and foreign are not told apart.
 var ErrNotFound = errors.New("task not found")
 
 // MaxIDLength bounds task ids read from requests.
 const MaxIDLength = 128
 
-// Owner is who may see and cancel a task: the caller that created it and
-// the tenant (scope) it acted in. Env, when set, binds it further to the
-// Vault environment session of the launch it came from (a keyed digest,
-// never the token): two launches attached to one daemon are the same local
-// caller, but may act with different Vault identities.
+// Owner is who may see and cancel a task: caller and tenant scope, and when
+// Env is set the launch's Vault environment session (a keyed digest).
 type Owner struct {
 	Caller string `json:"caller"`
 	Scope  string `json:"scope"`
@@ -70,9 +63,8 @@ type Task struct {
 	// given).
 	ApprovalExpiresAtUnixMS int64 `json:"approval_expires_at_unix_ms"`
 	PollIntervalMS          int64 `json:"poll_interval_ms"`
-	// Env is the launch's environment session, sealed with the server
-	// keyring (set with Owner.Env): the poller resolves the Vault session
-	// as the call did, after a restart too.
+	// Env is the launch's environment session sealed with the server keyring,
+	// so the poller resolves the Vault session after a restart too.
 	Env []byte `json:"env,omitempty"`
 
 	Status        string     `json:"status"`
@@ -123,9 +115,8 @@ func (s *Store) SetClock(now func() time.Time) { s.now = now }
 // Retention is how long finished tasks are kept.
 func (s *Store) Retention() time.Duration { return s.retention }
 
-// TTLMS is the task's ttlMs: until the approval's expiry while it waits
-// (the retention when Vault gave none), then how long the finished task
-// is kept; both counted from creation.
+// TTLMS is the task's ttlMs from creation: the approval's expiry (or the
+// retention) while waiting, then the retention of the finished task.
 func (s *Store) TTLMS(t Task) int64 {
 	var end time.Time
 	switch {
@@ -152,9 +143,8 @@ func Ref(id string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Create stores t as a new working task and returns its id. The record is
-// committed (fsync'd by bbolt) before Create returns, so a tasks/get for the
-// id resolves at once and after a restart.
+// Create stores t as a new working task (committed before it returns) and
+// returns its id.
 func (s *Store) Create(t Task) (string, Task, error) {
 	now := s.now().UTC()
 	t.Status = StatusWorking
@@ -228,9 +218,8 @@ func (s *Store) Load(ref string) (Task, bool, error) {
 // a finished task never changes again.
 var ErrTerminal = errors.New("task already finished")
 
-// Update applies fn to the stored task under ref in one transaction and
-// stamps UpdatedAt (and TerminalAt when fn finishes it). fn returning an
-// error writes nothing and Update returns that error.
+// Update applies fn to the task in one transaction and stamps UpdatedAt (and
+// TerminalAt); an error from fn writes nothing.
 func (s *Store) Update(ref string, fn func(t *Task) error) (Task, error) {
 	var out Task
 	err := s.db.Update(func(tx store.Tx) error {
@@ -286,9 +275,8 @@ func (s *Store) Working() ([]Task, error) {
 	return out, err
 }
 
-// stale reports a task past retention: a finished one retention after it
-// finished, a waiting one retention after the later of its last update and
-// the approval's expiry.
+// stale reports a task past retention: after it finished, or after the
+// later of its last update and the approval's expiry.
 func (s *Store) stale(t Task, now time.Time) bool {
 	if t.Terminal() && t.TerminalAt != nil {
 		return now.Sub(*t.TerminalAt) > s.retention
@@ -302,9 +290,8 @@ func (s *Store) stale(t Task, now time.Time) bool {
 	return now.Sub(last) > s.retention
 }
 
-// Prune deletes stale tasks and reports how many went. It reads first and
-// writes only when something is stale, so a start with nothing to prune
-// writes nothing.
+// Prune deletes stale tasks and reports how many went; it writes only when
+// something is stale.
 func (s *Store) Prune() (int, error) {
 	now := s.now()
 	var dead [][]byte

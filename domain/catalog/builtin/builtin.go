@@ -1,6 +1,5 @@
-// Package builtin embeds the cookbooks that ship with accords-mcp. They are
-// seeded into the catalog at first start and on upgrade (see
-// catalog.Service.SeedBuiltins); a user's edits and deletions win.
+// Package builtin embeds the cookbooks that ship with accords-mcp, seeded at
+// first start and on upgrade; a user's edits and deletions win.
 package builtin
 
 import (
@@ -56,9 +55,7 @@ func Bundles() ([]*catalog.Bundle, error) {
 	return out, nil
 }
 
-// Fingerprint names the embedded set: a hash of every file's name and
-// bytes, cheap next to decoding them (catalog.SeedBuiltinsFrom compares
-// it with the set last seeded).
+// Fingerprint is a hash of every embedded file's name and bytes.
 func Fingerprint() (string, error) {
 	fm, err := Files()
 	if err != nil {

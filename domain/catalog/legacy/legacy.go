@@ -1,7 +1,6 @@
-// Package legacy reads a catalog folder written by the predecessor
-// (sources.json, index.json, cookbooks/<id>/<version>.json) and imports it
-// into the database through the catalog and remote-source services. It only
-// ever reads the folder.
+// Package legacy imports a predecessor catalog folder (sources.json,
+// index.json, cookbooks/<id>/<version>.json) through the catalog and
+// remote-source services; it only reads the folder.
 package legacy
 
 import (
@@ -76,9 +75,8 @@ type Folder struct {
 	Sources []Source
 }
 
-// Scan reads dir. Unreadable or invalid files become refused items with a
-// reason, so one bad bundle never hides the others; only a missing or
-// unreadable folder is an error.
+// Scan reads dir; unreadable or invalid files become refused items, and
+// only a missing or unreadable folder is an error.
 func Scan(dir string) (Folder, error) {
 	f := Folder{Dir: dir}
 	fi, err := os.Stat(dir)
@@ -251,10 +249,8 @@ func (o Outcome) String() string {
 	return [...]string{"imported", "skipped", "refused"}[o]
 }
 
-// Importer writes one item into the database. It returns Imported when the
-// item was created or changed, Skipped (with a reason) when it was left as
-// it is under the policy, or an error, which makes the item refused with the
-// error's message.
+// Importer writes one item: Imported when created or changed, Skipped with
+// a reason when left as it is, or an error (the item is refused).
 type Importer interface {
 	ImportBundle(ctx context.Context, raw json.RawMessage, policy string) (Outcome, string, error)
 	ImportSource(ctx context.Context, raw json.RawMessage, policy string) (Outcome, string, error)
@@ -293,10 +289,8 @@ func (r *Report) add(it Item) {
 	r.Items = append(r.Items, it)
 }
 
-// Import imports the sources first (bundles do not depend on them, but a
-// user reading the report sees configuration before content), then every
-// bundle. With imp nil it is a dry run: items that would be attempted are
-// reported as "imported" with reason "dry run".
+// Import imports the sources, then every bundle. With imp nil it is a dry
+// run: items are reported as "imported" with reason "dry run".
 func Import(ctx context.Context, f Folder, imp Importer, policy string) (Report, error) {
 	policy, err := NormalizePolicy(policy)
 	if err != nil {

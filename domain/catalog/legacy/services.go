@@ -11,9 +11,7 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Services imports through the catalog (bundles are canonicalized,
-// validated, stored and indexed in one commit) and the remote-source
-// service.
+// Services imports through the catalog and the remote-source service.
 type Services struct {
 	Catalog *catalog.Service
 	Remote  *remote.Service

@@ -9,10 +9,9 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// FromCatalog adapts the local catalog to what an install needs: Stage
-// decodes and validates with the catalog's own rules; Commit is the
-// catalog's Upsert with the lock record written through its InTx hook, so
-// the bundle, the catalog revision and the lock commit in one transaction.
+// FromCatalog adapts the catalog to an install: Stage validates with its
+// rules; Commit is Upsert with the lock record written in the same
+// transaction.
 func FromCatalog(c *catalog.Service) Catalog { return catalogAdapter{c} }
 
 type catalogAdapter struct{ c *catalog.Service }

@@ -53,9 +53,8 @@ func (e *errCrossOriginRedirect) Error() string {
 
 var errTooManyRedirects = fmt.Errorf("stopped after %d redirects", maxRedirects)
 
-// newClient builds the one HTTP client all sources share: bounded dial, TLS
-// and header timeouts, pooled connections, and a redirect policy that keeps a
-// bearer token on its origin. The overall deadline is set per request.
+// newClient builds the shared HTTP client: bounded timeouts, pooled
+// connections, and redirects that keep a bearer token on its origin.
 func newClient(timeout time.Duration) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -86,9 +85,8 @@ func fetchFailed(msg string, u *url.URL) *apperr.Error {
 	return apperr.New(apperr.CodeRemoteFetchFailed, "%s", msg).With("url", u.Redacted())
 }
 
-// get performs r with the service's timeout and byte cap. Failures are
-// MCP_CATALOG_REMOTE_FETCH_FAILED: retryable for transport errors and HTTP
-// 5xx only.
+// get performs r with the timeout and byte cap. Failures are
+// MCP_CATALOG_REMOTE_FETCH_FAILED, retryable only for transport errors and 5xx.
 func (s *Service) get(ctx context.Context, r fetchRequest) (*fetchResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()

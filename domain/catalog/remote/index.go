@@ -70,9 +70,8 @@ func indexError(msg string) *apperr.Error {
 	return apperr.New(apperr.CodeRemoteFetchFailed, "%s", msg)
 }
 
-// ParseIndex decodes and validates an index. The document as a whole must be
-// a JSON object of the right type; each item is then checked on its own and
-// a bad item is reported in Invalid instead of failing the index.
+// ParseIndex decodes and validates an index; a bad item goes to Invalid
+// instead of failing the index.
 func ParseIndex(raw []byte, sourceID string) (*Index, error) {
 	var ri rawIndex
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -182,9 +181,8 @@ func validHexSHA256(s string) bool {
 	return err == nil
 }
 
-// restrictDownloads moves the items whose download_url points outside what
-// src allows (download_hosts, or the index URL's origin) to Invalid, so a
-// compromised or careless index cannot send installs to any host.
+// restrictDownloads moves items whose download_url src does not allow to
+// Invalid, so an index cannot send installs to any host.
 func (idx *Index) restrictDownloads(src Source) {
 	kept := idx.Items[:0]
 	for _, it := range idx.Items {
@@ -213,9 +211,8 @@ func (idx *Index) Rejected(cookbookID string) []BadItem {
 	return out
 }
 
-// Filter returns the items matching query: a lowercased substring of the
-// cookbook_id, version, title, summary or the tags joined by spaces. An empty
-// query keeps everything.
+// Filter returns the items whose id, version, title, summary or tags contain
+// query (lowercased); an empty query keeps everything.
 func (idx *Index) Filter(query string) []IndexItem {
 	q := strings.ToLower(strings.TrimSpace(query))
 	out := []IndexItem{}

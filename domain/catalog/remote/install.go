@@ -11,16 +11,12 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// Catalog is what an install needs from the local catalog: validate a
-// downloaded bundle without storing anything, then commit it under a
-// conflict policy in one bbolt transaction that also runs the caller's hook.
+// Catalog is what an install needs from the local catalog.
 type Catalog interface {
 	// Stage decodes, canonicalizes and validates raw bundle bytes.
 	Stage(raw []byte) (*Staged, error)
-	// Commit stores st under policy. hook runs inside the same write
-	// transaction with the content hash that the catalog holds for
-	// (cookbook_id, version) after the write; if hook fails, nothing is
-	// stored. The search index is updated after the commit.
+	// Commit stores st under policy; hook runs in the same write transaction
+	// with the stored content hash, and its failure stores nothing.
 	Commit(ctx context.Context, st *Staged, policy string, hook func(tx store.Tx, storedHash string) error) (*Committed, error)
 }
 
@@ -113,10 +109,9 @@ type InstallResult struct {
 	Policy string `json:"-"`
 }
 
-// Install runs the staged pipeline: resolve the version in the index,
-// download within the byte cap, verify the SHA-256 digests, validate the
-// bundle, then commit the bundle and its lock record in one transaction.
-// Any failure before the commit stores nothing.
+// Install resolves the version, downloads within the byte cap, verifies the
+// SHA-256 digests, validates, then commits bundle and lock record in one
+// transaction; nothing is stored on an earlier failure.
 func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult, error) {
 	r.SourceID, r.CookbookID = strings.TrimSpace(r.SourceID), strings.TrimSpace(r.CookbookID)
 	if r.SourceID == "" || r.CookbookID == "" {
@@ -157,9 +152,7 @@ func (s *Service) Install(ctx context.Context, r InstallRequest) (*InstallResult
 	progress(1, "remote index fetched")
 	item, err := SelectItem(view.Index.Items, r.CookbookID, r.Version, r.IncludePrerelease)
 	if err != nil {
-		// Say so when the index has items for the cookbook that were
-		// rejected (a file:// download_url, a host the source does not
-		// allow): not finding it is then not the whole story.
+		// Say so when the index has rejected items for the cookbook.
 		if rej := view.Index.Rejected(r.CookbookID); len(rej) > 0 {
 			if ae, ok := err.(*apperr.Error); ok {
 				ae.Message += fmt.Sprintf("; %d item(s) for it were rejected: %s", len(rej), rej[0].Reason)

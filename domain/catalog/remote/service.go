@@ -25,9 +25,8 @@ type Options struct {
 	MaxBundleBytes int64
 	// Timeout bounds one HTTP exchange, body included.
 	Timeout time.Duration
-	// TokenEnvAllow lists the only environment variables a BEARER_ENV
-	// source may name (ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW); empty allows
-	// none. The server's own variables are refused even when listed.
+	// TokenEnvAllow lists the only variables a BEARER_ENV source may name
+	// (ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW); the server's own are always refused.
 	TokenEnvAllow []string
 	// Getenv reads bearer tokens at request time (os.Getenv by default).
 	Getenv func(string) string
@@ -73,11 +72,8 @@ func (s *Service) Limits() (maxIndex, maxBundle int64, timeout time.Duration) {
 	return s.opts.MaxIndexBytes, s.opts.MaxBundleBytes, s.opts.Timeout
 }
 
-// token reads the source's bearer token at request time. The value is never
-// stored, logged or returned; only the variable name appears in errors. The
-// name is checked against the allow-list in force now, so a source stored
-// before the list changed (or by an older version) reads nothing it no
-// longer may.
+// token reads the source's bearer token at request time, checked against
+// the allow-list in force now; the value is never stored, logged or returned.
 func (s *Service) token(src Source) (string, error) {
 	if src.AuthMode != AuthBearerEnv {
 		return "", nil
@@ -134,10 +130,9 @@ func withSource(err error, src Source) error {
 	return err
 }
 
-// FetchIndex gets the source's index: conditionally when a copy is cached,
-// from the cache (stale) when the source is unreachable. "Unreachable" means
-// a retryable failure (transport error or HTTP 5xx); a 4xx answer, an
-// oversize or malformed index is reported, not papered over.
+// FetchIndex gets the source's index, conditionally when cached, and serves
+// the cached copy (stale) on a retryable failure; 4xx, oversize or
+// malformed indexes are reported.
 func (s *Service) FetchIndex(ctx context.Context, src Source) (*IndexView, error) {
 	if !src.Enabled {
 		return nil, apperr.New(apperr.CodeRemoteFetchFailed, "catalog source is disabled").With("source_id", src.SourceID)

@@ -1,8 +1,6 @@
-// Package remote pulls cookbooks from remote catalog sources: the source
-// registry, the remote index format accords.cookbook.index.v1, a guarded HTTP
-// fetcher (byte caps, timeouts, origin-bound bearer tokens), SHA-256
-// integrity, semver selection, and an offline copy of the last good index.
-// It knows nothing of MCP; the tools layer calls Service.
+// Package remote pulls cookbooks from remote sources: the source registry,
+// the accords.cookbook.index.v1 format, a guarded fetcher, SHA-256
+// integrity, semver selection and an offline copy of the last good index.
 package remote
 
 import (
@@ -78,9 +76,7 @@ func parseHTTPURL(raw string) (*url.URL, bool) {
 	return u, true
 }
 
-// normalize validates in and builds the record to store (times left zero).
-// A BEARER_ENV source may name only an operator-allowed variable
-// (checkTokenVar).
+// normalize validates in and builds the record to store.
 func (s *Service) normalize(in SourceInput) (Source, error) {
 	src := Source{
 		SourceID:   strings.TrimSpace(in.SourceID),
@@ -140,12 +136,9 @@ func (s *Service) normalize(in SourceInput) (Source, error) {
 	return src, nil
 }
 
-// checkTokenVar enforces that BEARER_ENV names are opt-in: a source may
-// name only a variable the operator listed in
-// ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW, and never one of the server's own.
-// Whoever may register a source chooses the URL the token goes to, so an
-// open choice would let a caller ship any variable of the server's
-// environment (GITHUB_TOKEN, a cloud key) to a host of its choosing.
+// checkTokenVar allows only variables the operator listed in
+// ACCORDS_MCP_REMOTE_TOKEN_ENV_ALLOW, never the server's own: whoever
+// registers a source chooses where the token goes.
 func (o Options) checkTokenVar(name string) error {
 	if config.ServerOwnedVar(name) {
 		return apperr.Validation("source.auth_env_var", "source.auth_env_var %s is reserved for the server's own configuration and cannot be sent to a catalog source", name)
@@ -342,9 +335,8 @@ func normalizeHosts(in []string) ([]string, error) {
 	return out, nil
 }
 
-// downloadAllowed reports whether target may be downloaded for src: an
-// entry of download_hosts matches its host (and port, when the entry has
-// one), or, without entries, it is on the index URL's own origin.
+// downloadAllowed reports whether a download_hosts entry matches target's
+// host (and port), or, without entries, target is on the index's origin.
 func downloadAllowed(src Source, target *url.URL) bool {
 	if len(src.DownloadHosts) == 0 {
 		iu, ok := parseHTTPURL(src.IndexURL)

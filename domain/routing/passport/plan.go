@@ -1,8 +1,7 @@
 // Package passport is the "e-mail a copy of my passport with its details"
-// workflow (decision D11 in docs/contract.md): recipient and document
-// resolution, server-side profile read / extraction / field merge, the
-// labelled body, and one identity + Gmail draft create/send plan run
-// through the execution service. It knows nothing of MCP.
+// workflow (D11): recipient and document resolution, profile read,
+// extraction and merge, and one identity + Gmail plan run through the
+// execution service.
 package passport
 
 import (
@@ -158,9 +157,8 @@ func step(id, connector, verb string, base map[string]any, binds []any, next str
 	return s
 }
 
-// buildPlan is the 7-step plan (connector.execution.plan.v1, starting at
-// read_existing_profile): read the profile; when all
-// five values exist draft from it, else extract, re-read and draft.
+// buildPlan is the 7-step plan: read the profile; with all five values
+// draft from it, else extract, re-read and draft.
 func buildPlan(style string, manual map[string]string) (plan map[string]any, bodyExisting, bodyAfter string) {
 	bodyExisting = composeBody(style, placeholder("read_existing_profile"))
 	bodyAfter = composeBody(style, placeholder("read_after_extract_profile"))

@@ -260,9 +260,8 @@ func (s *Service) identity(ctx context.Context, sess session.Session, verb strin
 	return resp.Object(), nil
 }
 
-// slotValues collects slot values from a response: the first non-blank
-// string under a key named after a slot, searching breadth first with keys
-// in sorted order so the result is deterministic.
+// slotValues collects the first non-blank string under each slot's key,
+// breadth first in sorted key order (deterministic).
 func slotValues(body map[string]any) map[string]string {
 	out := map[string]string{}
 	queue := []map[string]any{body}
@@ -311,9 +310,8 @@ func anySlots() []any {
 	return out
 }
 
-// resolveFields reads the profile and, when a field is missing or the user
-// supplied a different value, runs extraction (saving manual values) and
-// reads again. Precedence: manual > after extraction > before.
+// resolveFields reads the profile and runs extraction when a field is
+// missing or differs from the user's; precedence: manual > extracted > read.
 func (s *Service) resolveFields(ctx context.Context, scope string, sess session.Session, req request) (map[string]string, error) {
 	before, err := s.readProfile(ctx, scope, sess, req)
 	if err != nil {
@@ -434,9 +432,8 @@ func runState(body map[string]any) (state, runID, jobID, code string) {
 	return strings.ToUpper(state), runID, jobID, code
 }
 
-// finish turns an accepted run into SENT only once it has succeeded;
-// a run still going is polled for a bounded time and otherwise reported
-// as RUNNING with the arguments to resume.
+// finish reports SENT only once an accepted run succeeded; a run still
+// going is polled briefly, then reported RUNNING with resume arguments.
 func (s *Service) finish(ctx context.Context, scope string, sess session.Session, req request, data, execData map[string]any, reqID string, status int) (Result, error) {
 	body, _ := execData["response"].(map[string]any)
 	state, runID, jobID, code := runState(body)
@@ -512,9 +509,8 @@ func (s *Service) resume(ctx context.Context, scope string, sess session.Session
 	return s.finish(ctx, scope, sess, req, data, execData, resp.RequestID, resp.Status)
 }
 
-// Finish is the workflow's answer once Vault has decided the approval its
-// plan run waited on: MCP_APPROVAL_DENIED when denied or expired, else what
-// resuming the run with c's arguments reports (SENT once it succeeded).
+// Finish answers once Vault decided the run's approval: MCP_APPROVAL_DENIED
+// when denied or expired, else the result of resuming with c's arguments.
 func (s *Service) Finish(ctx context.Context, scope string, c approval.Continuation, res approval.WaitResult) (Result, error) {
 	if res.Outcome == approval.OutcomeDeny {
 		return Result{}, approval.DeniedError(res)
