@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/index"
@@ -17,7 +16,6 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/etcdkv/etcdtest"
 	"github.com/accordsai/accords-mcp/test/workload"
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,6 +34,16 @@ func bundle(t testing.TB, i int, version string) (*catalog.Bundle, workload.Bund
 	b, err := catalog.BundleFromValue(v)
 	require.NoError(t, err)
 	return b, info
+}
+
+// bundles returns bundles 0..n-1 at version 1.0.0.
+func bundles(t testing.TB, n int) []*catalog.Bundle {
+	t.Helper()
+	out := make([]*catalog.Bundle, n)
+	for i := range out {
+		out[i], _ = bundle(t, i, "1.0.0")
+	}
+	return out
 }
 
 func found(t *testing.T, cat *catalog.Service, word, id string) bool {
@@ -112,11 +120,11 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	db := openEtcd(t, srv, "/backup/")
 	cat := openCatalog(t, db)
 	ctx := context.Background()
-	for i := range 150 { // more keys than one etcd transaction holds
-		bd, _ := bundle(t, i, "1.0.0")
-		_, err := cat.Upsert(ctx, bd, catalog.UpsertOptions{})
-		require.NoError(t, err)
-	}
+	bundles := bundles(t, 150) // more keys than one etcd transaction holds
+	each(t, len(bundles), func(i int) error {
+		_, err := cat.Upsert(ctx, bundles[i], catalog.UpsertOptions{})
+		return err
+	})
 	lg, err := audit.Open(db, audit.Options{Key: auditKey(t), Shared: true})
 	require.NoError(t, err)
 	for i := range 20 {
@@ -192,97 +200,6 @@ func TestFleetClaimsAreExclusiveAndTakenOver(t *testing.T) {
 	a.Leave()
 	require.True(t, b.Claim("task-2"), "a replica that left gives up its claims")
 	require.Eventually(t, func() bool { return b.Live() == 1 }, 5*time.Second, 20*time.Millisecond)
-}
-
-// Pruning 300 stale approval handles on etcd runs in transactions the
-// store accepts (one transaction of 300 deletions would be refused).
-func TestHandlePruneFitsEtcdTransactions(t *testing.T) {
-	srv := etcdtest.Start(t)
-	db := openEtcd(t, srv, "/handles/")
-	hs := approval.NewStore(db, time.Hour)
-	now := time.Now()
-	hs.SetClock(func() time.Time { return now })
-	for i := range 300 {
-		_, err := hs.Save("tenant", &approval.Handoff{Handle: approval.Handle{Kind: approval.KindJob, JobID: fmt.Sprint("job_", i)}}, "x")
-		require.NoError(t, err)
-	}
-	now = now.Add(2 * time.Hour)
-	n, err := hs.Prune()
-	require.NoError(t, err)
-	require.Equal(t, 300, n)
-	left, err := hs.List("tenant", nil, 1000)
-	require.NoError(t, err)
-	require.Empty(t, left)
-}
-
-// A catalog on etcd written before bundles were packed: the next start
-// packs them in transactions etcd accepts (one transaction of 250 writes
-// would exceed its 128 operations), and every bundle reads back the same.
-func TestPlainBundlesOnEtcdArePackedInSteps(t *testing.T) {
-	srv := etcdtest.Start(t)
-	db := openEtcd(t, srv, "/pack/")
-	cat, err := catalog.Open(context.Background(), db, filepath.Join(t.TempDir(), "index"), catalog.Options{})
-	require.NoError(t, err)
-	ctx := context.Background()
-	const n = 250
-	hashes := map[string]string{}
-	for i := range n {
-		bd, _ := bundle(t, i, "1.0.0")
-		res, err := cat.Upsert(ctx, bd, catalog.UpsertOptions{})
-		require.NoError(t, err)
-		hashes[bd.CookbookID] = res.ContentHash
-	}
-	require.NoError(t, cat.Close())
-
-	// Unpack every bundle as an older binary wrote it, 100 a transaction.
-	dec, err := zstd.NewReader(nil)
-	require.NoError(t, err)
-	defer dec.Close()
-	isFrame := func(v []byte) bool { return bytes.HasPrefix(v, []byte{0x28, 0xb5, 0x2f, 0xfd}) }
-	var keys [][]byte
-	require.NoError(t, db.View(func(tx store.Tx) error {
-		c := tx.Bucket(store.BucketCatalog).Cursor()
-		for k, v := c.Seek([]byte("b/")); k != nil && bytes.HasPrefix(k, []byte("b/")); k, v = c.Next() {
-			require.True(t, isFrame(v), "%s is stored packed", k)
-			keys = append(keys, bytes.Clone(k))
-		}
-		return nil
-	}))
-	require.Len(t, keys, n)
-	for start := 0; start < n; start += 100 {
-		require.NoError(t, db.Update(func(tx store.Tx) error {
-			root := tx.Bucket(store.BucketCatalog)
-			for _, k := range keys[start:min(start+100, n)] {
-				plain, err := dec.DecodeAll(root.Get(k), nil)
-				if err != nil {
-					return err
-				}
-				if err := root.Put(k, plain); err != nil {
-					return err
-				}
-			}
-			return root.Delete([]byte("stored_form"))
-		}))
-	}
-
-	cat = openCatalog(t, db)
-	packed := 0
-	require.NoError(t, db.View(func(tx store.Tx) error {
-		root := tx.Bucket(store.BucketCatalog)
-		require.Equal(t, "zstd", string(root.Get([]byte("stored_form"))))
-		for _, k := range keys {
-			if isFrame(root.Get(k)) {
-				packed++
-			}
-		}
-		return nil
-	}))
-	require.Equal(t, n, packed)
-	for id, hash := range hashes {
-		st, err := cat.Get(ctx, id, "")
-		require.NoError(t, err)
-		require.Equal(t, hash, st.Hash, id)
-	}
 }
 
 // A replica that starts without an index rebuilds it in the background on
