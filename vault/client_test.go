@@ -293,7 +293,7 @@ func TestEmptyBodyIsMalformedUnless204(t *testing.T) {
 }
 
 // A success status whose body is not a JSON object is an upstream fault,
-// never an empty success (the predecessor returned data: null).
+// never an empty success.
 func TestNonObjectBodyIsMalformed(t *testing.T) {
 	for _, b := range []string{`[1,2]`, `hello`, `null`, `{"items":[`} {
 		srv := httptest.NewServer((&recorder{}).handler(200, b))

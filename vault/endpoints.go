@@ -198,6 +198,6 @@ func PendingQuery(challengeID string, limit int) url.Values {
 	}
 }
 
-// AllPendingStates are the seven pending-approval states, in the order the
-// predecessor sent them in the states filter.
+// AllPendingStates are the seven pending-approval states, in the order
+// the states filter sends them.
 var AllPendingStates = []string{"WAITING", "READY", "RUNNING", "SUCCEEDED", "DENIED", "FAILED", "EXPIRED"}
