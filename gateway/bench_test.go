@@ -33,8 +33,8 @@ func BenchmarkSessionStatus(b *testing.B) {
 
 // BenchmarkGatewayOverheadMedian alternates the same call on a bare server
 // and on the gateway server, so machine load hits both alike, and reports
-// the medians of each and of the per-pair difference (the figure the
-// < 100 µs target is about).
+// the medians of each and of the per-pair difference (the gateway's
+// overhead per call).
 func BenchmarkGatewayOverheadMedian(b *testing.B) {
 	hb := newHarness(b, setup{})
 	hg := newHarness(b, setup{})

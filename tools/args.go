@@ -22,8 +22,8 @@ type Call struct {
 // Scope is the tenant scope of the call.
 func (c *Call) Scope() string { return c.Principal.Scope }
 
-// StringList is an argument given as a CSV string or a string array (the
-// predecessor's loose form; tools list the array form). Items are trimmed
+// StringList is an argument given as a CSV string or a string array (both
+// accepted; tools list the array form). Items are trimmed
 // and blanks dropped; an absent argument is nil, a given one never is (so
 // "given but empty" stays distinguishable).
 type StringList []string

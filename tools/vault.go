@@ -121,7 +121,7 @@ var connectorsList = Define(Tool{
 
 func listConnectors(ctx context.Context, d *Deps, c *Call, _ Empty) (Result, error) {
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.ListConnectors(ctx, s)
+		return d.Vault.ListConnectors(ctx, s.Endpoint())
 	})
 }
 
@@ -138,7 +138,7 @@ func getConnector(ctx context.Context, d *Deps, c *Call, in connectorIDIn) (Resu
 		return Result{}, err
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.GetConnector(ctx, s, id)
+		return d.Vault.GetConnector(ctx, s.Endpoint(), id)
 	})
 }
 
@@ -197,7 +197,7 @@ func suggestDocumentTypes(ctx context.Context, d *Deps, c *Call, in docSuggestIn
 		return Result{}, err
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.DocTypesSuggest(ctx, s, q, in.TopK)
+		return d.Vault.DocTypesSuggest(ctx, s.Endpoint(), q, in.TopK)
 	})
 }
 
@@ -216,7 +216,7 @@ func latestDocument(ctx context.Context, d *Deps, c *Call, in docLatestIn) (Resu
 		return Result{}, err
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.DocTypesLatest(ctx, s, typeID, in.SubjectID)
+		return d.Vault.DocTypesLatest(ctx, s.Endpoint(), typeID, in.SubjectID)
 	})
 }
 
@@ -237,7 +237,7 @@ func listSlotBindings(ctx context.Context, d *Deps, c *Call, in slotBindingsIn) 
 		return Result{}, err
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.SlotBindings(ctx, s, connector, verb, in.IncludeRevoked)
+		return d.Vault.SlotBindings(ctx, s.Endpoint(), connector, verb, in.IncludeRevoked)
 	})
 }
 
@@ -262,7 +262,7 @@ func bindSlot(ctx context.Context, d *Deps, c *Call, in slotBindIn) (Result, err
 		body[f.name] = val
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.SlotBind(ctx, s, body, key)
+		return d.Vault.SlotBind(ctx, s.Endpoint(), body, key)
 	})
 }
 
@@ -285,7 +285,7 @@ func listUnboundedProfiles(ctx context.Context, d *Deps, c *Call, in profilesLis
 		q.Set("include_revoked", "true")
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.ProfilesList(ctx, s, q)
+		return d.Vault.ProfilesList(ctx, s.Endpoint(), q)
 	})
 }
 
@@ -302,7 +302,7 @@ func getUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileGetIn)
 		return Result{}, err
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.ProfileGet(ctx, s, id)
+		return d.Vault.ProfileGet(ctx, s.Endpoint(), id)
 	})
 }
 
@@ -319,6 +319,6 @@ func upsertUnboundedProfile(ctx context.Context, d *Deps, c *Call, in profileUps
 		return Result{}, err
 	}
 	return forward(ctx, d, c, func(s session.Session) (*vault.Response, error) {
-		return d.Vault.ProfileUpsert(ctx, s, in.Profile, key)
+		return d.Vault.ProfileUpsert(ctx, s.Endpoint(), in.Profile, key)
 	})
 }

@@ -31,7 +31,7 @@ func TestPassportWorkflowTool(t *testing.T) {
 	client := vault.New(vault.Options{})
 	defer client.Close()
 	mh := vault.NewModuleHash(client, vault.NewPolicyHashCache(db, 0))
-	svc := &passport.Service{Sessions: staticSession{srv.Session(5000)}, Vault: client, ModuleHash: mh,
+	svc := &passport.Service{Sessions: staticSession{session.Session{BaseURL: srv.BaseURL(), Token: srv.AgentToken(), TimeoutMS: 5000}}, Vault: client, ModuleHash: mh,
 		Exec: &execution.Service{Vault: client, ModuleHash: mh, Handles: approval.NewStore(db, 0)}}
 	reg, err := Select(Deps{Passport: svc}, Named(passport.ToolName))
 	require.NoError(t, err)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 )
 
@@ -18,7 +18,7 @@ func BenchmarkListConnectors(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	c, s, ctx := New(Options{}), srv.Session(5000), context.Background()
+	c, s, ctx := New(Options{}), Endpoint{BaseURL: srv.BaseURL(), Token: srv.AgentToken(), Timeout: 5 * time.Second}, context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.ListConnectors(ctx, s); err != nil {
@@ -37,7 +37,7 @@ func BenchmarkModuleHashCached(b *testing.B) {
 	defer srv.Close()
 	db := openStoreB(b)
 	m := NewModuleHash(New(Options{}), NewPolicyHashCache(db, 0))
-	s, ctx := srv.Session(5000), context.Background()
+	s, ctx := Endpoint{BaseURL: srv.BaseURL(), Token: srv.AgentToken(), Timeout: 5 * time.Second}, context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		req := map[string]any{"connector_id": "google", "verb": "google.gmail.send.v1"}

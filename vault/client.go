@@ -26,7 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/metrics"
 	"github.com/accordsai/accords-mcp/platform/tracing"
@@ -120,31 +119,50 @@ func (r *Response) Object() map[string]any {
 	return m
 }
 
-// Endpoint is where a session's requests go.
+// Defaults of an Endpoint's zero fields.
+const (
+	DefaultBaseURL = "http://127.0.0.1:8080"
+	DefaultTimeout = 20 * time.Second
+)
+
+// Endpoint is where and as whom requests go (a session's Vault settings).
 type Endpoint struct {
+	// BaseURL is an http(s), unix:// or http+unix:// URL ("" is
+	// DefaultBaseURL).
+	BaseURL string
+	// Token, when not blank, is sent as the bearer token.
+	Token string
+	// Timeout bounds each request (<= 0 is DefaultTimeout).
+	Timeout time.Duration
+	// UnixSocket, when set, is dialled for an http(s) base URL.
+	UnixSocket string
+}
+
+// Target is where an endpoint's connections go.
+type Target struct {
 	// Base is the HTTP base URL without a trailing slash.
 	Base string
 	// Socket is the Unix socket every connection dials, or "".
 	Socket string
 }
 
-// ResolveEndpoint decides where to connect: unix:// and http+unix:// base URLs
-// name the socket (and imply http://localhost); otherwise the session's
-// socket (VC_UNIX_SOCKET / VAULT_UNIX_SOCKET) is used with the base URL as
-// given. "~" is expanded.
-func ResolveEndpoint(s session.Session) (Endpoint, error) {
+// ResolveEndpoint decides where to connect: unix:// and http+unix:// base
+// URLs name the socket (and imply http://localhost); otherwise the
+// endpoint's UnixSocket is used with the base URL as given. "~" is
+// expanded.
+func ResolveEndpoint(s Endpoint) (Target, error) {
 	base := strings.TrimRight(strings.TrimSpace(s.BaseURL), "/")
 	if base == "" {
-		base = session.DefaultBaseURL
+		base = DefaultBaseURL
 	}
 	lower := strings.ToLower(base)
 	switch {
 	case strings.HasPrefix(lower, "unix://"):
 		sock := strings.TrimSpace(base[len("unix://"):])
 		if sock == "" {
-			return Endpoint{}, apperr.Validation("base_url", "unix:// base URL must name a socket path")
+			return Target{}, apperr.Validation("base_url", "unix:// base URL must name a socket path")
 		}
-		return Endpoint{Base: "http://localhost", Socket: expandHome(sock)}, nil
+		return Target{Base: "http://localhost", Socket: expandHome(sock)}, nil
 	case strings.HasPrefix(lower, "http+unix://"):
 		rest := strings.TrimSpace(base[len("http+unix://"):])
 		// The socket is the escaped host part; a literal "/" after it
@@ -155,15 +173,15 @@ func ResolveEndpoint(s session.Session) (Endpoint, error) {
 		}
 		sock, err := url.PathUnescape(rest)
 		if err != nil || strings.TrimSpace(sock) == "" {
-			return Endpoint{}, apperr.Validation("base_url", "http+unix:// base URL must name an escaped socket path, e.g. http+unix://%%2Frun%%2Fvc.sock")
+			return Target{}, apperr.Validation("base_url", "http+unix:// base URL must name an escaped socket path, e.g. http+unix://%%2Frun%%2Fvc.sock")
 		}
-		return Endpoint{Base: "http://localhost" + prefix, Socket: expandHome(strings.TrimSpace(sock))}, nil
+		return Target{Base: "http://localhost" + prefix, Socket: expandHome(strings.TrimSpace(sock))}, nil
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Endpoint{}, apperr.Validation("base_url", "base_url must be an http(s), unix:// or http+unix:// URL")
+		return Target{}, apperr.Validation("base_url", "base_url must be an http(s), unix:// or http+unix:// URL")
 	}
-	return Endpoint{Base: base, Socket: expandHome(strings.TrimSpace(s.UnixSocket))}, nil
+	return Target{Base: base, Socket: expandHome(strings.TrimSpace(s.UnixSocket))}, nil
 }
 
 func expandHome(p string) string {
@@ -175,7 +193,7 @@ func expandHome(p string) string {
 	return p
 }
 
-func (c *Client) transport(ep Endpoint) *http.Transport {
+func (c *Client) transport(ep Target) *http.Transport {
 	key := "tcp"
 	if ep.Socket != "" {
 		key = "unix:" + ep.Socket
@@ -211,11 +229,11 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func timeoutOf(s session.Session) time.Duration {
-	if s.TimeoutMS <= 0 {
-		return session.DefaultTimeoutMS * time.Millisecond
+func timeoutOf(s Endpoint) time.Duration {
+	if s.Timeout <= 0 {
+		return DefaultTimeout
 	}
-	return s.Timeout()
+	return s.Timeout
 }
 
 func encodeQuery(q url.Values) string {
@@ -233,7 +251,7 @@ func encodeQuery(q url.Values) string {
 	return clean.Encode() // keys sorted, standard form encoding
 }
 
-// Do performs one Vault call with the session's endpoint, token and
+// Do performs one Vault call with the endpoint's base URL, token and
 // timeout. A status >= 400 or a transport failure returns a normalized
 // *apperr.Error; the response is returned only on success.
 //
@@ -243,7 +261,7 @@ func encodeQuery(q url.Values) string {
 // Vault runs the action once. When such a request may have reached Vault
 // but no usable answer came back, the error says the outcome is unknown
 // (D17) and carries the key to retry with.
-func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Response, error) {
+func (c *Client) Do(ctx context.Context, s Endpoint, r Request) (*Response, error) {
 	if c.tracer == nil {
 		return c.do(ctx, nil, s, r)
 	}
@@ -266,7 +284,7 @@ func (c *Client) Do(ctx context.Context, s session.Session, r Request) (*Respons
 // and annotated here once the endpoint and status are known. It records
 // the endpoint's shape ("GET /v0/jobs/{id}"), never the token, query or
 // body.
-func (c *Client) do(ctx context.Context, span trace.Span, s session.Session, r Request) (*Response, error) {
+func (c *Client) do(ctx context.Context, span trace.Span, s Endpoint, r Request) (*Response, error) {
 	reqID := NewID()
 	ep, err := ResolveEndpoint(s)
 	if err != nil {

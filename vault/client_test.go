@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/stretchr/testify/assert"
@@ -55,8 +54,8 @@ func (r *recorder) last(t *testing.T) seen {
 	return r.reqs[len(r.reqs)-1]
 }
 
-func sess(base string) session.Session {
-	return session.Session{BaseURL: base, Token: " tok_secret_123 ", TimeoutMS: 2000}
+func sess(base string) Endpoint {
+	return Endpoint{BaseURL: base, Token: " tok_secret_123 ", Timeout: 2 * time.Second}
 }
 
 func TestHeadersRequestIDAndBody(t *testing.T) {
@@ -255,7 +254,7 @@ func TestNetworkFailures(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	s := sess(srv.URL)
-	s.TimeoutMS = 300
+	s.Timeout = 300 * time.Millisecond
 	start := time.Now()
 	_, err = New(Options{}).ListConnectors(context.Background(), s)
 	assert.Less(t, time.Since(start), 1300*time.Millisecond)
@@ -294,7 +293,7 @@ func TestEmptyBodyIsMalformedUnless204(t *testing.T) {
 }
 
 // A success status whose body is not a JSON object is an upstream fault,
-// never an empty success (the predecessor returned data: null).
+// never an empty success.
 func TestNonObjectBodyIsMalformed(t *testing.T) {
 	for _, b := range []string{`[1,2]`, `hello`, `null`, `{"items":[`} {
 		srv := httptest.NewServer((&recorder{}).handler(200, b))
@@ -323,7 +322,7 @@ func TestUnixSocketForms(t *testing.T) {
 	defer srv.Close()
 
 	c := New(Options{})
-	for _, s := range []session.Session{
+	for _, s := range []Endpoint{
 		{BaseURL: "unix://" + sock, Token: "t"},
 		{BaseURL: "http+unix://" + url.PathEscape(sock), Token: "t"},
 		{BaseURL: "http://vault.invalid:9", Token: "t", UnixSocket: sock},
@@ -347,23 +346,23 @@ func TestUnixSocketForms(t *testing.T) {
 func TestResolveEndpoint(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	cases := []struct {
-		s    session.Session
-		want Endpoint
+		s    Endpoint
+		want Target
 	}{
-		{session.Session{}, Endpoint{Base: session.DefaultBaseURL}},
-		{session.Session{BaseURL: " http://x:1/// "}, Endpoint{Base: "http://x:1"}},
-		{session.Session{BaseURL: "unix:///run/vc.sock", UnixSocket: "/other"}, Endpoint{Base: "http://localhost", Socket: "/run/vc.sock"}},
-		{session.Session{BaseURL: "http+unix://%2Frun%2Fvc.sock"}, Endpoint{Base: "http://localhost", Socket: "/run/vc.sock"}},
-		{session.Session{BaseURL: "http+unix://%2Frun%2Fvc.sock/api"}, Endpoint{Base: "http://localhost/api", Socket: "/run/vc.sock"}},
-		{session.Session{BaseURL: "unix://~/vc.sock"}, Endpoint{Base: "http://localhost", Socket: filepath.Join(home, "vc.sock")}},
-		{session.Session{BaseURL: "http://localhost", UnixSocket: "/run/a.sock"}, Endpoint{Base: "http://localhost", Socket: "/run/a.sock"}},
+		{Endpoint{}, Target{Base: DefaultBaseURL}},
+		{Endpoint{BaseURL: " http://x:1/// "}, Target{Base: "http://x:1"}},
+		{Endpoint{BaseURL: "unix:///run/vc.sock", UnixSocket: "/other"}, Target{Base: "http://localhost", Socket: "/run/vc.sock"}},
+		{Endpoint{BaseURL: "http+unix://%2Frun%2Fvc.sock"}, Target{Base: "http://localhost", Socket: "/run/vc.sock"}},
+		{Endpoint{BaseURL: "http+unix://%2Frun%2Fvc.sock/api"}, Target{Base: "http://localhost/api", Socket: "/run/vc.sock"}},
+		{Endpoint{BaseURL: "unix://~/vc.sock"}, Target{Base: "http://localhost", Socket: filepath.Join(home, "vc.sock")}},
+		{Endpoint{BaseURL: "http://localhost", UnixSocket: "/run/a.sock"}, Target{Base: "http://localhost", Socket: "/run/a.sock"}},
 	}
 	for _, tc := range cases {
 		got, err := ResolveEndpoint(tc.s)
 		require.NoError(t, err, tc.s.BaseURL)
 		assert.Equal(t, tc.want, got, tc.s.BaseURL)
 	}
-	_, err := ResolveEndpoint(session.Session{BaseURL: "ftp://x"})
+	_, err := ResolveEndpoint(Endpoint{BaseURL: "ftp://x"})
 	assert.True(t, apperr.Is(err, apperr.CodeValidation))
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/stretchr/testify/assert"
@@ -162,7 +163,7 @@ func TestTimeoutWaitingForTheAnswerIsOutcomeUnknown(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	s := sess(srv.URL)
-	s.TimeoutMS = 200
+	s.Timeout = 200 * time.Millisecond
 	_, err := New(Options{}).PlanExecute(context.Background(), s, map[string]any{}, "key-slow")
 	requireOutcomeUnknown(t, err, "key-slow")
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
@@ -53,21 +52,21 @@ func requireID(field, id string) (string, error) {
 	return id, nil
 }
 
-func (c *Client) get(ctx context.Context, s session.Session, path string, q url.Values) (*Response, error) {
+func (c *Client) get(ctx context.Context, s Endpoint, path string, q url.Values) (*Response, error) {
 	return c.Do(ctx, s, Request{Method: http.MethodGet, Path: path, Query: q})
 }
 
-func (c *Client) post(ctx context.Context, s session.Session, path string, body any, idemKey string) (*Response, error) {
+func (c *Client) post(ctx context.Context, s Endpoint, path string, body any, idemKey string) (*Response, error) {
 	return c.Do(ctx, s, Request{Method: http.MethodPost, Path: path, Body: body, IdempotencyKey: idemKey})
 }
 
 // ListConnectors is E1 GET /v0/connectors.
-func (c *Client) ListConnectors(ctx context.Context, s session.Session) (*Response, error) {
+func (c *Client) ListConnectors(ctx context.Context, s Endpoint) (*Response, error) {
 	return c.get(ctx, s, PathConnectors, nil)
 }
 
 // GetConnector is E2 GET /v0/connectors/{id} (id path-escaped, D14).
-func (c *Client) GetConnector(ctx context.Context, s session.Session, id string) (*Response, error) {
+func (c *Client) GetConnector(ctx context.Context, s Endpoint, id string) (*Response, error) {
 	id, err := requireID("connector_id", id)
 	if err != nil {
 		return nil, err
@@ -76,35 +75,35 @@ func (c *Client) GetConnector(ctx context.Context, s session.Session, id string)
 }
 
 // Validate is E3 POST /v0/connectors/validate (no idempotency key).
-func (c *Client) Validate(ctx context.Context, s session.Session, req map[string]any) (*Response, error) {
+func (c *Client) Validate(ctx context.Context, s Endpoint, req map[string]any) (*Response, error) {
 	return c.post(ctx, s, PathValidate, req, "")
 }
 
 // Execute is E4 POST /v0/connectors/execute; a blank idemKey gets a random
 // one.
-func (c *Client) Execute(ctx context.Context, s session.Session, req map[string]any, idemKey string) (*Response, error) {
+func (c *Client) Execute(ctx context.Context, s Endpoint, req map[string]any, idemKey string) (*Response, error) {
 	return c.post(ctx, s, PathExecute, req, idem(idemKey))
 }
 
 // ExecuteJob is E5 POST /v0/connectors/execute-job; a blank idemKey gets a
 // random one.
-func (c *Client) ExecuteJob(ctx context.Context, s session.Session, req map[string]any, idemKey string) (*Response, error) {
+func (c *Client) ExecuteJob(ctx context.Context, s Endpoint, req map[string]any, idemKey string) (*Response, error) {
 	return c.post(ctx, s, PathExecuteJob, req, idem(idemKey))
 }
 
 // PlanValidate is E6 POST /v0/connectors/plans/validate with body {plan}.
-func (c *Client) PlanValidate(ctx context.Context, s session.Session, plan map[string]any) (*Response, error) {
+func (c *Client) PlanValidate(ctx context.Context, s Endpoint, plan map[string]any) (*Response, error) {
 	return c.post(ctx, s, PathPlanValidate, map[string]any{"plan": plan}, idem(""))
 }
 
 // PlanExecute is E7 POST /v0/connectors/plans/execute; body is sent as
 // given ({plan, plan_input?, analysis?, ...}).
-func (c *Client) PlanExecute(ctx context.Context, s session.Session, body map[string]any, idemKey string) (*Response, error) {
+func (c *Client) PlanExecute(ctx context.Context, s Endpoint, body map[string]any, idemKey string) (*Response, error) {
 	return c.post(ctx, s, PathPlanExecute, body, idem(idemKey))
 }
 
 // PlanRunGet is E8 GET /v0/connectors/plans/runs/{run_id}.
-func (c *Client) PlanRunGet(ctx context.Context, s session.Session, runID string) (*Response, error) {
+func (c *Client) PlanRunGet(ctx context.Context, s Endpoint, runID string) (*Response, error) {
 	runID, err := requireID("run_id", runID)
 	if err != nil {
 		return nil, err
@@ -113,7 +112,7 @@ func (c *Client) PlanRunGet(ctx context.Context, s session.Session, runID string
 }
 
 // JobGet is E9 GET /v0/jobs/{job_id}.
-func (c *Client) JobGet(ctx context.Context, s session.Session, jobID string) (*Response, error) {
+func (c *Client) JobGet(ctx context.Context, s Endpoint, jobID string) (*Response, error) {
 	jobID, err := requireID("job_id", jobID)
 	if err != nil {
 		return nil, err
@@ -123,13 +122,13 @@ func (c *Client) JobGet(ctx context.Context, s session.Session, jobID string) (*
 
 // PendingApprovals is E10 GET /v0/connectors/approvals/pending; q is sent
 // as given (blank values dropped, keys sorted).
-func (c *Client) PendingApprovals(ctx context.Context, s session.Session, q url.Values) (*Response, error) {
+func (c *Client) PendingApprovals(ctx context.Context, s Endpoint, q url.Values) (*Response, error) {
 	return c.get(ctx, s, PathPendingApprovals, q)
 }
 
 // DocTypesSuggest is E11 POST /v0/docs/types/suggest (no idempotency key);
 // topK <= 0 means 5.
-func (c *Client) DocTypesSuggest(ctx context.Context, s session.Session, query string, topK int) (*Response, error) {
+func (c *Client) DocTypesSuggest(ctx context.Context, s Endpoint, query string, topK int) (*Response, error) {
 	if topK <= 0 {
 		topK = DefaultDocSuggestTopK
 	}
@@ -138,7 +137,7 @@ func (c *Client) DocTypesSuggest(ctx context.Context, s session.Session, query s
 
 // DocTypesLatest is E12 GET /v0/docs/types/latest; a blank subjectID means
 // "self".
-func (c *Client) DocTypesLatest(ctx context.Context, s session.Session, typeID, subjectID string) (*Response, error) {
+func (c *Client) DocTypesLatest(ctx context.Context, s Endpoint, typeID, subjectID string) (*Response, error) {
 	typeID, err := requireID("type_id", typeID)
 	if err != nil {
 		return nil, err
@@ -151,7 +150,7 @@ func (c *Client) DocTypesLatest(ctx context.Context, s session.Session, typeID, 
 
 // SlotBindings is E13 GET /v0/connectors/secrets/slots/bindings;
 // include_revoked is sent only when true.
-func (c *Client) SlotBindings(ctx context.Context, s session.Session, connectorID, verb string, includeRevoked bool) (*Response, error) {
+func (c *Client) SlotBindings(ctx context.Context, s Endpoint, connectorID, verb string, includeRevoked bool) (*Response, error) {
 	q := url.Values{"connector_id": {connectorID}, "verb": {verb}}
 	if includeRevoked {
 		q.Set("include_revoked", "true")
@@ -161,17 +160,17 @@ func (c *Client) SlotBindings(ctx context.Context, s session.Session, connectorI
 
 // SlotBind is E14 POST /v0/connectors/secrets/slots/bind with body
 // {connector_id, verb, slot, secret_id}; a blank idemKey gets a random one.
-func (c *Client) SlotBind(ctx context.Context, s session.Session, body map[string]any, idemKey string) (*Response, error) {
+func (c *Client) SlotBind(ctx context.Context, s Endpoint, body map[string]any, idemKey string) (*Response, error) {
 	return c.post(ctx, s, PathSlotBind, body, idem(idemKey))
 }
 
 // ProfilesList is E15 GET /v0/connectors/unbounded/profiles/list.
-func (c *Client) ProfilesList(ctx context.Context, s session.Session, q url.Values) (*Response, error) {
+func (c *Client) ProfilesList(ctx context.Context, s Endpoint, q url.Values) (*Response, error) {
 	return c.get(ctx, s, PathProfilesList, q)
 }
 
 // ProfileGet is E16 GET /v0/connectors/unbounded/profiles/get?profile_id=.
-func (c *Client) ProfileGet(ctx context.Context, s session.Session, id string) (*Response, error) {
+func (c *Client) ProfileGet(ctx context.Context, s Endpoint, id string) (*Response, error) {
 	id, err := requireID("profile_id", id)
 	if err != nil {
 		return nil, err
@@ -182,7 +181,7 @@ func (c *Client) ProfileGet(ctx context.Context, s session.Session, id string) (
 // ProfileUpsert is E17 POST /v0/connectors/unbounded/profiles/upsert with
 // body {profile}; a blank idemKey gets a random one (auto-create passes
 // its deterministic key).
-func (c *Client) ProfileUpsert(ctx context.Context, s session.Session, profile map[string]any, idemKey string) (*Response, error) {
+func (c *Client) ProfileUpsert(ctx context.Context, s Endpoint, profile map[string]any, idemKey string) (*Response, error) {
 	return c.post(ctx, s, PathProfileUpsert, map[string]any{"profile": profile}, idem(idemKey))
 }
 
@@ -199,6 +198,6 @@ func PendingQuery(challengeID string, limit int) url.Values {
 	}
 }
 
-// AllPendingStates are the seven pending-approval states, in the order the
-// predecessor sent them in the states filter.
+// AllPendingStates are the seven pending-approval states, in the order
+// the states filter sends them.
 var AllPendingStates = []string{"WAITING", "READY", "RUNNING", "SUCCEEDED", "DENIED", "FAILED", "EXPIRED"}

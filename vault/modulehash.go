@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/accordsai/accords-mcp/store/kv"
@@ -61,14 +60,14 @@ func NewPolicyHashCache(db *store.DB, ttl time.Duration) *PolicyHashCache {
 // SetClock replaces the time source (tests).
 func (c *PolicyHashCache) SetClock(now func() time.Time) { c.now = now }
 
-func cacheKey(ep Endpoint, connectorID string) []byte {
+func cacheKey(ep Target, connectorID string) []byte {
 	// The hash belongs to a Vault instance, not to a token: key by where
 	// requests go.
 	return []byte(ep.Base + "\x00" + ep.Socket + "\x00" + connectorID)
 }
 
 // Get returns a fresh cached hash.
-func (c *PolicyHashCache) Get(ep Endpoint, connectorID string) (string, bool) {
+func (c *PolicyHashCache) Get(ep Target, connectorID string) (string, bool) {
 	if c == nil || c.db == nil {
 		return "", false
 	}
@@ -86,7 +85,7 @@ func (c *PolicyHashCache) Get(ep Endpoint, connectorID string) (string, bool) {
 }
 
 // Put stores a non-empty hash.
-func (c *PolicyHashCache) Put(ep Endpoint, connectorID, hash string) {
+func (c *PolicyHashCache) Put(ep Target, connectorID, hash string) {
 	if c == nil || c.db == nil || hash == "" {
 		return
 	}
@@ -107,7 +106,7 @@ func (c *PolicyHashCache) Put(ep Endpoint, connectorID, hash string) {
 }
 
 // Invalidate drops a cached hash.
-func (c *PolicyHashCache) Invalidate(ep Endpoint, connectorID string) {
+func (c *PolicyHashCache) Invalidate(ep Target, connectorID string) {
 	if c == nil || c.db == nil {
 		return
 	}
@@ -187,7 +186,7 @@ func moduleHashReason(req map[string]any) string {
 // module_hash when the request needs one and has none. The hash comes from
 // the policy-hash cache or GET /v0/connectors/{id}. A blank policy_hash is
 // MCP_MODULE_HASH_REQUIRED; a failed lookup returns its normalized error.
-func (m *ModuleHash) Apply(ctx context.Context, s session.Session, req map[string]any) (ModuleHashResult, error) {
+func (m *ModuleHash) Apply(ctx context.Context, s Endpoint, req map[string]any) (ModuleHashResult, error) {
 	if GmailListVerb(str(req, "verb")) && !validAST(req["query_ast_v1"]) {
 		req["query_ast_v1"] = DefaultGmailQueryAST()
 	}
@@ -210,7 +209,7 @@ func (m *ModuleHash) Apply(ctx context.Context, s session.Session, req map[strin
 	return ModuleHashResult{Applied: true, Reason: reason, ConnectorID: connector, Verb: verb, ModuleHash: hash, cached: cached}, nil
 }
 
-func (m *ModuleHash) lookup(ctx context.Context, s session.Session, connector string, refresh bool) (hash string, cached bool, err error) {
+func (m *ModuleHash) lookup(ctx context.Context, s Endpoint, connector string, refresh bool) (hash string, cached bool, err error) {
 	ep, err := ResolveEndpoint(s)
 	if err != nil {
 		return "", false, err
@@ -241,7 +240,7 @@ func (m *ModuleHash) lookup(ctx context.Context, s session.Session, connector st
 // the cached hash is invalidated, refetched once, re-injected, and fn is
 // called again (D5). fn must be safe to repeat after a rejection (Vault
 // rejects before acting).
-func (m *ModuleHash) Run(ctx context.Context, s session.Session, req map[string]any, fn func(ctx context.Context, req map[string]any) error) (ModuleHashResult, error) {
+func (m *ModuleHash) Run(ctx context.Context, s Endpoint, req map[string]any, fn func(ctx context.Context, req map[string]any) error) (ModuleHashResult, error) {
 	res, err := m.Apply(ctx, s, req)
 	if err != nil {
 		return res, err
@@ -260,7 +259,7 @@ func (m *ModuleHash) Run(ctx context.Context, s session.Session, req map[string]
 }
 
 // Invalidate drops the cached policy hash of connectorID for s's endpoint.
-func (m *ModuleHash) Invalidate(s session.Session, connectorID string) {
+func (m *ModuleHash) Invalidate(s Endpoint, connectorID string) {
 	if ep, err := ResolveEndpoint(s); err == nil {
 		m.cache.Invalidate(ep, connectorID)
 	}

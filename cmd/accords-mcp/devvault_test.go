@@ -49,11 +49,11 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	c := vault.New(vault.Options{})
 	s := session.Session{BaseURL: "http://" + addr, Token: "vc_tok_cli_test", TimeoutMS: 5000}
 	ctx := context.Background()
-	conn, err := c.GetConnector(ctx, s, "google")
+	conn, err := c.GetConnector(ctx, s.Endpoint(), "google")
 	require.NoError(t, err)
 	req := map[string]any{"connector_id": "google", "verb": "google.gmail.send.v1", "module_hash": conn.Object()["policy_hash"],
 		"request": map[string]any{"to": []any{"a@example.com"}, "text_plain": "hi"}}
-	resp, err := c.ExecuteJob(ctx, s, req, "")
+	resp, err := c.ExecuteJob(ctx, s.Endpoint(), req, "")
 	require.NoError(t, err)
 	jobID := resp.Object()["job"].(map[string]any)["job_id"].(string)
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "approval needed: apj_") }, 2*time.Second, 10*time.Millisecond)
@@ -89,7 +89,7 @@ func TestDevVaultServesAndApproves(t *testing.T) {
 	assert.Contains(t, aerr.String(), "not WAITING")
 	assert.Equal(t, 2, run(ctx, testEnv(aout, aerr), []string{"dev-vault", "approve"}))
 
-	resp, err = c.JobGet(ctx, s, jobID)
+	resp, err = c.JobGet(ctx, s.Endpoint(), jobID)
 	require.NoError(t, err)
 	assert.Equal(t, "SUCCEEDED", resp.Object()["job"].(map[string]any)["status"])
 	assert.NotContains(t, out.String(), "Bearer")
@@ -107,9 +107,9 @@ func TestDevVaultUnixSocketAndDeny(t *testing.T) {
 	tok := regexp.MustCompile(`agent token: (\S+)`).FindStringSubmatch(out.String())[1]
 	c := vault.New(vault.Options{})
 	s := session.Session{BaseURL: "unix://" + sock, Token: tok, TimeoutMS: 5000}
-	_, err = c.Execute(context.Background(), s, map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": "x"}, "")
+	_, err = c.Execute(context.Background(), s.Endpoint(), map[string]any{"connector_id": "google", "verb": "google.gmail.drafts.send", "module_hash": "x"}, "")
 	require.Error(t, err) // a validation failure, over the socket
-	_, err = c.ListConnectors(context.Background(), s)
+	_, err = c.ListConnectors(context.Background(), s.Endpoint())
 	require.NoError(t, err)
 
 	aout, aerr := &syncbuf.Buffer{}, &syncbuf.Buffer{}

@@ -13,12 +13,13 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/keyring"
 	"github.com/accordsai/accords-mcp/store"
+	"github.com/accordsai/accords-mcp/vault"
 )
 
 // Limits and defaults.
 const (
-	DefaultBaseURL   = "http://127.0.0.1:8080"
-	DefaultTimeoutMS = 20000
+	DefaultBaseURL   = vault.DefaultBaseURL
+	DefaultTimeoutMS = int(vault.DefaultTimeout / time.Millisecond)
 	MinTimeoutMS     = 100
 	MaxTimeoutMS     = 600000
 )
@@ -35,6 +36,11 @@ type Session struct {
 
 // Timeout returns the request timeout.
 func (s Session) Timeout() time.Duration { return time.Duration(s.TimeoutMS) * time.Millisecond }
+
+// Endpoint is where and as whom the session's Vault requests go.
+func (s Session) Endpoint() vault.Endpoint {
+	return vault.Endpoint{BaseURL: s.BaseURL, Token: s.Token, Timeout: s.Timeout(), UnixSocket: s.UnixSocket}
+}
 
 // Defaults is the environment session (VC_* variables).
 type Defaults struct {

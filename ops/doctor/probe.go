@@ -14,7 +14,7 @@ import (
 // returns the HTTP status; a transport failure is an error.
 func VaultProbe(c *vault.Client) func(ctx context.Context, s session.Session) (int, error) {
 	return func(ctx context.Context, s session.Session) (int, error) {
-		resp, err := c.ListConnectors(ctx, s)
+		resp, err := c.ListConnectors(ctx, s.Endpoint())
 		if err == nil {
 			return resp.Status, nil
 		}

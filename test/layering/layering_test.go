@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -133,6 +134,38 @@ func in(path string, dirs ...string) bool {
 
 // The layers, by folder.
 
+// layers are the module's top-level folders from the bottom up: a package
+// may import packages of its own layer or below, never above. The MCP
+// request path runs transport → gateway → tools → domain →
+// store/index/vault → platform; ops (backup, doctor, admin) sits over the
+// services it operates; app composes everything; cmd and test/... are
+// entry points and harnesses.
+var layers = [][]string{
+	{"platform"},
+	{"store", "index", "migrations", "vault"},
+	{"domain"},
+	{"tools"},
+	{"gateway"},
+	{"transport"},
+	{"ops"},
+	{"app"},
+	{"cmd", "test"},
+}
+
+// rank is the position in layers of a module package, -1 for any other.
+func rank(path string) int {
+	for i, dirs := range layers {
+		if in(path, dirs...) {
+			return i
+		}
+	}
+	return -1
+}
+
+// maxTopLevelFolders bounds the folders at the module root (hidden ones
+// aside): a new concern goes into an existing layer.
+const maxTopLevelFolders = 16
+
 // mcpFacing packages speak MCP: the binaries, the composition root, the
 // transports, the gateway glue, the tools, and the end-to-end test clients.
 func mcpFacing(path string) bool {
@@ -166,14 +199,22 @@ type rule struct {
 }
 
 // testExceptions are direct test imports a rule would refuse, by importing
-// package and imported package (both relative to the module). Each is an
-// end-to-end test that drives the whole server from an inner package.
+// package and imported package (both relative to the module). Each is a
+// test that drives the real layer above instead of a stand-in.
 var testExceptions = map[string][]string{
 	// The backup round-trip tests open a real app, fill it through its
 	// tools and back it up.
 	"ops/backup": {"app"},
-	// The metrics integration test scrapes a running app.
-	"platform/metrics": {"app"},
+	// The metrics integration test scrapes a running app, with approvals
+	// pending on a simulated Vault.
+	"platform/metrics": {"app", "domain/approval", "vault/vaultsim"},
+	// The gateway's tests serve its middleware through the real server
+	// builder and HTTP bridge (bearer tokens, client addresses, batches).
+	"gateway": {"transport"},
+	// Every tool's results are validated against its output schema on a
+	// real app; the stdio limits are checked on the app's stdio server.
+	"tools":     {"app"},
+	"transport": {"app"},
 }
 
 // check applies r to every from-package: its build (all files but tests)
@@ -241,5 +282,98 @@ func TestEveryPackageHasALayer(t *testing.T) {
 		if !mcpFacing(p) && !inner(p) {
 			t.Errorf("package %s belongs to no layer: place it in test/layering/layering_test.go", rel(p))
 		}
+	}
+}
+
+// TestImportsPointDown: no package imports a layer above its own (layers),
+// in its build or, directly, in its tests (test/... harnesses aside).
+func TestImportsPointDown(t *testing.T) {
+	g := load(t)
+	for _, p := range g.local {
+		from := rank(p)
+		if from < 0 {
+			continue
+		}
+		up := func(imp string) bool { return rank(imp) > from }
+		lp := g.pkgs[p]
+		for _, imp := range lp.Imports {
+			if up(imp) {
+				t.Errorf("%s imports %s, a layer above its own: imports point down %s", rel(p), rel(imp), layerOrder())
+			}
+		}
+		for _, imp := range union(lp.TestImports, lp.XTestImports) {
+			if up(imp) && !in(imp, "test") && !slices.Contains(testExceptions[rel(p)], rel(imp)) {
+				t.Errorf("%s (tests) imports %s, a layer above its own: imports point down %s", rel(p), rel(imp), layerOrder())
+			}
+		}
+	}
+}
+
+func layerOrder() string {
+	names := make([]string, len(layers))
+	for i, dirs := range slices.Backward(layers) {
+		names[len(layers)-1-i] = strings.Join(dirs, "/")
+	}
+	return strings.Join(names, " → ")
+}
+
+// TestGatewayImportsNoTransport: the gateway hands the composition root
+// its middleware; it never builds or serves servers itself.
+func TestGatewayImportsNoTransport(t *testing.T) {
+	load(t).check(t, rule{
+		from:      func(p string) bool { return in(p, "gateway") },
+		forbidden: func(p string) bool { return in(p, "transport", "app", "cmd") },
+		why:       "the gateway exports middleware that app places in the transport's list",
+	})
+}
+
+// TestToolsImportNoGateway: the tools see the gateway only through
+// interfaces they declare (tools.AuditLister, tools.ToolsetControl),
+// adapted by app.
+func TestToolsImportNoGateway(t *testing.T) {
+	load(t).check(t, rule{
+		from:      func(p string) bool { return in(p, "tools") },
+		forbidden: func(p string) bool { return in(p, "gateway", "transport", "ops", "app", "cmd") },
+		why:       "tools sit below the gateway and the transport",
+	})
+}
+
+// TestStorageAndVaultImportNothingAbove: store, index, migrations and
+// vault (simulator included) know no domain and no MCP layer.
+func TestStorageAndVaultImportNothingAbove(t *testing.T) {
+	load(t).check(t, rule{
+		from:      func(p string) bool { return in(p, "store", "index", "migrations", "vault") },
+		forbidden: func(p string) bool { return in(p, "domain", "tools", "gateway", "transport", "ops", "app", "cmd") },
+		why:       "store, index, migrations and vault take plain values (vault.Endpoint), not domain types",
+	})
+}
+
+// TestPlatformImportsOnlyPlatform: platform packages are the bottom layer.
+func TestPlatformImportsOnlyPlatform(t *testing.T) {
+	load(t).check(t, rule{
+		from:      func(p string) bool { return in(p, "platform") },
+		forbidden: func(p string) bool { return isLocal(p) && !in(p, "platform", "test") },
+		why:       "platform imports nothing of the module above it",
+	})
+}
+
+func TestAtMostSixteenTopLevelFolders(t *testing.T) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(strings.TrimSpace(string(gomod))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if len(dirs) > maxTopLevelFolders {
+		t.Errorf("%d top-level folders (%s); at most %d: place new code in an existing layer",
+			len(dirs), strings.Join(dirs, ", "), maxTopLevelFolders)
 	}
 }

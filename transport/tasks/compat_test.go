@@ -17,7 +17,8 @@ import (
 )
 
 // baseline is a server built from env's app without the Tasks extension
-// and URL elicitation: the server as it was before them, gateway included.
+// and URL elicitation, gateway included: what they add must change no
+// other answer.
 func baseline(t *testing.T, e *approvaltest.Env) *mcp.Server {
 	t.Helper()
 	b := *e.App.Builder

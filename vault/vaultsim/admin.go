@@ -12,8 +12,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/accordsai/accords-mcp/domain/session"
 )
 
 // serveAdmin serves the admin (control) endpoints under AdminPrefix; adminMux
@@ -363,16 +361,14 @@ func serve(sim *Sim, ln net.Listener, base, sock string) *Server {
 // Addr is the listener address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Session returns an MCP session pointing at the simulator with the agent
-// token and timeoutMS (20000 when <= 0).
-func (s *Server) Session(timeoutMS int) session.Session {
-	if timeoutMS <= 0 {
-		timeoutMS = session.DefaultTimeoutMS
-	}
+// BaseURL is the base URL a client reaches the simulator at: its unix://
+// socket when it listens on one, else its HTTP URL. Requests carry
+// AgentToken.
+func (s *Server) BaseURL() string {
 	if s.Socket != "" {
-		return session.Session{BaseURL: "unix://" + s.Socket, Token: s.AgentToken(), TimeoutMS: timeoutMS}
+		return "unix://" + s.Socket
 	}
-	return session.Session{BaseURL: s.URL, Token: s.AgentToken(), TimeoutMS: timeoutMS}
+	return s.URL
 }
 
 // Close stops the server, dropping open connections.

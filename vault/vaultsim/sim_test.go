@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/vault"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
@@ -24,7 +23,7 @@ import (
 type env struct {
 	srv *vaultsim.Server
 	c   *vault.Client
-	s   session.Session
+	s   vault.Endpoint
 	ctx context.Context
 }
 
@@ -33,7 +32,7 @@ func start(t *testing.T, opts vaultsim.Options) *env {
 	srv, err := vaultsim.Start("", opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
-	return &env{srv: srv, c: vault.New(vault.Options{}), s: srv.Session(5000), ctx: context.Background()}
+	return &env{srv: srv, c: vault.New(vault.Options{}), s: vault.Endpoint{BaseURL: srv.BaseURL(), Token: srv.AgentToken(), Timeout: 5 * time.Second}, ctx: context.Background()}
 }
 
 func obj(r *vault.Response) map[string]any { return r.Object() }
@@ -499,7 +498,7 @@ func TestFaultsAndRequestLog(t *testing.T) {
 
 	e.srv.InjectFault(vaultsim.Fault{Path: "/v0/connectors", Latency: 2 * time.Second})
 	s := e.s
-	s.TimeoutMS = 200
+	s.Timeout = 200 * time.Millisecond
 	start := time.Now()
 	_, err = e.c.ListConnectors(e.ctx, s)
 	assert.Less(t, time.Since(start), time.Second)
@@ -542,7 +541,7 @@ func TestUnixSocketAndAdminEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 	c := vault.New(vault.Options{})
-	resp, err := c.ExecuteJob(context.Background(), srv.Session(0), gmailSend(srv.PolicyHash("google"), map[string]any{"to": []any{"a@example.com"}}), "")
+	resp, err := c.ExecuteJob(context.Background(), vault.Endpoint{BaseURL: srv.BaseURL(), Token: srv.AgentToken()}, gmailSend(srv.PolicyHash("google"), map[string]any{"to": []any{"a@example.com"}}), "")
 	require.NoError(t, err)
 	jobID := obj(resp)["job"].(map[string]any)["job_id"].(string)
 	pid := srv.PendingApprovals()[0].PendingID
@@ -563,7 +562,7 @@ func TestUnixSocketAndAdminEndpoint(t *testing.T) {
 	assert.Equal(t, 401, post(""))
 	assert.Equal(t, 200, post("adm"))
 	assert.Equal(t, 409, post("adm"))
-	resp, err = c.JobGet(context.Background(), srv.Session(0), jobID)
+	resp, err = c.JobGet(context.Background(), vault.Endpoint{BaseURL: srv.BaseURL(), Token: srv.AgentToken()}, jobID)
 	require.NoError(t, err)
 	assert.Equal(t, "SUCCEEDED", obj(resp)["job"].(map[string]any)["status"])
 }

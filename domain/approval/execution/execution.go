@@ -66,19 +66,19 @@ type profileAPI struct {
 }
 
 func (p profileAPI) ProfilesList(ctx context.Context, q url.Values) (map[string]any, error) {
-	r, err := p.c.ProfilesList(ctx, p.s, q)
+	r, err := p.c.ProfilesList(ctx, p.s.Endpoint(), q)
 	return r.Object(), err
 }
 
 func (p profileAPI) ProfileGet(ctx context.Context, id string) (map[string]any, error) {
-	r, err := p.c.ProfileGet(ctx, p.s, id)
+	r, err := p.c.ProfileGet(ctx, p.s.Endpoint(), id)
 	return r.Object(), err
 }
 
 // ProfileUpsert sends the typed profile so the body keeps the documented
 // field order of the predecessor's upsert.
 func (p profileAPI) ProfileUpsert(ctx context.Context, profile any, key string) (map[string]any, error) {
-	r, err := p.c.Do(ctx, p.s, vault.Request{Method: http.MethodPost, Path: vault.PathProfileUpsert, Body: map[string]any{"profile": profile}, IdempotencyKey: key})
+	r, err := p.c.Do(ctx, p.s.Endpoint(), vault.Request{Method: http.MethodPost, Path: vault.PathProfileUpsert, Body: map[string]any{"profile": profile}, IdempotencyKey: key})
 	return r.Object(), err
 }
 
@@ -100,15 +100,15 @@ func reply(r *vault.Response, err error) (approval.Reply, error) {
 }
 
 func (a approvalAPI) JobGet(ctx context.Context, id string) (approval.Reply, error) {
-	return reply(a.c.JobGet(ctx, a.s, id))
+	return reply(a.c.JobGet(ctx, a.s.Endpoint(), id))
 }
 
 func (a approvalAPI) PlanRunGet(ctx context.Context, id string) (approval.Reply, error) {
-	return reply(a.c.PlanRunGet(ctx, a.s, id))
+	return reply(a.c.PlanRunGet(ctx, a.s.Endpoint(), id))
 }
 
 func (a approvalAPI) PendingApprovals(ctx context.Context, q url.Values) (approval.Reply, error) {
-	return reply(a.c.PendingApprovals(ctx, a.s, q))
+	return reply(a.c.PendingApprovals(ctx, a.s.Endpoint(), q))
 }
 
 // ApprovalAPI returns the approval view of the client for sess.
@@ -151,9 +151,9 @@ func (s *Service) handoffFromError(ctx context.Context, scope string, sess sessi
 func (s *Service) Validate(ctx context.Context, sess session.Session, request map[string]any) (Outcome, error) {
 	req := cloneJSON(request)
 	var resp *vault.Response
-	mh, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
+	mh, err := s.ModuleHash.Run(ctx, sess.Endpoint(), req, func(ctx context.Context, req map[string]any) error {
 		var err error
-		resp, err = s.Vault.Validate(ctx, sess, req)
+		resp, err = s.Vault.Validate(ctx, sess.Endpoint(), req)
 		return err
 	})
 	if err != nil {
@@ -173,12 +173,12 @@ func (s *Service) Execute(ctx context.Context, scope string, sess session.Sessio
 	req := cloneJSON(request)
 	var resp *vault.Response
 	keys := newActionKeys(key)
-	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
-		if _, err := s.Vault.Validate(ctx, sess, req); err != nil {
+	_, err := s.ModuleHash.Run(ctx, sess.Endpoint(), req, func(ctx context.Context, req map[string]any) error {
+		if _, err := s.Vault.Validate(ctx, sess.Endpoint(), req); err != nil {
 			return err
 		}
 		var err error
-		resp, err = s.Vault.Execute(ctx, sess, req, keys.next())
+		resp, err = s.Vault.Execute(ctx, sess.Endpoint(), req, keys.next())
 		return err
 	})
 	if err != nil {
@@ -249,13 +249,13 @@ func (s *Service) ExecuteJob(ctx context.Context, scope string, sess session.Ses
 	var validation any
 	var resp *vault.Response
 	keys := newActionKeys(key)
-	mh, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
-		v, err := s.Vault.Validate(ctx, sess, req)
+	mh, err := s.ModuleHash.Run(ctx, sess.Endpoint(), req, func(ctx context.Context, req map[string]any) error {
+		v, err := s.Vault.Validate(ctx, sess.Endpoint(), req)
 		if err != nil {
 			return err
 		}
 		validation = v.Body
-		resp, err = s.Vault.ExecuteJob(ctx, sess, req, keys.next())
+		resp, err = s.Vault.ExecuteJob(ctx, sess.Endpoint(), req, keys.next())
 		return err
 	})
 	preflight["module_hash"] = mh
@@ -333,7 +333,7 @@ func (s *Service) PlanExecute(ctx context.Context, scope string, sess session.Se
 	if source == "" {
 		source = "vaultclaw_plan_execute"
 	}
-	resp, err := s.Vault.PlanExecute(ctx, sess, body, newActionKeys(in.IdempotencyKey).next())
+	resp, err := s.Vault.PlanExecute(ctx, sess.Endpoint(), body, newActionKeys(in.IdempotencyKey).next())
 	cont := approval.Continuation{Tool: source, Preflight: preflight, Plan: plan}
 	if err != nil {
 		return Outcome{}, s.handoffFromError(ctx, scope, sess, err, cont)
@@ -376,7 +376,7 @@ func (s *Service) PlanValidate(ctx context.Context, sess session.Session, plan m
 		return Outcome{}, err
 	}
 	vault.PlanModuleHashPreflight(p)
-	resp, err := s.Vault.PlanValidate(ctx, sess, p)
+	resp, err := s.Vault.PlanValidate(ctx, sess.Endpoint(), p)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -183,7 +183,7 @@ func (s *Service) documentID(ctx context.Context, sess session.Session, req requ
 	if given != "" {
 		return given, nil
 	}
-	resp, err := s.Vault.DocTypesLatest(ctx, sess, DocumentTypeID, DocumentSubject)
+	resp, err := s.Vault.DocTypesLatest(ctx, sess.Endpoint(), DocumentTypeID, DocumentSubject)
 	if err != nil {
 		if vault.ErrorVaultCode(err) == "DOCUMENT_SLOT_UNRESOLVED" {
 			return "", uploadRequired(req, "DOCUMENT_SLOT_UNRESOLVED").WithCause(err)
@@ -249,9 +249,9 @@ func (s *Service) data(req request, fields map[string]string, status string) map
 func (s *Service) identity(ctx context.Context, sess session.Session, verb string, payload map[string]any) (map[string]any, error) {
 	req := map[string]any{"connector_id": "identity", "verb": verb, "policy_version": "1", "request": payload}
 	var resp *vault.Response
-	_, err := s.ModuleHash.Run(ctx, sess, req, func(ctx context.Context, req map[string]any) error {
+	_, err := s.ModuleHash.Run(ctx, sess.Endpoint(), req, func(ctx context.Context, req map[string]any) error {
 		var err error
-		resp, err = s.Vault.Execute(ctx, sess, req, "")
+		resp, err = s.Vault.Execute(ctx, sess.Endpoint(), req, "")
 		return err
 	})
 	if err != nil {
@@ -453,7 +453,7 @@ func (s *Service) finish(ctx context.Context, scope string, sess session.Session
 				With("run_id", runID).With("pre_send_summary", data["pre_send_summary"])
 		case <-time.After(poll):
 		}
-		resp, err := s.Vault.PlanRunGet(ctx, sess, runID)
+		resp, err := s.Vault.PlanRunGet(ctx, sess.Endpoint(), runID)
 		if err != nil {
 			break
 		}
@@ -499,7 +499,7 @@ func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
 // resume checks a submitted run (after an approval, or while running).
 func (s *Service) resume(ctx context.Context, scope string, sess session.Session, req request, runID string) (Result, error) {
-	resp, err := s.Vault.PlanRunGet(ctx, sess, runID)
+	resp, err := s.Vault.PlanRunGet(ctx, sess.Endpoint(), runID)
 	if err != nil {
 		return Result{}, sendFailure(err, nil, req)
 	}

@@ -47,7 +47,7 @@ func newEnv(t *testing.T, opts vaultsim.Options) *env {
 	mh := vault.NewModuleHash(client, vault.NewPolicyHashCache(db, 0))
 	handles := approval.NewStore(db, 0)
 	return &env{sim: srv, handles: handles, svc: &Service{
-		Sessions: fixedSession{s: srv.Session(5000)}, Vault: client, ModuleHash: mh,
+		Sessions: fixedSession{s: session.Session{BaseURL: srv.BaseURL(), Token: srv.AgentToken(), TimeoutMS: 5000}}, Vault: client, ModuleHash: mh,
 		Exec:    &execution.Service{Vault: client, ModuleHash: mh, Handles: handles},
 		RunWait: 2 * time.Second, PollInterval: 10 * time.Millisecond,
 	}}
