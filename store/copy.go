@@ -7,9 +7,7 @@ import (
 	"slices"
 )
 
-// CopyTx copies every bucket and key of src into dst (one transaction
-// each): an etcd store exported as a bbolt file is a backup in the same
-// format as the file's own.
+// CopyTx copies every bucket and key of src into dst.
 func CopyTx(dst, src Tx) error {
 	return src.ForEach(func(name []byte, b Bucket) error {
 		d, err := dst.CreateBucketIfNotExists(name)
@@ -52,16 +50,11 @@ const restoreChunk = 96
 // 1.5 MiB per request; a bundle is at most EtcdMaxBundleBytes).
 const restoreChunkBytes = 256 << 10
 
-// LoadFrom replaces everything this etcd store holds with the contents of
-// src (a checked, migrated backup file). etcd cannot take it in one
-// transaction: it deletes the deployment's buckets, writes the keys in
-// transactions of restoreChunk, and writes the schema version last. An
-// interrupted load is finished by running it again (it starts over).
-// Replicas must be stopped meanwhile (the caller checks that none is
-// registered): one started on a half-loaded store would serve part of it.
-//
-// skip, when set, leaves out keys (path is the bucket path); finish, when
-// set, runs in the transaction that writes the schema version.
+// LoadFrom replaces this etcd store's contents with src (a checked, migrated
+// backup): it deletes the buckets, writes keys in transactions of
+// restoreChunk and the schema version last; an interrupted load is rerun.
+// Replicas must be stopped meanwhile. skip leaves out keys; finish runs in
+// the transaction writing the schema version.
 func (db *DB) LoadFrom(src *DB, skip func(path [][]byte, k []byte) bool, finish func(tx Tx) error) (int, error) {
 	if db.etcd == nil {
 		return 0, errors.New("store: LoadFrom loads an etcd store; a bbolt file is restored by replacing it")

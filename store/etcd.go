@@ -18,9 +18,8 @@ import (
 	"google.golang.org/grpc/backoff"
 )
 
-// ErrUnavailable means the store could not be reached (etcd down, no
-// quorum, or a transaction that kept conflicting): nothing was written and
-// the call may be retried.
+// ErrUnavailable means the store could not be reached or kept conflicting:
+// nothing was written and the call may be retried.
 var ErrUnavailable = etcdkv.ErrUnavailable
 
 // ErrTooLarge means one write is larger than etcd accepts in one request.
@@ -30,9 +29,7 @@ var ErrTooLarge = etcdkv.ErrTooLarge
 type EtcdConfig struct {
 	// Endpoints are host:port pairs.
 	Endpoints []string
-	// TLS: a client certificate and key, and the CA that signed the
-	// servers' certificates. Any of them set (or the etcds:// scheme)
-	// makes the connection TLS.
+	// TLS: any of these set (or the etcds:// scheme) makes the connection TLS.
 	CertFile, KeyFile, CAFile string
 	TLS                       bool
 	// Prefix keeps one deployment's keys apart from others on the cluster.
@@ -47,9 +44,8 @@ type EtcdConfig struct {
 	Username, Password string
 }
 
-// EtcdMaxBundleBytes caps a cookbook bundle on etcd: it is written with
-// its list row, the catalog revision and change log in one request, which
-// etcd limits to 1.5 MiB by default.
+// EtcdMaxBundleBytes caps a bundle on etcd: it is written with its row,
+// revision and change log in one request (etcd's default limit 1.5 MiB).
 const EtcdMaxBundleBytes = 1 << 20
 
 // DefaultEtcdPrefix is the key prefix when none is configured.
@@ -107,9 +103,8 @@ func (c EtcdConfig) prefix() string {
 	return p
 }
 
-// OpenEtcd connects to the cluster, checks the schema version stored under
-// the prefix and applies pending migrations (each in one Txn, so replicas
-// starting together apply each exactly once).
+// OpenEtcd connects, checks the schema version under the prefix and applies
+// pending migrations, each in one Txn.
 func OpenEtcd(cfg EtcdConfig, opts Options) (*DB, error) {
 	if opts.Migrations == nil {
 		opts.Migrations = migrationsAll()
@@ -128,10 +123,8 @@ func OpenEtcd(cfg EtcdConfig, opts Options) (*DB, error) {
 		// The client's own zap logging would bypass ours and print on
 		// every reconnect; failures reach callers as errors instead.
 		Logger: zap.NewNop(),
-		// gRPC's default reconnect backoff grows to two minutes: after an
-		// etcd restart a replica would stay cut off (its watch silent, its
-		// writes refused) long after the cluster is back. Retry every few
-		// seconds at most instead.
+		// Retry every few seconds, not gRPC's two-minute backoff, so a replica
+		// reconnects soon after an etcd restart.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
 			MinConnectTimeout: 2 * time.Second,
@@ -176,13 +169,10 @@ func (db *DB) Revision(ctx context.Context) (int64, error) {
 	return db.etcd.Revision(ctx)
 }
 
-// Follow watches the top-level bucket for commits by any replica, from
-// revision from+1 (from 0: from now), until ctx ends: changed gets the
-// revision of each batch of events, compacted the revision to start again
-// from when etcd no longer holds the history the watch asked for (the
-// caller reads everything afresh). The watch resumes by itself across
-// etcd restarts and reconnects. On bbolt, where this process makes every
-// write itself, it does nothing.
+// Follow watches the top-level bucket for any replica's commits from
+// revision from+1 (0: from now) until ctx ends: changed gets each batch's
+// revision, compacted the revision to restart from when history is gone.
+// The watch survives reconnects. On bbolt it does nothing.
 func (db *DB) Follow(ctx context.Context, bucket []byte, from int64, changed, compacted func(rev int64)) {
 	if db.etcd == nil {
 		return
@@ -219,9 +209,8 @@ func (db *DB) Follow(ctx context.Context, bucket []byte, from int64, changed, co
 	}()
 }
 
-// WriteBudget is how many keys one transaction should write at most (0:
-// no bound). Bulk work such as pruning runs in transactions of this many
-// on etcd, whose transactions hold at most 128 operations.
+// WriteBudget is the most keys one transaction should write (0: no bound);
+// etcd transactions hold at most 128 operations.
 func (db *DB) WriteBudget() int {
 	if db.etcd == nil {
 		return 0

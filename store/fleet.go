@@ -12,18 +12,13 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// Fleet is this replica's entry in the membership list of the replicas
-// sharing an etcd store: a key under "members/" held by a lease that the
-// replica keeps alive. A replica that stops or is killed drops out when
-// its lease expires (at most FleetTTL later).
-//
-// A lease can also expire under a replica that lives: etcd did not answer
-// its keep-alives for FleetTTL (a stalled or restarted member). The
-// replica then registers again with a new lease as soon as etcd answers,
-// and the hooks given to OnRejoin re-claim its work; until then State
-// says it is not registered, Claim refuses, and Live keeps the count it
-// had. The Fleet also probes etcd every FleetProbe, so State answers
-// health checks from memory.
+// Fleet is this replica's entry in the membership list of replicas sharing
+// an etcd store: a key under "members/" held by a kept-alive lease, gone at
+// most FleetTTL after the replica stops. When the lease lapses under a live
+// replica (etcd stalled), it registers again as soon as etcd answers and
+// OnRejoin hooks re-claim its work; meanwhile State says it is not
+// registered, Claim refuses and Live keeps its count. State answers from
+// memory (probed every FleetProbe).
 type Fleet struct {
 	db     *DB
 	cli    *clientv3.Client
@@ -40,10 +35,8 @@ type Fleet struct {
 	onRejoin []func()
 
 	live atomic.Int64
-	// floor is the count Live does not go below while this replica is not
-	// registered, and until floorUntil (unix ns) after it registered
-	// again: the other replicas' leases lapsed with its own, and they
-	// re-register within moments.
+	// floor is the count Live does not go below while unregistered and until
+	// floorUntil (unix ns) after registering again.
 	floor, floorUntil atomic.Int64
 	registered        atomic.Bool
 	// contact is when etcd last answered (unix ns), rev the revision it
@@ -55,19 +48,15 @@ type Fleet struct {
 // counts as live.
 const FleetTTL = 10 * time.Second
 
-// FleetProbe is how often a replica asks etcd for its revision, and
-// FleetStale how long without an answer makes State say etcd is not
-// reachable.
+// FleetProbe is how often etcd is probed; FleetStale without an answer
+// makes State say it is unreachable.
 const (
 	FleetProbe = time.Second
 	FleetStale = 3 * time.Second
 )
 
-// FleetRejoin is how long a live replica whose lease lapsed takes at most
-// to register again once etcd answers, on a machine that is not
-// overloaded: a registration attempt times out after fleetAttempt, the
-// next starts fleetRetry later, and the client reconnects to a restarted
-// etcd within its 2 s back-off.
+// FleetRejoin bounds how long a live replica whose lease lapsed takes to
+// register again once etcd answers.
 const FleetRejoin = 5 * time.Second
 
 const (
@@ -146,9 +135,8 @@ func (f *Fleet) register(lapsed clientv3.LeaseID) (*concurrency.Session, error) 
 	f.mu.Unlock()
 	f.contact.Store(time.Now().UnixNano())
 	if lapsed != clientv3.NoLease {
-		// The hooks move the claims they still want onto the new lease;
-		// then whatever the lapsed lease still holds (after an etcd
-		// restart it may live on until its TTL) goes at once.
+		// The hooks move their claims onto the new lease; then the lapsed lease
+		// is revoked.
 		for _, fn := range hooks {
 			fn()
 		}
@@ -164,9 +152,8 @@ func (f *Fleet) revoke(id clientv3.LeaseID) {
 	_, _ = f.cli.Revoke(ctx, id)
 }
 
-// keep watches the session: when its lease lapses (etcd did not answer
-// the keep-alives for FleetTTL, or lost the lease), the replica registers
-// again, retrying until etcd answers or Leave.
+// keep watches the session and registers again when its lease lapses,
+// retrying until etcd answers or Leave.
 func (f *Fleet) keep(sess *concurrency.Session) {
 	for {
 		select {
@@ -208,10 +195,8 @@ func (f *Fleet) keep(sess *concurrency.Session) {
 func (f *Fleet) follow(pfx string, rev int64) {
 	ctx := f.ctx
 	for ctx.Err() == nil {
-		// The watch starts right after the revision counted, so a replica
-		// that joins or leaves between the count and the watch is not
-		// missed (a watch from "now" would miss it, and the count would
-		// stay wrong until the next change).
+		// Watch from right after the counted revision, so no change between count
+		// and watch is missed.
 		opts := []clientv3.OpOption{clientv3.WithPrefix()}
 		if rev > 0 {
 			opts = append(opts, clientv3.WithRev(rev+1))
@@ -230,9 +215,8 @@ func (f *Fleet) follow(pfx string, rev int64) {
 	}
 }
 
-// probe asks etcd for its revision every FleetProbe, so that State knows
-// without a request whether etcd answers; it logs when etcd stops and
-// starts answering.
+// probe asks etcd for its revision every FleetProbe and logs when etcd
+// stops and starts answering.
 func (f *Fleet) probe() {
 	tick := time.NewTicker(FleetProbe)
 	defer tick.Stop()
@@ -276,11 +260,9 @@ func (f *Fleet) count(ctx context.Context, pfx string, last int64) int64 {
 	return resp.Header.Revision
 }
 
-// Live is the number of replicas whose membership lease is alive, this
-// one included (at least 1). While this replica's own lease has lapsed,
-// and for FleetTTL after it registered again, it is at least the count
-// from before the lapse: an etcd stall ends every replica's lease at
-// once, and a replica counting itself alone meanwhile would admit the
+// Live is the number of replicas with a live lease (at least 1). While this
+// replica's lease has lapsed, and for FleetTTL after, it is at least the
+// count before the lapse: a replica counting itself alone would admit the
 // whole of every rate limit.
 func (f *Fleet) Live() int {
 	if f == nil {
@@ -325,9 +307,8 @@ func (f *Fleet) State() FleetState {
 	}
 }
 
-// OnRejoin adds fn to what runs when this replica has registered again
-// after its lease lapsed, before the lapsed lease is revoked: the claims
-// that went with that lease are to be made again (Claim).
+// OnRejoin adds fn to what runs after re-registering, before the lapsed
+// lease is revoked (to Claim again).
 func (f *Fleet) OnRejoin(fn func()) {
 	if f == nil {
 		return
@@ -366,10 +347,8 @@ func ErrUnavailableWrap(err error) error {
 }
 
 // FleetMembers counts the replicas registered on the etcd store (0 on
-// bbolt), and when there are none, watches the list for quiet more: a
-// replica registering meanwhile counts. A restore looks for FleetRejoin,
-// so that a replica whose lease lapsed while etcd did not answer, and
-// that is about to register again, is not missed.
+// bbolt); with none, it watches for quiet more, so a replica about to
+// re-register is not missed.
 func (db *DB) FleetMembers(ctx context.Context, quiet time.Duration) (int64, error) {
 	if db.etcd == nil {
 		return 0, nil
@@ -444,14 +423,11 @@ func (db *DB) EtcdStatus(ctx context.Context) (*Status, error) {
 	return st, nil
 }
 
-// Claim makes this replica the one that does the work named name (follow
-// a task) for as long as it lives: true when it holds the claim, now or
-// already. The claim is held by the replica's membership lease, so a
-// replica that dies gives up its claims when the lease expires and
-// another replica's next Claim takes them over. A claim of this replica
-// still on a lease that lapsed is moved onto the current one. While the
-// replica's lease has lapsed it claims nothing. On bbolt (one process)
-// every claim succeeds.
+// Claim makes this replica the one doing the work named name while its
+// lease lives: true when it holds the claim. A dead replica's claims lapse
+// with its lease and go to another's next Claim; claims on a lapsed lease
+// of this replica move to the current one; while lapsed it claims nothing.
+// On bbolt every claim succeeds.
 func (f *Fleet) Claim(name string) bool {
 	if f == nil || f.cli == nil {
 		return true

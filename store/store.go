@@ -1,8 +1,6 @@
-// Package store owns the durable state: the single source of truth for
-// every piece of it, in a bbolt file (the default) or in etcd (several
-// replicas sharing one state). Domain packages keep their records in the
-// buckets named here and run their own transactions through DB, which
-// offers both backends as the same kv.Tx.
+// Package store owns the durable state, in a bbolt file (default) or etcd
+// (replicas sharing one state); domain packages run their transactions
+// through DB, which offers both as the same kv.Tx.
 package store
 
 import (
@@ -60,10 +58,8 @@ var ErrLocked = errors.New("database is locked by another process")
 // ErrNewerSchema means the file was written by a newer accords-mcp.
 var ErrNewerSchema = errors.New("database schema is newer than this binary supports")
 
-// ErrDamaged means the file cannot be a database bbolt may map: cut short
-// (its meta page records more pages than it holds), or with no valid meta
-// page. bbolt would map it anyway and crash with SIGBUS at the first read
-// past its end, so it is refused before bbolt sees it.
+// ErrDamaged means the file is cut short or has no valid meta page; it is
+// refused before bbolt maps it (and crashes with SIGBUS).
 var ErrDamaged = errors.New("the database file is damaged")
 
 // Options tune Open.
@@ -76,9 +72,8 @@ type Options struct {
 	Migrations []migrations.Migration
 }
 
-// DB is an open bbolt file with its schema brought up to date. The handle
-// behind it can be replaced while the process runs (Replace: a restore
-// through the daemon), so services keep their *DB across a restore.
+// DB is an open store with its schema up to date; Replace can swap the file
+// under it, so services keep their *DB across a restore.
 type DB struct {
 	bolt atomic.Pointer[bolt.DB]
 	// file is the identity (fs.FileInfo) of the file bolt has open.
@@ -93,9 +88,8 @@ type DB struct {
 }
 
 // Open creates or opens the database at path (folder 0700, file 0600),
-// refuses a folder other users may write to (unless opening read-only) and
-// a damaged file, refuses a newer schema, and applies pending migrations, copying the file
-// aside first.
+// refuses an unsafe folder (unless read-only), a damaged file or a newer
+// schema, and applies pending migrations after copying the file aside.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
@@ -149,11 +143,9 @@ func (db *DB) open() error {
 	return nil
 }
 
-// Replace closes the file, runs swap (which puts another database file at
-// the same path), and opens and migrates the new file under the same *DB.
-// When the new file cannot be opened, undo (if set) puts the old one back
-// and it is opened again; the error is returned either way. The caller
-// makes sure no transaction runs meanwhile (the daemon holds every call).
+// Replace closes the file, runs swap, and opens and migrates the new file
+// under the same *DB; if that fails, undo (if set) restores the old one.
+// The caller makes sure no transaction runs meanwhile.
 func (db *DB) Replace(swap func() error, undo func() error) error {
 	if db.opts.ReadOnly {
 		return errors.New("store: cannot replace a database opened read-only")
@@ -188,11 +180,9 @@ func (db *DB) Replace(swap func() error, undo func() error) error {
 
 func (db *DB) b() *bolt.DB { return db.bolt.Load() }
 
-// openLocked opens path with bbolt, which waits for the file lock, and
-// then checks that path still names the file it locked. restore replaces
-// the file by a rename while holding the old file's lock; a process that
-// opened the old file just before and waited for that lock would otherwise
-// serve the replaced database (now only the .bak). It then opens again.
+// openLocked opens path and checks that it still names the file it locked:
+// a restore renames a new file in while holding the old one's lock, and a
+// waiter would otherwise serve the replaced database. It then opens again.
 func openLocked(path string, opts Options) (*bolt.DB, fs.FileInfo, error) {
 	for range 3 {
 		var opened *os.File
@@ -228,9 +218,8 @@ func openLocked(path string, opts Options) (*bolt.DB, fs.FileInfo, error) {
 	return nil, nil, fmt.Errorf("open database %s: the file was replaced again and again while it was being opened", path)
 }
 
-// checkFile refuses a file bbolt must not map: its meta pages are read
-// with plain reads (store/boltfile) and must be valid and within the file.
-// An empty file is new: bbolt writes its first pages.
+// checkFile refuses a file bbolt must not map (store/boltfile); an empty
+// file is new.
 func checkFile(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -245,12 +234,9 @@ func checkFile(f *os.File) error {
 	return nil
 }
 
-// initialMmapSize maps at least 1 GiB beyond the file. A write that grows
-// the database past its mapping remaps it, which waits for every open read
-// transaction to end; the catalog's background index rebuild reads one
-// snapshot for seconds to minutes, and writes meanwhile (whose freed pages
-// cannot be reused while that snapshot is open) would otherwise stall
-// until it ends. The mapping is address space only: the file does not grow.
+// initialMmapSize maps 1 GiB beyond the file: growing past the mapping
+// remaps, which waits for every open read transaction, and the background
+// index rebuild holds one for minutes. Address space only.
 func initialMmapSize(path string) int {
 	const headroom = 1 << 30
 	if fi, err := os.Stat(path); err == nil {
@@ -272,10 +258,8 @@ func stillThere(path string, f *os.File) (fs.FileInfo, bool) {
 	return locked, err == nil && os.SameFile(locked, now)
 }
 
-// OnDisk returns an error when the path no longer names the file this
-// handle has open (removed, or replaced other than by Replace): a process
-// serving it would serve a database no one else can open. Always nil on
-// etcd.
+// OnDisk errs when path no longer names the open file (removed or replaced
+// other than by Replace); always nil on etcd.
 func (db *DB) OnDisk() error {
 	if db.etcd != nil {
 		return nil
@@ -385,13 +369,9 @@ func (db *DB) View(fn func(tx Tx) error) error {
 }
 
 // Update runs a write transaction. On etcd fn may run more than once (a
-// transaction that conflicted with another replica's runs again on fresh
-// data), so it must not have effects outside the transaction that a second
-// run would repeat. On bbolt a transaction that changed nothing is rolled
-// back rather than committed: a commit costs two fdatasyncs however little
-// it holds, and at every start several checks (the catalog revision, stale
-// handles, the audit head) open a write transaction and usually find
-// nothing to write.
+// conflict reruns it), so it must have no outside effects a rerun repeats.
+// On bbolt a transaction that changed nothing is rolled back, not
+// committed.
 func (db *DB) Update(fn func(tx Tx) error) error {
 	if db.etcd != nil {
 		return db.etcd.Update(context.Background(), fn)

@@ -1,10 +1,8 @@
-// Package admin is what the operator commands do to a database (search,
-// catalog, render, reindex, audit, sessions, doctor, backup, restore),
-// behind one interface with two sides: Services runs an operation on open
-// services (the command itself when no daemon runs, or the daemon), and
-// Client asks a running daemon over its control socket (Handler is the
-// daemon's end). The command prints the same output either way, because
-// both sides return the same typed values and errors.
+// Package admin is what the operator commands do to a database, behind one
+// interface: Services runs an operation on open services (the command or
+// the daemon), Client asks a running daemon over its control socket
+// (Handler is the daemon's end). Both return the same typed values and
+// errors, so the output is the same either way.
 package admin
 
 import (
@@ -53,9 +51,8 @@ type Audit interface {
 	AuditAcknowledge(ctx context.Context, operator, note string) (string, error)
 }
 
-// AuditVerifyRequest says what to verify the log against: the public key
-// (verifier form, "" for the log's own key where it is known: the daemon's)
-// and saved checkpoints the log must be consistent with.
+// AuditVerifyRequest names the verifier public key ("" for the log's own
+// key where known) and saved checkpoints the log must be consistent with.
 type AuditVerifyRequest struct {
 	Key   string   `json:"key,omitempty"`
 	Saved [][]byte `json:"saved,omitempty"`
@@ -67,10 +64,9 @@ type AuditVerifyResult struct {
 	Key    string       `json:"key"`
 }
 
-// Sessions are the stored Vaultclaw sessions as the session command uses
-// them. Every request carries the command's own environment session (its
-// VC_* variables), which is what a scope without a stored session falls
-// back to, daemon or not.
+// Sessions are the stored Vaultclaw sessions; every request carries the
+// command's own environment session, which a scope without a stored one
+// falls back to.
 type Sessions interface {
 	SessionStatus(ctx context.Context, r SessionRequest) (session.Status, error)
 	SessionConfigure(ctx context.Context, r SessionRequest) (session.Status, error)

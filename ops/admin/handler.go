@@ -17,9 +17,8 @@ import (
 // MaxImportBytes of base64).
 const maxRequestBytes = MaxImportBytes*4/3 + 64<<10
 
-// Handler serves b on the control socket. Backup and restore stream their
-// bodies; every other operation takes one JSON request and answers one
-// JSON value, or statusOpError with the error.
+// Handler serves b on the control socket: backup and restore stream their
+// bodies; every other operation is one JSON request and one JSON answer.
 func Handler(b Backend) http.Handler {
 	mux := http.NewServeMux()
 	handle(mux, PathSearch, func(ctx context.Context, q index.Query) (any, error) { return b.Search(ctx, q) })
@@ -124,9 +123,8 @@ func serveReindex(w http.ResponseWriter, r *http.Request, b Backend) {
 	_ = enc.Encode(streamLine{Result: &res})
 }
 
-// serveBackup streams the snapshot with its size in the headers; a stream
-// that breaks after the headers aborts the connection, so the client sees
-// a short body rather than a complete-looking file.
+// serveBackup streams the snapshot with its size; a break after the headers
+// aborts the connection, so the client sees a short body.
 func serveBackup(w http.ResponseWriter, r *http.Request, b Backend) {
 	sw := &sizedWriter{w: w}
 	_, err := b.Backup(r.Context(), sw)
@@ -164,9 +162,8 @@ func (s *sizedWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// SizeAnnouncer is implemented by the writer Backup gets on the control
-// socket: the in-process backup announces the snapshot's size and schema
-// before writing, so the response can carry Content-Length.
+// SizeAnnouncer lets the in-process backup announce the snapshot's size and
+// schema before writing, so the response carries Content-Length.
 type SizeAnnouncer interface {
 	Begin(size int64, schema int)
 }

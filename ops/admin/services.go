@@ -20,10 +20,8 @@ import (
 	"github.com/accordsai/accords-mcp/store"
 )
 
-// Services runs the operations on open services. A field left nil makes
-// the operations needing it fail with a plain error; the command opens
-// only what an operation needs (the audit commands read the file
-// read-only, for example).
+// Services runs the operations on open services; an operation needing a nil
+// field fails with a plain error.
 type Services struct {
 	DB       *store.DB
 	Catalog  *catalog.Service
@@ -34,9 +32,8 @@ type Services struct {
 	// Restore swaps a backup in; nil means the operation is not offered
 	// here (the command restores offline through backup.Restore itself).
 	RestoreFunc func(ctx context.Context, src string, r io.Reader) (RestoreResult, error)
-	// AuditKey is the verifier key audit verify uses when the request
-	// names none (the daemon knows its own); Log is the open audit log an
-	// acknowledgement is recorded in.
+	// AuditKey is the verifier key when a request names none; Log is the open
+	// audit log acknowledgements are recorded in.
 	AuditKey string
 	Log      func() *audit.Log
 }
@@ -219,9 +216,8 @@ func (s *Services) AuditAcknowledge(_ context.Context, operator, note string) (s
 // ErrNothingToAcknowledge means the log verifies.
 var ErrNothingToAcknowledge = errors.New("the audit log verifies: nothing to acknowledge")
 
-// Acknowledge verifies the whole log with l's key and, when it fails,
-// records the operator's acceptance (on an open log: the command's own, or
-// the daemon's).
+// Acknowledge verifies the whole log with l's key and, when that fails,
+// records the operator's acceptance.
 func Acknowledge(l *audit.Log, operator, text string) (string, error) {
 	rep, err := audit.Verify(l.DB(), audit.VerifyOptions{Verifier: l.Key().Verifier()})
 	if err != nil {
@@ -315,10 +311,9 @@ func (s *Services) Restore(ctx context.Context, src string, r io.Reader) (Restor
 	return s.RestoreFunc(ctx, src, r)
 }
 
-// SessionWarnings reports stored sessions keys cannot open: the key is
-// deliberately not part of a backup, so a restore on another machine needs
-// the original key file or ACCORDS_MCP_SECRET_KEY. keyFile is where the
-// key file would be; secretKey the configured key ("" when none).
+// SessionWarnings reports stored sessions the keys cannot open (the key is
+// not part of a backup). keyFile is where the key file would be; secretKey
+// the configured key ("" when none).
 func SessionWarnings(ctx context.Context, db *store.DB, secretKey, keyFile string) []string {
 	var scopes []string
 	_ = db.View(func(tx store.Tx) error {

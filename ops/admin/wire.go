@@ -42,10 +42,8 @@ const (
 // error (as opposed to a failure of the socket or the route).
 const statusOpError = http.StatusUnprocessableEntity
 
-// wireError carries an error across the socket so that the command prints
-// it exactly as it would have offline: an *apperr.Error keeps its code,
-// category, message, retryable flag and details; any other error keeps its
-// message (Plain).
+// wireError carries an error across the socket so it prints as it would
+// offline: an *apperr.Error keeps every field, any other error its message.
 type wireError struct {
 	Code      string         `json:"code,omitempty"`
 	Category  string         `json:"category,omitempty"`
@@ -82,9 +80,8 @@ func (w *wireError) err() error {
 	return &wrapped{text: w.Text, ae: ae}
 }
 
-// wrapped is an *apperr.Error that reached the daemon's caller with
-// context around it: it prints as the original did and unwraps to the
-// structured error.
+// wrapped is an *apperr.Error with context around it: it prints as the
+// original and unwraps to it.
 type wrapped struct {
 	text string
 	ae   *apperr.Error

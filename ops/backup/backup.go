@@ -1,7 +1,5 @@
 // Package backup takes consistent snapshots of the bbolt file and restores
-// them after verifying them: a snapshot is the bbolt file itself (so it
-// carries meta/schema_version), and a restore never changes anything until
-// the candidate has passed every check.
+// them; a restore changes nothing until the candidate passed every check.
 package backup
 
 import (
@@ -69,9 +67,8 @@ func SnapshotTo(db *store.DB, begin func(size int64, schema int), w io.Writer) (
 	return n, err
 }
 
-// WriteFile creates path with mode 0600 from what fill writes: into a
-// temporary file beside it, synced, then renamed over path, so readers and a
-// crash never see a partial file. On error nothing is left behind.
+// WriteFile creates path (0600) from what fill writes, via a synced
+// temporary file renamed over it; on error nothing is left behind.
 func WriteFile(path string, fill func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -106,9 +103,8 @@ func WriteFile(path string, fill func(w io.Writer) error) error {
 	return nil
 }
 
-// tempFile creates a new 0600 file in dir; O_EXCL guards against an
-// attacker-placed file or symlink. The name carries the process id, so a
-// file left by a killed process can be told from one in use (CleanStale).
+// tempFile creates a new 0600 file in dir (O_EXCL); the name carries the
+// process id, so CleanStale can tell a dead process's file from one in use.
 func tempFile(dir, prefix string) (*os.File, error) {
 	for range 16 {
 		var b [6]byte
@@ -153,10 +149,8 @@ func schemaOf(tx store.Tx) int {
 	return int(v)
 }
 
-// exportEtcd writes an etcd store as a bbolt file: every key read in one
-// snapshot (one etcd revision) and copied into a temporary file, which is
-// then streamed. The backup has the format of a bbolt store's, so it is
-// checked, restored (into etcd or into a file) and verified the same way.
+// exportEtcd writes an etcd store, read at one revision, as a bbolt file,
+// so its backup is checked, restored and verified like a bbolt one.
 func exportEtcd(db *store.DB, begin func(size int64, schema int), w io.Writer) (int64, error) {
 	dir, err := os.MkdirTemp("", "accords-etcd-export-")
 	if err != nil {

@@ -32,11 +32,10 @@ type Info struct {
 	Audit         *audit.Report `json:"audit,omitempty"`
 }
 
-// Check verifies that path is an accords-mcp database this binary can use:
-// a bbolt file passing the consistency check, with a schema version between
-// 1 and the latest, exactly the top-level buckets of that version, and an
-// audit chain that verifies. It opens the file read-only and never changes
-// it. Every refusal wraps ErrInvalid or store.ErrNewerSchema.
+// Check verifies that path is a usable accords-mcp database: a consistent
+// bbolt file with a known schema version, exactly that version's top-level
+// buckets and a verifying audit chain. It opens the file read-only; every
+// refusal wraps ErrInvalid or store.ErrNewerSchema.
 func Check(path string) (Info, error) { return check(path, migrations.All()) }
 
 func check(path string, migs []migrations.Migration) (Info, error) {
@@ -49,9 +48,7 @@ func check(path string, migs []migrations.Migration) (Info, error) {
 		return info, fmt.Errorf("%w: %s is not a regular file", ErrInvalid, path)
 	}
 	info.Size = fi.Size()
-	// Two pages of the smallest page size hold the bbolt meta pages; a
-	// shorter file is empty or cut off, and bbolt would initialise an empty
-	// one if opened for writing.
+	// A shorter file than two smallest pages cannot hold the meta pages.
 	if fi.Size() < 2*1024 {
 		return info, fmt.Errorf("%w: file is %d bytes, too short to be a bbolt database (empty or truncated)", ErrInvalid, fi.Size())
 	}
@@ -171,9 +168,8 @@ var (
 // BucketsAt lists the top-level buckets of a database at schema version v.
 func BucketsAt(v int) ([]string, error) { return bucketsAt(v, migrations.All()) }
 
-// bucketsAt finds the buckets by applying migrations 1..v to a scratch
-// file, so the list can never drift from the migrations. The standard list
-// is cached.
+// bucketsAt applies migrations 1..v to a scratch file, so the list never
+// drifts from the migrations.
 func bucketsAt(v int, all []migrations.Migration) ([]string, error) {
 	standard := len(all) == migrations.Latest()
 	bucketsMu.Lock()

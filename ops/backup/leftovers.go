@@ -11,10 +11,8 @@ import (
 	"time"
 )
 
-// Temporary files of backup (".<file>.tmp-<pid>-<hex>"), restore
-// (".<db>.restore-<pid>-<hex>") and the index removal of restore
-// ("<index>.removing-<pid>-<nanos>"). Names from before the process id was
-// part of them have only the random part.
+// Temporary files of backup, restore and the index removal of restore;
+// older names lack the process id.
 var (
 	leftoverRe       = regexp.MustCompile(`^\..+\.(tmp|restore)-(?:(\d+)-)?[0-9a-f]{12}$`)
 	leftoverAsideRe  = regexp.MustCompile(`^.+\.removing-(?:(\d+)-)?\d+$`)
@@ -29,9 +27,8 @@ type Leftover struct {
 	PID int `json:"pid,omitempty"`
 }
 
-// Leftovers lists the temporary files and folders in dir that no running
-// process uses: their process is gone (or, for names without a process
-// id, they are older than an hour). It changes nothing.
+// Leftovers lists temporary files in dir whose process is gone (or, without
+// a process id, older than an hour); it changes nothing.
 func Leftovers(dir string) ([]Leftover, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -9,10 +9,8 @@ import (
 	"time"
 )
 
-// lockExclusive takes the same flock bbolt takes on the database file, so a
-// running daemon makes it fail and no daemon can open the file while held.
-// It does not need the file to be a readable database (a damaged one is
-// exactly what a restore replaces).
+// lockExclusive takes bbolt's flock on the database file, so it fails while
+// a daemon runs; the file need not be a readable database.
 func lockExclusive(path string, timeout time.Duration) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {

@@ -7,11 +7,9 @@ import (
 	"github.com/accordsai/accords-mcp/store/boltfile"
 )
 
-// preflight validates the meta pages before bbolt maps the file (the
-// check every store open makes), then walks the page tree with plain
-// reads: bbolt trusts the high-water mark and every page reference, and
-// reading a page past the end of a truncated file is a fatal SIGBUS that
-// no recover can catch.
+// preflight validates the meta pages and walks the page tree with plain
+// reads before bbolt maps the file: a page past the end of a truncated file
+// is a fatal SIGBUS no recover catches.
 func preflight(path string) error {
 	f, err := os.Open(path)
 	if err != nil {

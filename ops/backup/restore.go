@@ -34,10 +34,8 @@ type RestoreOptions struct {
 	Now func() time.Time
 	// Migrations overrides the schema migrations (tests of upgrades).
 	Migrations []migrations.Migration
-	// Record writes the restore into the restored database's audit log
-	// (audit.RecordRestoreIn with the audit key): a signed record of what
-	// the restore discarded and a receipt. nil leaves the log without one,
-	// and the result says so.
+	// Record writes a signed record of what the restore discarded into the
+	// restored audit log; nil leaves none, and the result says so.
 	Record func(db *store.DB, d audit.RestoreDiff) (audit.Ref, error)
 }
 
@@ -66,10 +64,8 @@ type Result struct {
 	AuditRecordError string     `json:"audit_record_error,omitempty"`
 }
 
-// CompareAudit fills res.AuditRestore: the staged backup's log against
-// current's (nil when there is no current database; a current database
-// that cannot be read is reported, not fatal: a restore is how a damaged
-// one is replaced).
+// CompareAudit fills res.AuditRestore, the staged log against current's; an
+// unreadable current database is reported, not fatal.
 func (res *Result) CompareAudit(st *Staged, current *store.DB, currentErr error, src string, migs []migrations.Migration) {
 	staged, err := store.Open(st.Path(), store.Options{ReadOnly: true, Migrations: migs})
 	if err != nil {
@@ -106,13 +102,11 @@ func (res *Result) RecordAudit(db *store.DB, record func(*store.DB, audit.Restor
 	res.AuditRecord = &ref
 }
 
-// Restore replaces the database at o.DBPath with the backup read from src
-// (a path, or "-" with stdin as r). It refuses while another process holds
-// the database; it checks the backup completely and migrates it before
-// touching anything; then it keeps the current file as
-// <db>.<UTC time>.bak, renames the restored file into place (atomic), and
-// rebuilds the index. Any refusal leaves the database, the index and the
-// folder as they were.
+// Restore replaces the database at o.DBPath with the backup from src (a
+// path, or "-" for r). It refuses while another process holds the database,
+// checks and migrates the backup first, keeps the current file as
+// <db>.<UTC time>.bak, renames the restored file in and rebuilds the index.
+// A refusal leaves everything as it was.
 func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) {
 	o = o.withDefaults()
 	dir := filepath.Dir(o.DBPath)
@@ -139,9 +133,8 @@ func Restore(src string, r io.Reader, o RestoreOptions) (res Result, err error) 
 	defer st.Discard()
 	compareWithCurrent(&res, st, src, o)
 
-	// Past this point the backup is known good. Take the lock for the swap
-	// only: validation can take long, and a daemon blocked on the lock of
-	// the old file would otherwise open it once the lock is released.
+	// The backup is good; take the lock for the swap only, so a daemon blocked
+	// on the old file's lock cannot open it afterwards.
 	unlock, err := lockLive(o.DBPath, o.LockTimeout)
 	if err != nil {
 		return res, err
@@ -205,20 +198,15 @@ func (o RestoreOptions) withDefaults() RestoreOptions {
 	return o
 }
 
-// Staged is a backup copied beside the database, checked and migrated:
-// ready to be swapped in. A daemon restoring through its control socket
-// stages while it serves, then swaps with every call held.
+// Staged is a checked, migrated backup beside the database, ready to swap.
 type Staged struct {
 	path    string
 	swapped bool
 }
 
-// Stage copies the backup read from src (a path, or "-" with r) into a
-// private file beside o.DBPath (same filesystem, so the swap is an atomic
-// rename; the backup file itself is never modified), checks it completely
-// and migrates an older schema. It does not touch the database. The
-// result describes the backup; Discard removes the staged file unless it
-// was swapped in.
+// Stage copies the backup from src into a private file beside o.DBPath
+// (atomic rename later), checks and migrates it, and leaves the database
+// alone; Discard removes the staged file unless it was swapped in.
 func Stage(src string, r io.Reader, o RestoreOptions) (*Staged, Result, error) {
 	o = o.withDefaults()
 	var res Result
@@ -264,11 +252,9 @@ func Stage(src string, r io.Reader, o RestoreOptions) (*Staged, Result, error) {
 	return st, res, nil
 }
 
-// Swap removes the index, keeps the current database as
-// <db>.<UTC time>.bak (returned; "" when there was none) and renames the
-// staged file into place. The caller makes sure nothing has the database
-// open for writing: it holds the lock (Restore), or it is the daemon and
-// has closed its handle.
+// Swap removes the index, keeps the current database as <db>.<UTC time>.bak
+// (returned, "" when none) and renames the staged file in. The caller makes
+// sure nothing has the database open for writing.
 func (st *Staged) Swap(o RestoreOptions) (previous string, err error) {
 	o = o.withDefaults()
 	if st.swapped {
@@ -409,14 +395,10 @@ func removeAll(dir string) error {
 // Path is the staged, checked file.
 func (st *Staged) Path() string { return st.path }
 
-// RestoreEtcd loads the backup read from src into the etcd store db: it
-// stages and checks the backup as Restore does (in a private folder
-// beside o.DBPath), refuses while replicas are registered on the store
-// (they would serve a half-loaded store) or register within
-// store.FleetRejoin (one whose lease lapsed in an etcd stall), then replaces the store's
-// contents and removes this replica's index (o.IndexDir). Other
-// replicas rebuild theirs at their next start (the catalog revision is
-// moved past what any of them indexed, with no change log to catch up).
+// RestoreEtcd loads the backup from src into the etcd store db: staged and
+// checked as Restore does, refused while replicas are registered (or
+// register within store.FleetRejoin), then the store's contents are
+// replaced and this replica's index removed; others rebuild at next start.
 func RestoreEtcd(db *store.DB, src string, r io.Reader, o RestoreOptions) (Result, error) {
 	o = o.withDefaults()
 	st, res, err := Stage(src, r, o)
@@ -446,10 +428,8 @@ func RestoreEtcd(db *store.DB, src string, r io.Reader, o RestoreOptions) (Resul
 		return res, err
 	}
 	defer staged.Close()
-	// Replicas' indexes were built from the store as it was. The catalog
-	// revision is moved past both histories and the change log left out:
-	// an index then sees itself behind with no log to catch up over, and
-	// is rebuilt (catalog layout: "rev", "l/<rev>", docs/architecture.md).
+	// Move the catalog revision past both histories without a change log, so
+	// every replica's index sees itself behind and rebuilds.
 	var before uint64
 	if err := db.View(func(tx store.Tx) error {
 		if c := tx.Bucket(store.BucketCatalog); c != nil {

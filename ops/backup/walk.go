@@ -19,11 +19,9 @@ const (
 	inBucketSize = 16
 )
 
-// walker reads the page tree with plain file reads, never mmap. bbolt trusts
-// page ids, element offsets and sizes when it maps a file; a damaged or
-// crafted file could make it read past the mapping, which is a fatal fault
-// no recover can catch. Walking first means bbolt only ever sees a file
-// whose every reachable reference stays inside it.
+// walker reads the page tree with plain reads, never mmap, so bbolt only
+// sees a file whose every reachable reference stays inside it (a bad one
+// would fault fatally).
 type walker struct {
 	f       *os.File
 	ps      uint64

@@ -31,9 +31,8 @@ var ErrNotRunning = errors.New("no daemon is running")
 // ErrRefused means the daemon refused this process (another uid).
 var ErrRefused = errors.New("refused by the daemon")
 
-// ErrUntrusted means the socket may not belong to this user's daemon: its
-// folder or file is another user's, or the folder is writable by others,
-// or the process listening on it runs as another user. Nothing was sent.
+// ErrUntrusted means the socket may not be this user's daemon's (owner,
+// folder permissions or peer user); nothing was sent.
 var ErrUntrusted = errors.New("refusing to use the control socket")
 
 // Client talks to a daemon's control socket.
@@ -53,12 +52,10 @@ func NewClient(path string) *Client {
 	return &Client{path: path, hc: &http.Client{Transport: tr}}
 }
 
-// dial connects to the daemon's socket, after making sure it is this
-// user's: what a client sends first (a launch's hello carries its Vault
-// token) must reach no one else. The socket's folder and file must belong
-// to this user (or root) and the folder be writable by no one else, which
-// also keeps another user from putting a socket in its place; once
-// connected, the listening process itself must run as this user (or root).
+// dial connects to the daemon's socket after checking it is this user's (a
+// launch's hello carries its Vault token): folder and file owned by this
+// user or root, the folder writable by no one else, and the listening
+// process running as this user or root.
 func dial(ctx context.Context, path string) (net.Conn, error) {
 	if err := checkSocketPath(path); err != nil {
 		return nil, err
@@ -92,9 +89,8 @@ func dial(ctx context.Context, path string) (net.Conn, error) {
 	return c, nil
 }
 
-// checkSocketPath checks the socket's folder (privdir.Check) and the
-// socket file's owner before anything connects. A missing folder or socket
-// is ErrNotRunning.
+// checkSocketPath checks the socket's folder and file owner before
+// connecting; a missing one is ErrNotRunning.
 func checkSocketPath(path string) error {
 	dir := filepath.Dir(path)
 	err := privdir.Check(dir)
@@ -222,9 +218,8 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, int, error) {
 	return n, schema, nil
 }
 
-// Attach opens an MCP stream to the daemon: on success the returned
-// connection carries newline-delimited JSON-RPC both ways, and the welcome
-// names the client's session.
+// Attach opens an MCP stream (newline-delimited JSON-RPC) to the daemon;
+// the welcome names the client's session.
 func (c *Client) Attach(ctx context.Context, h Hello) (net.Conn, Welcome, error) {
 	var w Welcome
 	conn, err := dial(ctx, c.path)

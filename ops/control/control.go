@@ -1,10 +1,7 @@
-// Package control is the daemon's local socket: a Unix socket beside the
-// database (mode 0600, in the 0700 database folder) speaking HTTP, through
-// which operator commands and stdio launches reach the one process that
-// owns the database: status, stop, metrics, the operator commands
-// (ops/admin), and attached MCP streams (an HTTP Upgrade, after which the
-// connection carries newline-delimited JSON-RPC). Only the daemon's own
-// user may connect: the peer's uid is checked on every connection.
+// Package control is the daemon's local socket: HTTP on a 0600 Unix socket
+// in the 0700 database folder, for status, stop, metrics, the operator
+// commands and attached MCP streams (an HTTP Upgrade). Only the daemon's
+// own user may connect (peer uid checked on every connection).
 package control
 
 import (
@@ -98,9 +95,8 @@ type Hello struct {
 	PID      int    `json:"pid"`
 	Version  string `json:"version"`
 	View     View   `json:"view"`
-	// Env is the launch's environment session (its VC_* variables): the
-	// client's calls fall back to it, not to the daemon's. It holds a
-	// token; it crosses only this socket and is never logged.
+	// Env is the launch's environment session, which its calls fall back to;
+	// it holds a token, crosses only this socket and is never logged.
 	Env session.Defaults `json:"env"`
 	// Settings are digests of the launch's daemon-wide settings, so the
 	// daemon can say which ones it was started with differently.
@@ -143,9 +139,8 @@ type Server struct {
 	Ops http.Handler
 	// Metrics serves /metrics (optional).
 	Metrics http.Handler
-	// Attach accepts or refuses an attached MCP stream. On acceptance it
-	// returns the welcome and serve, which runs the stream on the upgraded
-	// connection until it ends (serve owns conn).
+	// Attach accepts or refuses a stream; on acceptance serve runs it on the
+	// upgraded connection (serve owns conn).
 	Attach func(ctx context.Context, h Hello) (Welcome, func(conn net.Conn), error)
 	// Shutdown asks the daemon to stop (it drains and exits); nil refuses.
 	Shutdown func(reason string) error
@@ -270,9 +265,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // ErrInUse means a live daemon already answers on the socket.
 var ErrInUse = errors.New("control socket is in use by a running daemon")
 
-// Listener is the control socket. It accepts only connections from this
-// process's uid (others are answered with 403 and closed), and can bind
-// its path again when the socket file was removed (Rebind).
+// Listener is the control socket: connections from another uid get 403;
+// Rebind binds the path again when the file was removed.
 type Listener struct {
 	path string
 	uid  int
@@ -282,12 +276,9 @@ type Listener struct {
 	closed bool
 }
 
-// Listen creates the socket at path with mode 0600, in a folder that must
-// be private (privdir.Check: this user's or root's, writable by no one
-// else). A socket file left by a daemon that died is removed; a socket a
-// live daemon answers on, or any file that is not a socket, is left alone
-// and reported. Connections from another uid than this process's are
-// answered with 403 and closed.
+// Listen creates the 0600 socket at path in a private folder
+// (privdir.Check). A dead daemon's socket is removed; a live one, or a
+// non-socket file, is reported.
 func Listen(path string) (*Listener, error) {
 	ul, err := bind(path)
 	if err != nil {
@@ -326,10 +317,8 @@ func bind(path string) (*net.UnixListener, error) {
 // Path is the socket file.
 func (l *Listener) Path() string { return l.path }
 
-// Rebind binds a new socket at the path, under Listen's rules, and accepts
-// on it from now on; the old one is closed without removing what the path
-// names now. It is for a socket file that was removed or replaced:
-// connections already accepted go on.
+// Rebind binds a new socket at the path under Listen's rules and closes the
+// old one without removing what the path names now.
 func (l *Listener) Rebind() error {
 	ul, err := bind(l.path)
 	if err != nil {
@@ -402,18 +391,16 @@ func refuse(c net.Conn, own, peer int, cause error) {
 	body, _ := json.Marshal(map[string]string{"error": msg})
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
-	// Let the peer finish sending its request before the close: closing
-	// with its bytes unread would reset the connection, and it might never
-	// read the answer.
+	// Let the peer finish sending first: closing with unread bytes resets the
+	// connection before it reads the answer.
 	if uc, ok := c.(*net.UnixConn); ok {
 		_ = uc.CloseWrite()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
-// Serve runs the control server on ln until ctx ends, then closes it (which
-// removes the socket file). In-flight requests such as a backup get grace to
-// finish. Attached streams are not its to end: their owner closes them.
+// Serve runs the control server on ln until ctx ends, giving in-flight
+// requests grace; attached streams are closed by their owner.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
 	errc := make(chan error, 1)

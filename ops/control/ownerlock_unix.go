@@ -14,14 +14,12 @@ import (
 	"github.com/accordsai/accords-mcp/platform/privdir"
 )
 
-// OwnerLockPath is the lock file serialising who becomes the owner of
-// dbPath: a stdio launch holds it while it starts a daemon, an explicit
-// daemon while it takes over, so two launches racing end with one daemon.
+// OwnerLockPath is the lock serialising who becomes dbPath's owner, so two
+// racing launches end with one daemon.
 func OwnerLockPath(dbPath string) string { return dbPath + ".owner.lock" }
 
-// LockOwner takes the owner lock of dbPath, waiting until ctx ends. The
-// lock is an flock on the lock file, released by the kernel if the
-// process dies.
+// LockOwner takes the owner lock (an flock, released if the process dies),
+// waiting until ctx ends.
 func LockOwner(ctx context.Context, dbPath string) (unlock func(), err error) {
 	// The database folder is created 0700, as the database would create it,
 	// and must be private before anything is created in it (privdir).

@@ -1,7 +1,6 @@
-// Package doctor checks an installation and reports one line per check with
-// OK, FAIL or SKIP and a hint for every failure. File checks run anywhere;
-// database checks run where the database is open: in the doctor command when
-// no daemon runs, else inside the daemon (asked over the control socket).
+// Package doctor checks an installation: one OK, FAIL or SKIP line per
+// check with a hint for every failure. Database checks run where the
+// database is open (the command, or the daemon over its socket).
 package doctor
 
 import (
@@ -80,9 +79,8 @@ func Write(w io.Writer, rs []Result) {
 	}
 }
 
-// Files checks the database path and the permissions of the database
-// folder, the database file, the key file and the control socket. It creates
-// nothing.
+// Files checks the database path and the permissions of its folder, file,
+// key file and control socket; it creates nothing.
 func Files(cfg config.Config, socketPath string) []Result {
 	var rs []Result
 	dbFi, dbErr := os.Stat(cfg.DBPath)
@@ -148,9 +146,8 @@ func leftovers(dir string) Result {
 		"%d temporary file(s) of a killed backup or restore, %s", len(list), humanBytes(total))
 }
 
-// SealedWithoutKey is the key-file check against the database: without
-// ACCORDS_MCP_SECRET_KEY and without the key file, sessions sealed with it
-// can never be read, and the server refuses to start. ok is false then.
+// SealedWithoutKey reports sessions sealed with a key that is gone (no
+// ACCORDS_MCP_SECRET_KEY, no key file): the server refuses to start.
 func SealedWithoutKey(cfg config.Config, db *store.DB) (r Result, failed bool) {
 	if strings.TrimSpace(cfg.SecretKey) != "" {
 		return Result{}, false
@@ -310,10 +307,8 @@ func indexCheck(ctx context.Context, in Inputs) Result {
 // must be for doctor to warn of it.
 const countPruneWindow = 24 * time.Hour
 
-// retentionCheck reports the newest retention pass: a pass the count
-// bound drove within countPruneWindow means more receipts arrived than the
-// log keeps (a burst, or a bound too small), so receipts left before they
-// aged out: WARN, with what was removed and kept.
+// retentionCheck WARNs when a recent retention pass was driven by the count
+// bound: receipts left before they aged out.
 func retentionCheck(in Inputs, rep audit.Report) Result {
 	now := time.Now
 	if in.Now != nil {
@@ -345,9 +340,7 @@ func auditCheck(in Inputs) (Result, *Result) {
 	retention := retentionCheck(in, rep)
 	res := auditChainCheck(in, rep)
 	if res.Status != FAIL {
-		// A failure the server found at start (the log against its anchor,
-		// say) and stored stands until acknowledged, whatever the log
-		// alone shows.
+		// A failure stored at start stands until acknowledged.
 		if p, err := audit.RecordedProblem(in.DB); err == nil && p != nil {
 			res = fail("audit chain", "keep a copy of the database, look into it (accords-mcp audit verify --checkpoint ANCHOR), then restore a backup or accept it with accords-mcp audit acknowledge --note TEXT",
 				"the server recorded a verification failure at start (%s at receipt %d): %s; write tools are refused until acknowledged", p.Kind, p.Seq, p.Message)

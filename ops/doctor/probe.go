@@ -9,8 +9,7 @@ import (
 	"github.com/accordsai/accords-mcp/vault"
 )
 
-// VaultProbe sends GET /v0/connectors through the Vault client the tools
-// use (same endpoint rules, socket handling, headers and timeout), and
+// VaultProbe sends GET /v0/connectors through the tools' Vault client and
 // returns the HTTP status; a transport failure is an error.
 func VaultProbe(c *vault.Client) func(ctx context.Context, s session.Session) (int, error) {
 	return func(ctx context.Context, s session.Session) (int, error) {

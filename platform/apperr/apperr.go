@@ -1,6 +1,5 @@
-// Package apperr holds the project's error value: a code, a category and a
-// message that map one to one onto the envelope's "error" object. Domain
-// packages return *Error (or wrap one); the tools layer maps it once.
+// Package apperr is the error value: code, category and message, mapping one
+// to one onto the envelope's "error" object.
 package apperr
 
 import (
@@ -26,9 +25,8 @@ const (
 const (
 	CodeValidation = "MCP_VALIDATION_ERROR"
 	CodeInternal   = "MCP_INTERNAL"
-	// CodeStoreUnavailable: the shared store (etcd) is out of reach, or
-	// the disk holding the state is full; nothing was written, and the
-	// call may be retried.
+	// CodeStoreUnavailable: the shared store is out of reach or the disk is
+	// full; nothing was written, and the call may be retried.
 	CodeStoreUnavailable     = "MCP_STORE_UNAVAILABLE"
 	CodeNetwork              = "MCP_NETWORK_ERROR"
 	CodeSessionNotConfigured = "MCP_SESSION_NOT_CONFIGURED"
@@ -120,9 +118,7 @@ type Error struct {
 	Retryable bool
 	VaultCode string
 	Details   map[string]any
-	// Warnings are problems beside the failure that the caller should
-	// still hear of (unknown template inputs, say); they go into the
-	// envelope's meta.warnings, not into details.
+	// Warnings go into the envelope's meta.warnings, not details.
 	Warnings []string
 	// Cause is kept for logs and errors.Is; it is never serialised.
 	Cause error
@@ -188,17 +184,14 @@ func StoreUnavailable(operation string, cause error) *Error {
 // holding the state is full or the user is over quota.
 const ReasonNoSpace = "no_space"
 
-// noSpace reports a cause that is the file system refusing to grow a file:
-// ENOSPC (disk full) or EDQUOT (quota exceeded). Either passes once space is
-// freed, and neither leaves a partial write behind in the store (bbolt and
-// etcd commit a transaction whole or not at all).
+// noSpace reports ENOSPC or EDQUOT: both pass once space is freed, and
+// neither leaves a partial transaction.
 func noSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// NoSpace reports a write the disk had no room for: retryable
-// MCP_STORE_UNAVAILABLE with details.reason no_space, since the same call
-// succeeds once space is freed.
+// NoSpace is the retryable MCP_STORE_UNAVAILABLE with details.reason
+// no_space.
 func NoSpace(operation string, cause error) *Error {
 	e := New(CodeStoreUnavailable, "no space left on the disk holding the state during %s; nothing was changed, free space and try again", operation)
 	e.Retryable = true

@@ -10,9 +10,8 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 )
 
-// Envelope is the result of every tool, the same JSON as structuredContent
-// and as text: a contract clients depend on (docs/contract.md). All four
-// keys are always present.
+// Envelope is every tool's result, the same JSON as structuredContent and
+// text (docs/contract.md); all four keys are always present.
 type Envelope struct {
 	OK    bool       `json:"ok"`
 	Data  any        `json:"data"`
@@ -36,9 +35,8 @@ type Meta struct {
 	RequestID       string
 	VaultHTTPStatus int
 	VaultCode       string
-	// Warnings are problems that did not stop the call, such as unknown
-	// arguments (D21). The key is absent when there are none, so envelopes
-	// without warnings are byte-for-byte what they always were.
+	// Warnings are problems that did not stop the call (D21); the key is absent
+	// when there are none.
 	Warnings []string
 	Extra    map[string]any
 }

@@ -5,9 +5,8 @@ import (
 	"net/http"
 )
 
-// WriteHTTP answers an HTTP request refused before JSON-RPC handling (strict
-// tenant mode, authentication) with the failure envelope of err; meta
-// carries the HTTP status as the predecessor's bridge did.
+// WriteHTTP answers a request refused before JSON-RPC handling with err's
+// failure envelope; meta carries the HTTP status.
 func WriteHTTP(w http.ResponseWriter, status int, err error) {
 	env := Failure(err)
 	env.Meta.VaultHTTPStatus = status

@@ -1,7 +1,5 @@
-// Package gate holds calls while the process swaps what they depend on: a
-// restore through the daemon waits for the calls in flight to finish, holds
-// new ones, swaps the database file and lets them go on. Shutdown uses the
-// same drain.
+// Package gate holds calls while the process swaps what they depend on (a
+// restore's database swap, shutdown's drain).
 package gate
 
 import (
@@ -27,9 +25,8 @@ type Gate struct {
 	idle chan struct{}
 }
 
-// Enter waits while the gate is held and counts the call; the caller must
-// call the returned leave exactly once. It fails when ctx ends while held,
-// or after Close.
+// Enter waits while the gate is held and counts the call; call leave once.
+// It fails when ctx ends while held, or after Close.
 func (g *Gate) Enter(ctx context.Context) (leave func(), err error) {
 	g.mu.Lock()
 	for g.held && !g.closed {
@@ -72,10 +69,9 @@ func (g *Gate) InFlight() int {
 // ErrBusy means calls were still running when the pause gave up.
 var ErrBusy = errors.New("calls still in flight")
 
-// Pause holds new calls and waits up to timeout for those in flight to
-// finish. On success the gate stays held until resume is called; on
-// failure (ErrBusy, or ctx ending) it is open again and nothing was
-// changed. Only one pause runs at a time.
+// Pause holds new calls and waits up to timeout for those in flight; on
+// success the gate stays held until resume, on failure it is open again.
+// One pause at a time.
 func (g *Gate) Pause(ctx context.Context, timeout time.Duration) (resume func(), err error) {
 	g.mu.Lock()
 	if g.closed {
@@ -120,9 +116,8 @@ func (g *Gate) Pause(ctx context.Context, timeout time.Duration) (resume func(),
 	return func() { once.Do(release) }, nil
 }
 
-// Close waits up to grace for the calls in flight, then refuses every call
-// held or still to come with ErrClosed. It reports how many calls were
-// still running when it gave up waiting.
+// Close waits up to grace for calls in flight, then refuses every call with
+// ErrClosed; it reports how many were still running.
 func (g *Gate) Close(grace time.Duration) int {
 	g.mu.Lock()
 	if g.closed {

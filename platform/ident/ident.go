@@ -1,14 +1,7 @@
-// Package ident checks identifiers of the shape every id, key and name here
-// has: one byte of a first class, then up to Max-1 bytes of a second class,
-// both made of ASCII ranges and literals.
-//
-// A Rule accepts exactly what the regular expression `^[F][R]{0,Max-1}$`
-// accepts (its String), checked byte by byte. The expression itself is
-// kept for messages and schemas only: a counted repetition compiles to
-// Max copies of its class, so each such pattern cost a few hundred
-// microseconds and a thousand or more allocations at the start of every
-// process (CLI commands and attached front ends included), and matching
-// ran a backtracker over them on every call.
+// Package ident checks identifiers: one byte of a first class, then up to
+// Max-1 bytes of a second, both ASCII. A Rule accepts exactly what
+// `^[F][R]{0,Max-1}$` (its String) accepts, checked byte by byte without
+// compiling the counted repetition.
 package ident
 
 import (
@@ -23,11 +16,9 @@ type Rule struct {
 	pattern     string
 }
 
-// New builds the rule whose first byte is in the class first, the rest in
-// the class rest, of 1..max bytes in all. A class is written as inside a
-// regular expression's brackets, limited to ASCII: ranges such as A-Z and
-// literal bytes, a '-' literal only last. It panics on a class it cannot
-// read or a max below 1: rules are package-level definitions.
+// New builds the rule of 1..max bytes, the first in class first, the rest
+// in class rest. Classes are ASCII ranges and literals as inside brackets,
+// '-' only last; it panics on anything else or a max below 1.
 func New(first, rest string, max int) Rule {
 	if max < 1 {
 		panic(fmt.Sprintf("ident: max %d below 1", max))

@@ -1,10 +1,7 @@
 // Package jsonscan checks raw JSON before it is decoded: how many values it
-// holds (decoded JSON costs tens of bytes per value, so a small document of
-// tiny values can cost far more memory than its size) and whether every
-// string is valid Unicode. encoding/json silently replaces invalid UTF-8
-// and unpaired surrogate escapes with U+FFFD; a client's identifier or
-// title must not change on the way in, so such text is refused instead,
-// naming where it is.
+// holds (a small document of tiny values can decode large) and whether every
+// string is valid Unicode, since encoding/json would silently replace bad
+// text with U+FFFD.
 package jsonscan
 
 import (
@@ -105,9 +102,8 @@ func hex4(raw []byte, i int) (rune, int) {
 	return rune(v), 4
 }
 
-// PathAt names the value at byte offset off of raw in the dotted form tool
-// errors use ("bundle.entries[2].title"); "" is the document itself. It
-// walks the document with a decoder, so it is meant for error reports.
+// PathAt names the value at byte offset off in the dotted form of tool
+// errors ("bundle.entries[2].title"); for error reports.
 func PathAt(raw []byte, off int) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	type frame struct {

@@ -1,6 +1,5 @@
-// Package keyring seals small secrets (session tokens) at rest with
-// AES-256-GCM. The key comes from ACCORDS_MCP_SECRET_KEY or from a 0600 key
-// file created beside the database.
+// Package keyring seals small secrets at rest with AES-256-GCM, keyed by
+// ACCORDS_MCP_SECRET_KEY or a 0600 key file beside the database.
 package keyring
 
 import (

@@ -1,7 +1,5 @@
-// Package lifecycle carries the server's shutdown to calls that could
-// otherwise outlive it. A long approval wait learns that the server is
-// stopping and answers at once (the client keeps its handle and waits again
-// after the restart), instead of holding shutdown for its whole grace.
+// Package lifecycle tells long calls (approval waits) that the server is
+// stopping, so they answer at once instead of holding shutdown.
 package lifecycle
 
 import (
@@ -39,9 +37,8 @@ func With(ctx context.Context, d *Drain) context.Context {
 }
 
 // Interruptible returns a context that also ends, with cause
-// ErrShuttingDown, when the drain in ctx begins. Only calls that can stop
-// cleanly at any point (waits, polls) should use it; the others run to
-// completion within the shutdown grace. Call cancel when done.
+// ErrShuttingDown, when ctx's drain begins; only for calls that can stop
+// at any point. Call cancel when done.
 func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, _ := ctx.Value(drainKey{}).(*Drain)
 	ctx, cancel := context.WithCancelCause(ctx)

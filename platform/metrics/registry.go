@@ -1,8 +1,5 @@
-// Package metrics holds the Prometheus series accords-mcp exports (tool
-// calls, Vault requests, gauges read at scrape time, the Go runtime and the
-// process) on a prometheus/client_golang registry, behind small typed
-// wrappers so callers name label values positionally and tests can read a
-// series back without a scrape.
+// Package metrics holds the Prometheus series accords-mcp exports, behind
+// small typed wrappers that tests can read without a scrape.
 package metrics
 
 import (
@@ -57,9 +54,8 @@ func (r *Registry) WriteText(w io.Writer) error {
 	return nil
 }
 
-// Handler serves the registry for GET and HEAD. Content negotiation is the
-// client library's (a scraper asking for protobuf or OpenMetrics gets it);
-// a plain GET gets the text format.
+// Handler serves the registry for GET and HEAD with the client library's
+// content negotiation.
 func (r *Registry) Handler() http.Handler {
 	prom := promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -83,9 +79,8 @@ func checkLabels(name string, want int, got []string) {
 	}
 }
 
-// find collects c and returns the sample whose labels are names=values,
-// or nil. It never creates a series (GetMetricWithLabelValues would, and
-// the empty series would then be scraped).
+// find returns c's sample with labels names=values, or nil, never creating
+// a series.
 func find(c prometheus.Collector, names, values []string) *dto.Metric {
 	ch := make(chan prometheus.Metric, 16)
 	go func() { c.Collect(ch); close(ch) }()
@@ -189,9 +184,7 @@ func (h *HistogramVec) Count(values ...string) uint64 {
 	return 0
 }
 
-// gaugeFunc is a gauge computed at scrape time. A function reporting false
-// omits the sample (the value is unknown, e.g. the index is not open); the
-// client library then omits the family's HELP and TYPE too.
+// gaugeFunc is a gauge computed at scrape time; false omits the sample.
 type gaugeFunc struct {
 	desc *prometheus.Desc
 	fn   func() (float64, bool)

@@ -104,9 +104,8 @@ func FileSizeGauge(path string) func() (float64, bool) {
 	}
 }
 
-// ObserveVaultRequest is the hook the Vault client calls after every HTTP
-// request: method and path as sent (ids are folded into {id}), the HTTP
-// status (0 on a transport failure), the latency and the transport error.
+// ObserveVaultRequest records one Vault HTTP request: method, path with ids
+// folded into {id}, status (0 on transport failure), latency and error.
 func (s *Server) ObserveVaultRequest(method, path string, status int, d time.Duration, err error) {
 	ep := VaultEndpoint(method, path)
 	s.VaultDuration.Observe(d.Seconds(), ep)
@@ -152,10 +151,8 @@ func VaultEndpoint(method, path string) string {
 	return m + " /" + strings.Join(segs, "/")
 }
 
-// ObserveToolCall counts one tools/call by tool and outcome (OutcomeOK,
-// OutcomeError with the envelope's error code, or OutcomeProtocolError) and
-// records its latency. The MCP middleware that calls it lives with the
-// transport, so this package stays plain Go.
+// ObserveToolCall counts one tools/call by tool and outcome and records its
+// latency.
 func (s *Server) ObserveToolCall(tool, outcome, code string, d time.Duration) {
 	s.ToolCalls.Inc(tool, outcome)
 	if code != "" {

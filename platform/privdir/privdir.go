@@ -1,10 +1,6 @@
 // Package privdir checks that the database folder is private: owned by
-// this user (or root) and writable by no one else. The folder holds the
-// control socket, to which every stdio launch sends its Vault token, and
-// the database and key file. A folder another user may write to (a fixed
-// path under the shared temporary folder, say, created by that user first)
-// lets that user put their own socket or files there, so neither the
-// daemon nor its clients use one.
+// this user (or root) and writable by no one else, since it holds the
+// control socket every launch sends its Vault token to.
 package privdir
 
 import (
@@ -16,15 +12,12 @@ import (
 // ErrUnsafe marks a folder other users may write to or own.
 var ErrUnsafe = errors.New("unsafe database folder")
 
-// Trusted reports whether a file owned by uid, or a process running as
-// uid, may be trusted: this process's user, or root (who can read
-// everything of every user anyway).
+// Trusted reports whether uid is this process's user or root.
 func Trusted(uid int) bool { return uid == os.Getuid() || uid == 0 }
 
-// Check returns nil when dir, its symbolic links followed, is a folder
-// whose owner is Trusted and which neither its group nor others may write
-// to. A missing folder is an error wrapping fs.ErrNotExist; a folder that
-// fails the rule wraps ErrUnsafe and says how to fix it.
+// Check returns nil when dir (links followed) is owned by a Trusted user
+// and not group- or world-writable; missing wraps fs.ErrNotExist, unsafe
+// wraps ErrUnsafe with how to fix it.
 func Check(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {

@@ -1,6 +1,5 @@
-// Package profiling serves the Go runtime's pprof endpoints on an opt-in,
-// loopback-only listener (ACCORDS_MCP_PPROF), for profiling a running
-// server without rebuilding it.
+// Package profiling serves pprof on an opt-in loopback listener
+// (ACCORDS_MCP_PPROF).
 package profiling
 
 import (
@@ -15,9 +14,8 @@ import (
 	"time"
 )
 
-// CheckAddr accepts host:port where host is localhost or a loopback IP
-// and port a number: profiles show memory contents (arguments, paths) and
-// must never be reachable from another machine.
+// CheckAddr accepts host:port with a localhost or loopback host: profiles
+// show memory contents.
 func CheckAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -58,11 +56,8 @@ type Server struct {
 // Addr is the address it listens on (the port chosen for port 0).
 func (s *Server) Addr() net.Addr { return s.addr }
 
-// Start listens on addr (checked with CheckAddr) and serves Handler,
-// wrapped in guard, until Close. A localhost name is resolved to loopback
-// addresses only. A loopback address keeps other machines out but not a
-// web page in a browser on this one (a DNS-rebound name, a cross-origin
-// request), so guard is required and must refuse those.
+// Start serves Handler wrapped in guard on addr (loopback only) until
+// Close; guard must refuse DNS-rebound and cross-origin requests.
 func Start(addr string, guard func(http.Handler) http.Handler, logger *slog.Logger) (*Server, error) {
 	if guard == nil {
 		return nil, errors.New("profiling listener: no guard against web pages")

@@ -5,9 +5,7 @@ package redact
 import "strings"
 
 // wholeWordBelow is the token length under which only whole-word
-// occurrences are replaced: a short token ("x", "dev") also occurs inside
-// ordinary words and URLs ("unix://"), and masking those garbles the
-// message while hiding nothing.
+// occurrences are masked, so short tokens do not garble ordinary words.
 const wholeWordBelow = 8
 
 // Token replaces each occurrence of token in text with mask. Tokens of

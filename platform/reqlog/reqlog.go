@@ -1,6 +1,5 @@
-// Package reqlog gives every HTTP request and MCP call a request id and
-// keeps third-party loggers quiet: the ids tie the structured JSON log lines
-// of one request together.
+// Package reqlog gives every HTTP request and MCP call a request id tying
+// its log lines together, and keeps third-party loggers quiet.
 package reqlog
 
 import (
@@ -52,10 +51,9 @@ func Valid(id string) bool {
 	return true
 }
 
-// HTTP assigns a request id (the client's X-Request-Id when valid, else a
-// new one), echoes it in the response, stores it in the request header and
-// context for the MCP layer, and logs one line per request: debug when it
-// succeeded, warn on a server error.
+// HTTP assigns a request id (a valid X-Request-Id, else a new one), echoes
+// it, stores it in the header and context, and logs one line per request
+// (debug, or warn on a server error).
 func HTTP(next http.Handler, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -112,9 +110,8 @@ func (s *statusWriter) Flush() {
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// MinLevel wraps h so that records below min are dropped, whatever h's own
-// level. The go-sdk logs every Streamable HTTP request at INFO ("server
-// session connected"); it gets a logger at WARN unless debugging.
+// MinLevel wraps h to drop records below min whatever h's level (go-sdk
+// logs every Streamable HTTP request at INFO).
 func MinLevel(h slog.Handler, min slog.Level) slog.Handler { return &levelHandler{h: h, min: min} }
 
 type levelHandler struct {

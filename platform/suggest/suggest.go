@@ -1,18 +1,14 @@
-// Package suggest finds the known name an unknown one was probably meant
-// to be, for warnings that say "did you mean …?" (unknown tool arguments,
-// unknown template inputs).
+// Package suggest finds the known name an unknown one was probably meant to
+// be, for "did you mean …?" warnings.
 package suggest
 
 import "strings"
 
-// MaxName bounds the names Closest compares: longer ones are not slips of a
-// known name, and comparing them would cost time proportional to their
-// length for nothing.
+// MaxName bounds the names Closest compares; longer ones are not slips.
 const MaxName = 128
 
-// Closest is the known name nearest to name by edit distance (case
-// folded), when it is near enough to be a slip: at most a third of the
-// name's length, and at least 1 edit allowed; "" otherwise. Ties go to the
+// Closest is the known name nearest to name by case-folded edit distance
+// when within a third of its length (at least 1), else ""; ties go to the
 // first of known.
 func Closest(name string, known []string) string {
 	if len(name) > MaxName {
@@ -28,9 +24,7 @@ func Closest(name string, known []string) string {
 	return best
 }
 
-// EditDistance is the Levenshtein distance of two short strings, by bytes
-// (the names compared are ASCII). Kept here rather than taken from a
-// library: it is a dozen lines on names of a few dozen bytes.
+// EditDistance is the byte-wise Levenshtein distance of two short strings.
 func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)

@@ -1,13 +1,8 @@
-// Package tracing sets up OpenTelemetry for accords-mcp: an OTLP/HTTP
-// exporter when the standard OTEL_EXPORTER_OTLP_* variables name a
-// collector, nothing at all otherwise. Callers hold a trace.Tracer that is
-// nil when tracing is off and check it before doing any tracing work, so
-// the off path is one nil comparison per tool call and Vault request.
-//
-// Trace context travels in the W3C format: a tool call's parent comes from
-// its params._meta traceparent/tracestate (the MCP convention) or the HTTP
-// request's traceparent header, and every Vault request carries the
-// traceparent of its own span.
+// Package tracing sets up OpenTelemetry: an OTLP/HTTP exporter when the
+// standard OTEL_EXPORTER_OTLP_* variables name a collector, nothing
+// otherwise (a nil Tracer, checked before any tracing work). Trace context
+// is W3C: a tool call's parent comes from params._meta or the HTTP
+// traceparent header, and every Vault request carries its span's.
 package tracing
 
 import (
@@ -45,10 +40,9 @@ type Provider struct {
 	shutdown func(context.Context) error
 }
 
-// Start builds the OTLP exporter and provider when cfg enables tracing;
-// otherwise it returns nil, and a nil *Provider is tracing off. Export
-// failures are the SDK's to retry and drop: they never reach a tool call,
-// and reach logger (at most once a minute) instead of raw lines on stderr.
+// Start builds the exporter and provider when cfg enables tracing, else nil
+// (tracing off). Export failures never reach a tool call; they reach logger
+// at most once a minute.
 func Start(cfg config.Tracing, logger *slog.Logger) (*Provider, error) {
 	if !cfg.Enabled() {
 		return nil, nil
@@ -56,9 +50,8 @@ func Start(cfg config.Tracing, logger *slog.Logger) (*Provider, error) {
 	if logger != nil {
 		otel.SetErrorHandler(&errorLog{logger: logger})
 	}
-	// Headers, TLS files, timeout and compression come from the standard
-	// variables, which the exporter reads itself; the URL is passed so the
-	// configuration's validated reading is the one used.
+	// The exporter reads headers, TLS, timeout and compression itself; the
+	// URL is the configuration's validated one.
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(cfg.TracesURL))
 	if err != nil {
 		return nil, err
@@ -132,10 +125,8 @@ const (
 	MetaTracestate  = "tracestate"
 )
 
-// WithRemoteParent returns ctx with the span context encoded by
-// traceparent/tracestate as its remote parent. A missing or malformed
-// traceparent leaves ctx as it is (the span becomes a root), as the W3C
-// specification asks.
+// WithRemoteParent returns ctx with traceparent/tracestate's span context
+// as remote parent; a missing or malformed traceparent leaves ctx as is.
 func WithRemoteParent(ctx context.Context, traceparent, tracestate string) context.Context {
 	if traceparent == "" {
 		return ctx

@@ -9,9 +9,8 @@ import (
 // Version is reported in serverInfo, /healthz and the Vault User-Agent.
 var Version = "0.1.0"
 
-// Commit and BuildDate are set by `make build` / `make install` with
-// -ldflags -X; when empty, Build falls back to what the Go toolchain
-// stamped into the binary (a build from a git clone records both).
+// Commit and BuildDate are set with -ldflags -X; when empty, Build uses
+// what the Go toolchain stamped into the binary.
 var (
 	Commit    = ""
 	BuildDate = ""
@@ -29,9 +28,8 @@ type Info struct {
 	Modified  bool   `json:"modified,omitempty"`
 }
 
-// Build reports the version, commit and build date of this binary.
-// Unknown parts are "unknown" rather than empty, so scripts can tell a
-// missing value from a parsing mistake.
+// Build reports this binary's version, commit and build date; unknown parts
+// are "unknown".
 func Build() Info {
 	in := Info{Version: Version, Commit: Commit, BuildDate: BuildDate, GoVersion: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {

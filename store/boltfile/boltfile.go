@@ -1,8 +1,6 @@
-// Package boltfile reads the header of a bbolt file with plain reads,
-// without mapping it. bbolt trusts the high-water mark its meta page
-// records: a file cut shorter than that is mapped all the same, and the
-// first read of a page past its end is a SIGBUS that no recover can catch.
-// Check refuses such a file before bbolt sees it.
+// Package boltfile reads a bbolt file's header with plain reads, so a file
+// cut shorter than its recorded high-water mark is refused before bbolt
+// maps it (a read past the end is an uncatchable SIGBUS).
 package boltfile
 
 import (
@@ -12,10 +10,8 @@ import (
 	"io"
 )
 
-// bbolt on-disk constants (internal/common in bbolt v1.5): a page header of
-// 16 bytes, then the meta: magic, version, page size, flags (4 bytes each),
-// root bucket (pgid, sequence), freelist pgid, high-water pgid, txid, and an
-// FNV-64a checksum of the 56 bytes before it.
+// bbolt on-disk constants (bbolt v1.5): a 16-byte page header, then the
+// meta fields and an FNV-64a checksum of the 56 bytes before it.
 const (
 	boltMagic      = 0xED0CDAED
 	boltVersion    = 2
@@ -29,9 +25,8 @@ const (
 // Meta is what one meta page says about the file.
 type Meta struct {
 	PageSize uint32
-	// Root is the page of the root bucket, Freelist the freelist's page
-	// (NoFreelist when not stored), Pgid the high-water mark: the number
-	// of pages the file holds.
+	// Root is the root bucket's page, Freelist the freelist's (NoFreelist when
+	// not stored), Pgid the high-water mark in pages.
 	Root, Freelist, Pgid uint64
 	Txid                 uint64
 }
@@ -62,12 +57,10 @@ func readMeta(r io.ReaderAt, off int64) (Meta, bool) {
 	}, true
 }
 
-// Check reads the meta pages of a bbolt file of size bytes and returns the
-// one bbolt would use (the valid one with the highest transaction id). It
-// fails when no meta page is valid, or when any valid one (bbolt falls back
-// to the other) has an implausible page size, claims more pages than the
-// file holds (the file was truncated), or points past its own high-water
-// mark. It reads the meta pages only.
+// Check returns the meta page bbolt would use (valid, highest txid) of a
+// file of size bytes. It fails when none is valid, or any valid one has an
+// implausible page size, claims more pages than the file holds or points
+// past its high-water mark.
 func Check(r io.ReaderAt, size int64) (Meta, error) {
 	m0, ok0 := readMeta(r, 0)
 	var metas []Meta

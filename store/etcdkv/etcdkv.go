@@ -46,10 +46,9 @@ const (
 	requestOverhead = 16 * 1024
 )
 
-// ErrUnavailable wraps every failure to reach etcd (or to commit after
-// repeated conflicts): the write did not happen and may be retried. It
-// says so to platform/apperr, which makes it the retryable
-// MCP_STORE_UNAVAILABLE envelope.
+// ErrUnavailable wraps every failure to reach etcd or to commit after
+// repeated conflicts: nothing was written, the call may be retried
+// (MCP_STORE_UNAVAILABLE).
 var ErrUnavailable error = unavailableError{}
 
 type unavailableError struct{}
@@ -80,12 +79,10 @@ type Backend struct {
 	opts Options
 	// counters for Stats
 	commits, conflicts, reads atomic.Int64
-	// Bucket structure changes rarely (migrations create buckets; nothing
-	// but a restore deletes them), so it is remembered between
-	// transactions: markers holds the mod revision of bucket markers seen,
-	// noSubs the revision at which a directory had no nested bucket. A
-	// write transaction that relies on either compares it at commit like
-	// anything it read; a conflict forgets both.
+	// Bucket structure rarely changes, so markers (bucket marker mod revisions)
+	// and noSubs (revision at which a directory had no nested bucket) persist
+	// between transactions; a write relying on them compares them at commit,
+	// and a conflict forgets both.
 	markers sync.Map // marker key -> int64 mod revision
 	noSubs  sync.Map // directory -> int64 revision
 }
@@ -231,10 +228,8 @@ type tx struct {
 	dropped []string // directory prefixes of deleted buckets
 	bumped  map[string]bool
 	subs    map[string][]string // nested bucket marker keys stored, per directory
-	// pages are the cursor range reads done so far, by request: at the
-	// snapshot revision they cannot change, and a transaction often walks
-	// the same range several times (a cookbook's versions, looked up by
-	// each step of an upsert).
+	// pages are the cursor range reads done so far, fixed at the snapshot
+	// revision.
 	pages map[string]*clientv3.GetResponse
 	// assumed are the bucket directories the transaction relies on as of
 	// a revision (Unchanged); onCommit learn the commit's revision.
@@ -247,9 +242,8 @@ type assumption struct {
 	rev int64
 }
 
-// Unchanged implements kv.Revisioned: at commit, nothing under the
-// bucket's values and nested bucket markers, nor its deletion counter,
-// may have a revision above rev.
+// Unchanged implements kv.Revisioned: nothing directly in the bucket may
+// have a revision above rev at commit.
 func (t *tx) Unchanged(b kv.Bucket, rev int64) {
 	if eb, ok := b.(*bucket); ok && eb.t == t {
 		t.assumed = append(t.assumed, assumption{dir: eb.dir, rev: rev})
@@ -328,9 +322,8 @@ func (t *tx) get(key string) ([]byte, bool) {
 	return r.val, r.val != nil
 }
 
-// marker reports whether a bucket marker exists, from the backend's
-// memory when it has seen it (recorded as a read, so a write transaction
-// still checks it at commit).
+// marker reports whether a bucket marker exists, from memory when seen
+// (still recorded as a read and checked at commit).
 func (t *tx) marker(key string) bool {
 	if _, mine := t.writes[key]; mine || t.isDropped(key) {
 		_, ok := t.get(key)
@@ -464,9 +457,7 @@ func (t *tx) compares() ([]clientv3.Cmp, error) {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(a.dir+"x"), "<", a.rev+1))
 	}
 	if len(cmps) > t.be.opts.MaxTxnOps {
-		// Too many to check one by one: check that nothing at all was
-		// committed since the snapshot (or since the oldest revision the
-		// transaction relies on).
+		// Too many to check one by one: check nothing was committed since.
 		since := t.rev
 		for _, a := range t.assumed {
 			since = min(since, a.rev)
@@ -626,9 +617,8 @@ func (b *bucket) Bucket(n []byte) kv.Bucket {
 	if !b.t.marker(b.markerKey(n)) && b.t.err == nil {
 		return nil
 	}
-	// After a failed read the bucket is handed out anyway: callers
-	// written for a local file do not expect a missing bucket there, and
-	// every later operation fails and the transaction returns the error.
+	// After a failed read the bucket is handed out anyway; later operations
+	// fail and the transaction returns the error.
 	return b.child(n)
 }
 
@@ -762,9 +752,8 @@ func (b *bucket) Cursor() kv.Cursor {
 
 type kvPair struct{ k, v []byte }
 
-// cursor merges three ordered sources: the values stored in etcd at the
-// snapshot (fetched a page at a time), the transaction's own writes to the
-// bucket, and its nested buckets.
+// cursor merges the snapshot's values (paged), the transaction's own writes
+// and its nested buckets.
 type cursor struct {
 	b    *bucket
 	vdir string

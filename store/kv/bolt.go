@@ -11,15 +11,12 @@ import (
 func BoltTx(tx *bolt.Tx) Tx { return boltTx{tx: tx} }
 
 // BoltTxTracking wraps a bbolt write transaction and sets *wrote when
-// anything may have changed through it (a put, a delete, a bucket created
-// or deleted, the raw transaction handed out), so that a transaction that
-// changed nothing can be rolled back instead of committed: a bbolt commit
-// writes the meta page and syncs the file twice even when no page changed.
+// anything may have changed, so an unchanged one is rolled back instead of
+// committed (a commit syncs twice even when no page changed).
 func BoltTxTracking(tx *bolt.Tx, wrote *bool) Tx { return boltTx{tx: tx, wrote: wrote} }
 
-// UnwrapBolt returns the bbolt transaction behind tx, if it is one (the
-// backup copies the file with it). What is written through it counts as
-// written.
+// UnwrapBolt returns the bbolt transaction behind tx, if any; writes through
+// it count as written.
 func UnwrapBolt(tx Tx) (*bolt.Tx, bool) {
 	b, ok := tx.(boltTx)
 	if ok && b.tx.Writable() {

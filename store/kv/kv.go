@@ -1,7 +1,5 @@
-// Package kv is the transactional key/value shape every backend of the
-// store offers: buckets that nest, keys in byte order, cursors, and
-// transactions that apply whole or not at all. bbolt has it natively; the
-// etcd backend maps buckets to key prefixes and a transaction to one Txn.
+// Package kv is the transactional key/value shape of every store backend:
+// nested buckets, ordered keys, cursors, all-or-nothing transactions.
 package kv
 
 import "errors"
@@ -52,10 +50,8 @@ type Cursor interface {
 	Seek(seek []byte) (key, value []byte)
 }
 
-// Expiring is offered by buckets whose backend can drop a key by itself
-// after a time to live (etcd leases). Callers still store the expiry in
-// the value and check it: the backend's removal only keeps the keyspace
-// from holding what nobody reads any more.
+// Expiring buckets can drop a key after a time to live (etcd leases);
+// callers still store and check the expiry themselves.
 type Expiring interface {
 	PutTTL(key, value []byte, ttlSeconds int64) error
 }
@@ -66,15 +62,12 @@ type Prefetcher interface {
 	Prefetch(keys [][]byte)
 }
 
-// Revisioned is offered by write transactions of a backend with one
-// revision counter over every key (etcd), where each read is a round trip:
-// a writer that knows what a bucket held when its own last commit landed
-// can rely on that instead of reading it again, and the commit fails (the
-// transaction runs again) if the bucket changed since.
+// Revisioned write transactions (etcd) let a writer rely on what a bucket
+// held at its last commit instead of reading it again; the commit fails
+// and reruns if the bucket changed since.
 type Revisioned interface {
-	// Unchanged makes the commit conditional on no value or nested bucket
-	// directly in b (buckets nested in b are not covered) having been
-	// written or deleted after revision rev.
+	// Unchanged makes the commit conditional on nothing directly in b having
+	// been written or deleted after revision rev.
 	Unchanged(b Bucket, rev int64)
 	// OnCommit calls fn with the commit's revision once it has landed.
 	OnCommit(fn func(rev int64))

@@ -18,12 +18,9 @@ import (
 // lists them. Admin calls are not logged as Vault requests.
 func (s *Sim) serveAdmin(w http.ResponseWriter, r *http.Request) { s.admin.ServeHTTP(w, r) }
 
-// adminMux routes the admin (control) endpoints under /_sim/. health and
-// echo are open to any method without the admin token; every other path,
-// known or not, first needs the token (when one is configured) and a body
-// that is empty or a JSON object (faults and approval-rules take their own
-// JSON). A path or method not listed here gets the simulator's JSON 404,
-// never ServeMux's plain-text 404 or 405.
+// adminMux routes the admin endpoints under /_sim/. health and echo are
+// open; every other path needs the admin token (when set) and an empty or
+// JSON-object body. Unknown paths and methods get the JSON 404.
 func (s *Sim) adminMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/_sim/health", func(w http.ResponseWriter, r *http.Request) {
@@ -80,9 +77,8 @@ func (a *adminCall) fail(status int, code, msg string) {
 	writeJSON(a.w, status, errf(status, code, "%s", msg).body())
 }
 
-// adminAuthed checks the admin token and the body, then calls h. method is
-// the route's method, "" for any: ServeMux lets GET patterns answer HEAD,
-// which the admin API does not.
+// adminAuthed checks token and body, then calls h; method "" is any
+// (ServeMux lets GET answer HEAD, which the admin API does not).
 func (s *Sim) adminAuthed(method string, h func(a *adminCall)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.AdminToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(AdminTokenHeader)), []byte(s.opts.AdminToken)) != 1 {
@@ -92,9 +88,7 @@ func (s *Sim) adminAuthed(method string, h func(a *adminCall)) http.Handler {
 		a := &adminCall{w: w, r: r}
 		a.raw, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if len(a.raw) > 0 {
-			// faults and approval-rules decode their body themselves (an
-			// array for the rules); the check is by path so that it holds
-			// on unknown methods of those paths too.
+			// faults and approval-rules decode their own body (checked by path).
 			first, _, _ := strings.Cut(strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/"), "/")
 			if err := json.Unmarshal(a.raw, &a.in); err != nil && first != "approval-rules" && first != "faults" {
 				a.fail(400, "INVALID_ARGUMENT", "body must be a JSON object")

@@ -152,8 +152,8 @@ func (s *Sim) runVerb(ctx context.Context, c *checked) (map[string]any, *apiErro
 const maxUpstreamBody = 64 << 10
 
 // runHTTP performs a generic.http.request.v1 request for real, attaching
-// secrets through the request's unbounded profile and slot bindings. Secret
-// values never appear in the output.
+// secrets through the profile and slot bindings; secrets never appear in
+// the output.
 func (s *Sim) runHTTP(ctx context.Context, p map[string]any) (map[string]any, *apiError) {
 	target := getStr(p, "url")
 	u, err := url.Parse(target)
@@ -325,9 +325,8 @@ func profileSlots(prof map[string]any) map[string]map[string]any {
 	return slots
 }
 
-// checkAttachment holds attachment i to its profile slot's constraints:
-// mode, target, intent, the request URL under the target, and no read-mode
-// secret on a request with a body.
+// checkAttachment holds attachment i to its slot's mode, target, intent,
+// URL and no read-mode secret on a request with a body.
 func checkAttachment(i int, pid string, slot, att map[string]any, target string, hasBody bool) *apiError {
 	name, mode, tgt, intent := getStr(att, "slot"), getStr(att, "mode"), getStr(att, "target"), getStr(att, "intent")
 	violation := func(what string) *apiError {

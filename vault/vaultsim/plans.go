@@ -157,9 +157,7 @@ func checkBinding(bp string, b any) *apiError {
 	return nil
 }
 
-// checkPlanLinks checks that every step a plan names exists: next steps,
-// branch targets, step_output sources and the start step. The steps are
-// already known to be well-formed objects.
+// checkPlanLinks checks that every step a plan names exists.
 func checkPlanLinks(plan map[string]any, steps []any) *apiError {
 	byID, _ := planSteps(plan)
 	for i, st := range steps {

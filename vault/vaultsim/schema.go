@@ -32,10 +32,8 @@ const (
 	FieldModuleHashMiss = "MODULE_HASH_REQUIRED"
 )
 
-// schema is a JSON Schema subset: type, properties, required,
-// additionalProperties (false or a schema), items, enum, minimum, maximum,
-// minItems, minLength, format (email, uri), and x-deprecated (property →
-// hint) for fields Vaultclaw used to accept.
+// schema is a JSON Schema subset, with x-deprecated (property → hint) for
+// fields Vaultclaw used to accept.
 type schema = map[string]any
 
 func jsonTypeOf(v any) string {

@@ -1,10 +1,8 @@
-// Package vaultsim is a faithful, stateful Vaultclaw simulator: the 17
-// endpoints the MCP server uses (vault/endpoints.go) with real state
-// (connectors and policy hashes, schema validation, jobs and plan runs with
-// approval state machines, slot bindings, unbounded profiles, a document
-// store, a Gmail mailbox and a KYC profile), token scopes, fault injection
-// and a request log. It serves tests in-process (httptest, TCP or a Unix
-// socket) and developers through `accords-mcp dev-vault`.
+// Package vaultsim is a stateful Vaultclaw simulator: the endpoints the MCP
+// server uses with real state (connectors, policy hashes, jobs and plan
+// runs with approvals, profiles, documents, a Gmail mailbox, KYC), token
+// scopes, fault injection and a request log, for tests and `accords-mcp
+// dev-vault`.
 package vaultsim
 
 import (
@@ -71,8 +69,7 @@ type Options struct {
 	// ApprovalTTL is how long a pending approval waits (default 15m).
 	ApprovalTTL time.Duration
 	// IncludePendingIDInJob puts pending_id into job.pending_approval (by
-	// default only the challenge is returned, as in the predecessor's test fixtures,
-	// so clients must resolve the pending id through E10).
+	// default clients must resolve it through E10).
 	IncludePendingIDInJob bool
 	// HTTPClient performs generic.http requests (a 10 s client if nil).
 	HTTPClient *http.Client
@@ -81,9 +78,8 @@ type Options struct {
 	// OnPending is told about each new pending approval (after the request
 	// that created it is answered); dev-vault prints them.
 	OnPending func(PendingApproval)
-	// Middleware wraps the handler the Start* servers use (dev-vault logs
-	// calls with it). A wrapping ResponseWriter must implement
-	// http.Hijacker for the reset fault.
+	// Middleware wraps the Start* servers' handler; a wrapping ResponseWriter
+	// must implement http.Hijacker for the reset fault.
 	Middleware func(http.Handler) http.Handler
 }
 
@@ -125,9 +121,7 @@ type Fault struct {
 	ContentType string `json:"content_type,omitempty"`
 	// Reset drops the connection without a reply.
 	Reset bool `json:"reset,omitempty"`
-	// ResetAfter handles the request first (an execute runs, its
-	// Idempotency-Key is remembered) and then drops the connection
-	// without the reply: the client cannot know whether it ran.
+	// ResetAfter runs the request, then drops the connection without the reply.
 	ResetAfter bool `json:"reset_after,omitempty"`
 }
 

@@ -19,10 +19,8 @@ import (
 	"time"
 )
 
-// Process is a real etcd server (the etcd binary, Debian's etcd-server
-// package) run as a child process on loopback ports in a temporary
-// folder: unlike the embedded server it can be paused (SIGSTOP), resumed
-// and restarted like a production member.
+// Process is a real etcd server run as a child process on loopback ports;
+// unlike the embedded server it can be paused, resumed and restarted.
 type Process struct {
 	// Endpoint is the client address (host:port).
 	Endpoint string
@@ -43,9 +41,8 @@ const DefaultBinary = "/usr/bin/etcd"
 // BinaryEnv names another etcd binary to test against.
 const BinaryEnv = "ACCORDS_ETCD_BIN"
 
-// Binary is the etcd binary the tests run: $ACCORDS_ETCD_BIN, else
-// /usr/bin/etcd. Without one the test fails in CI (CI set: .ci/run
-// installs etcd-server) and is skipped elsewhere.
+// Binary is $ACCORDS_ETCD_BIN, else /usr/bin/etcd; without one the test
+// fails in CI and is skipped elsewhere.
 func Binary(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(BinaryEnv)

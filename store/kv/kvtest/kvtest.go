@@ -1,6 +1,4 @@
-// Package kvtest is the conformance suite every store backend passes: the
-// same assertions about buckets, keys, cursors and transactions, run
-// against bbolt and etcd.
+// Package kvtest is the conformance suite every store backend passes.
 package kvtest
 
 import (
@@ -284,9 +282,8 @@ func testIncrements(t *testing.T, s Store) {
 	}))
 }
 
-// testRangeConflict appends "the next key after the last one" from many
-// goroutines: a transaction whose cursor read went stale must not commit,
-// or two would write the same key and one append would be lost.
+// testRangeConflict appends after the last key from many goroutines: a
+// transaction whose cursor read went stale must not commit.
 func testRangeConflict(t *testing.T, s Store) {
 	require.NoError(t, s.Update(func(tx kv.Tx) error { _, err := tx.CreateBucket([]byte("log")); return err }))
 	const workers, each = 6, 8
