@@ -74,7 +74,10 @@ func TestApproveCompletesWithTheExecutionResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "complete", got.ResultType)
 	assert.Equal(t, task.StatusWorking, got.Status)
-	time.Sleep(600 * time.Millisecond)
+	// Still working after the task has polled Vault twice more.
+	jobPath := "/v0/jobs/" + p.JobID
+	seen := len(e.Sim.RequestsTo("GET", jobPath))
+	require.Eventually(t, func() bool { return len(e.Sim.RequestsTo("GET", jobPath)) >= seen+2 }, 10*time.Second, 20*time.Millisecond, "the task polls Vault")
 	got, err = c.GetTask(ctx(t), id)
 	require.NoError(t, err)
 	assert.Equal(t, task.StatusWorking, got.Status, "nothing decided yet")
