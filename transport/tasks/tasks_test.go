@@ -49,6 +49,7 @@ func startTask(t *testing.T, c *approvaltest.Client) (string, map[string]any) {
 }
 
 func TestApproveCompletesWithTheExecutionResult(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	assert.Equal(t, "2026-07-28", c.InitializeResult().ProtocolVersion)
@@ -146,6 +147,7 @@ func findTaskReceipt(t *testing.T, e *approvaltest.Env, outcome string) audit.Re
 }
 
 func TestDenyCompletesWithTheDenyEnvelope(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, _ := startTask(t, c)
@@ -170,6 +172,7 @@ func TestDenyCompletesWithTheDenyEnvelope(t *testing.T) {
 }
 
 func TestExpiredCompletesWithTheExpiredEnvelope(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{ApprovalTTL: 1500 * time.Millisecond})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, res := startTask(t, c)
@@ -188,6 +191,7 @@ func TestExpiredCompletesWithTheExpiredEnvelope(t *testing.T) {
 }
 
 func TestCancelStopsPollingAndLeavesTheApproval(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, _ := startTask(t, c)
@@ -223,6 +227,7 @@ func TestCancelStopsPollingAndLeavesTheApproval(t *testing.T) {
 }
 
 func TestTaskSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, _ := startTask(t, c)
@@ -252,6 +257,7 @@ func rpcCode(t *testing.T, err error) int64 {
 }
 
 func TestAnotherTenantCannotSeeTheTask(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	url := e.HTTP()
 	alpha := approvaltest.ConnectHTTP(t, url, approvaltest.NewClient(true, nil, nil), "", map[string]string{"X-Accords-Tenant-Id": "alpha"})
@@ -291,6 +297,7 @@ func TestAnotherTenantCannotSeeTheTask(t *testing.T) {
 // tool that may hand off and checks the completed result against what the
 // tool answers when no approval is needed.
 func TestEveryHandoffToolCompletesAsItsSynchronousPath(t *testing.T) {
+	t.Parallel()
 	for _, call := range handoffCalls() {
 		t.Run(call.tool, func(t *testing.T) {
 			e := approvaltest.NewEnv(t, vaultsim.Options{})
