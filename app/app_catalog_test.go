@@ -17,6 +17,7 @@ import (
 )
 
 func TestOpenWiresCatalogAndSeedsBuiltins(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := config.Config{DBPath: filepath.Join(dir, "accords.db"), AuditKeyFile: filepath.Join(t.TempDir(), "audit.key")}
 	a, err := Open(cfg, nil)
@@ -53,6 +54,7 @@ func TestOpenWiresCatalogAndSeedsBuiltins(t *testing.T) {
 // then done with its document count); searches then find everything and
 // doctor reports the index consistent.
 func TestStartWithoutIndexRebuildsInBackground(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := config.Config{DBPath: filepath.Join(dir, "accords.db"), AuditKeyFile: filepath.Join(t.TempDir(), "audit.key")}
 	a, err := Open(cfg, nil)

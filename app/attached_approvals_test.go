@@ -39,6 +39,7 @@ func newDaemonEnv(t *testing.T) *approvaltest.Env {
 }
 
 func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
+	t.Parallel()
 	e := newDaemonEnv(t)
 	env := e.LaunchEnv(approvaltest.SimToken)
 	c := e.Attach(t, env, approvaltest.NewClient(true, nil, nil), "")
@@ -86,6 +87,7 @@ func TestAttachedLaunchTasksCompleteThroughTheFrontEnd(t *testing.T) {
 }
 
 func TestAttachedLaunchTaskCancel(t *testing.T) {
+	t.Parallel()
 	e := newDaemonEnv(t)
 	c := e.Attach(t, e.LaunchEnv(approvaltest.SimToken), approvaltest.NewClient(true, nil, nil), "")
 	res := c.CallRaw(t, "vaultclaw_connector_execute_job", approvaltest.GmailSend("bob@example.com"))
@@ -127,6 +129,7 @@ func (p *elicitor) client() *mcp.Client {
 }
 
 func TestAttachedLaunchURLElicitationBothEras(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("version "+version, func(t *testing.T) {
 			e := newDaemonEnv(t)
@@ -182,6 +185,7 @@ var declareTasks = map[string]any{"capabilities": map[string]any{"extensions": m
 	"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw", "version": "1"}}
 
 func TestAttachedLaunchTaskNotificationsAndEndOfInput(t *testing.T) {
+	t.Parallel()
 	e := newDaemonEnv(t)
 	in, out, done, runErr := e.FrontEnd(t, e.LaunchEnv(approvaltest.SimToken))
 	r := rawLaunch{t: t, out: out, in: bufio.NewReader(in)}

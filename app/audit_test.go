@@ -42,6 +42,7 @@ func healthz(t *testing.T, a *app.App) map[string]any {
 // found at start: an ERROR line, /healthz degraded, doctor FAIL, write tools
 // refused, until an operator acknowledges it.
 func TestBrokenChainAtStartIsLoud(t *testing.T) {
+	t.Parallel()
 	cfg := testenv.Config(t)
 	a, err := app.Open(cfg, testenv.Logger())
 	require.NoError(t, err)
@@ -104,6 +105,7 @@ func TestBrokenChainAtStartIsLoud(t *testing.T) {
 }
 
 func TestPublicKeyIsServedAndAnchorFailuresAreCounted(t *testing.T) {
+	t.Parallel()
 	anchor := filepath.Join(t.TempDir(), "anchor.log")
 	cfg := testenv.Config(t, "ACCORDS_MCP_AUDIT_ANCHOR=exec:cat >>"+anchor+"; exit 7", "ACCORDS_MCP_AUDIT_CHECKPOINT=1")
 	var logs bytes.Buffer
@@ -148,6 +150,7 @@ func TestPublicKeyIsServedAndAnchorFailuresAreCounted(t *testing.T) {
 // accords_mcp_audit_pruned_receipts_total{bound="count"}, and doctor
 // reports it (WARN, not a failure); the other tenant's receipts stay.
 func TestCountPruneAfterABurstIsLoud(t *testing.T) {
+	t.Parallel()
 	cfg := testenv.Config(t, "ACCORDS_MCP_AUDIT_RETENTION=30", "ACCORDS_MCP_AUDIT_TENANT_FLOOR=5")
 	var logs bytes.Buffer
 	a, err := app.Open(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))

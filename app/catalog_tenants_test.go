@@ -19,6 +19,7 @@ import (
 // need a capability the operator names for the caller (D24); acme's render
 // is unchanged, and an operator-granted caller still writes.
 func TestOneTenantCannotRewriteTheSharedCatalog(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "policy.toml")
 	require.NoError(t, os.WriteFile(path, []byte(`
 [defaults]

@@ -87,6 +87,7 @@ func awaitCounts(t *testing.T, want []int32, cs ...*watchedClient) {
 // alone, and a SIGHUP reload of the daemon tells every attached client
 // whose list it changed.
 func TestAttachedDynamicSessionsAreTheirOwn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.toml")
 	require.NoError(t, os.WriteFile(pol, []byte("[stdio]\ncapabilities = [\"*\"]\n"), 0o600))
@@ -155,6 +156,7 @@ func TestAttachedDynamicSessionsAreTheirOwn(t *testing.T) {
 // A client of 2026-07-28 is told through its subscriptions/listen stream,
 // and only it.
 func TestAttachedDynamicSessionOfTheNewProtocolIsTold(t *testing.T) {
+	t.Parallel()
 	_, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	modern := attachWatchedAt(t, w, "modern", control.Hello{View: control.View{Dynamic: true}}, "")
 	other := attachWatchedAt(t, w, "other", control.Hello{View: control.View{Dynamic: true}}, "")

@@ -77,6 +77,7 @@ func closedWithin(t *testing.T, c net.Conn, d time.Duration) {
 // forever; now each is closed by its deadline, and the connection cap
 // keeps the server answering.
 func TestHTTPSlowClientsAreCut(t *testing.T) {
+	t.Parallel()
 	s := serveHTTP(t, "ACCORDS_MCP_HTTP_HEADER_TIMEOUT=400ms", "ACCORDS_MCP_HTTP_BODY_TIMEOUT=400ms",
 		"ACCORDS_MCP_HTTP_IDLE_TIMEOUT=400ms", "ACCORDS_MCP_HTTP_MAX_CONNS=4")
 
@@ -148,6 +149,7 @@ func TestHTTPSlowClientsAreCut(t *testing.T) {
 // connection now closes at the body timeout, and a client waiting behind
 // a full cap is served.
 func TestHTTPTricklersDoNotLockOthersOut(t *testing.T) {
+	t.Parallel()
 	const maxConns = 4
 	s := serveHTTP(t, "ACCORDS_MCP_HTTP_BODY_TIMEOUT=200ms", fmt.Sprintf("ACCORDS_MCP_HTTP_MAX_CONNS=%d", maxConns))
 
@@ -243,6 +245,7 @@ func requirePollingStops(t *testing.T, sim *vaultsim.Server, stop func()) {
 // TestHTTPAbandonedWaitStopsPolling: a client that closes its connection,
 // or cancels with notifications/cancelled, ends the wait.
 func TestHTTPAbandonedWaitStopsPolling(t *testing.T) {
+	t.Parallel()
 	sim, err := vaultsim.Start("", vaultsim.Options{AgentToken: simToken})
 	require.NoError(t, err)
 	defer sim.Close()
@@ -288,6 +291,7 @@ func TestHTTPAbandonedWaitStopsPolling(t *testing.T) {
 // wait runs answers the wait at once with a retryable envelope carrying
 // the handle, and the server is gone within 2 s.
 func TestHTTPShutdownDuringWait(t *testing.T) {
+	t.Parallel()
 	sim, err := vaultsim.Start("", vaultsim.Options{AgentToken: simToken})
 	require.NoError(t, err)
 	defer sim.Close()
@@ -331,6 +335,7 @@ func TestHTTPShutdownDuringWait(t *testing.T) {
 // of 60 calls through; the address's own bucket now stops them at the
 // burst.
 func TestAnonymousRateLimitFollowsTheAddress(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS=100"))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -348,6 +353,7 @@ func TestAnonymousRateLimitFollowsTheAddress(t *testing.T) {
 // anonymous callers get at most ACCORDS_MCP_HTTP_MAX_ANON_TENANTS of them,
 // counting the ones that already hold data, and those stay usable.
 func TestAnonymousTenantsAreBounded(t *testing.T) {
+	t.Parallel()
 	cfg := testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS=3")
 	a, err := app.Open(cfg, testenv.Logger())
 	require.NoError(t, err)
@@ -380,6 +386,7 @@ func TestAnonymousTenantsAreBounded(t *testing.T) {
 // TestInvalidTenantHeadersDoNotUseUpTheBound: a refused tenant header never
 // counts as a tenant in use.
 func TestInvalidTenantHeadersDoNotUseUpTheBound(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_ANON_TENANTS=2"))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()

@@ -16,6 +16,7 @@ import (
 // 2025-11-25 and before) and by server/discover (2026-07-28), are the safe
 // order of work from the routing registry, the one the skill has too.
 func TestInstructionsGiveTheSafeOrderOfWork(t *testing.T) {
+	t.Parallel()
 	reg, err := routing.Default()
 	require.NoError(t, err)
 	for _, dynamic := range []bool{false, true} {

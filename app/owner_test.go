@@ -79,6 +79,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 // with its own view and its own environment session; receipts tell them
 // apart.
 func TestAttachedClientsAreTheirOwnSessions(t *testing.T) {
+	t.Parallel()
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	ro := attach(t, w, "reader", control.Hello{View: control.View{ReadOnly: true},
 		Env: session.Defaults{Token: "vc_tok_reader_0001", BaseURL: "http://reader.example"}})
@@ -129,6 +130,7 @@ func TestAttachedClientsAreTheirOwnSessions(t *testing.T) {
 // while two attached clients call tools: nothing fails, and both see the
 // restored data without reconnecting.
 func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
+	t.Parallel()
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	cs := []*mcp.ClientSession{attach(t, w, "one", control.Hello{}), attach(t, w, "two", control.Hello{})}
 	corpus := workload.Corpus{Seed: 5}
@@ -192,6 +194,7 @@ func TestRestoreInPlaceWhileClientsCall(t *testing.T) {
 // TestRestoreRefusesABadBackupAndChangesNothing: the clients never pause
 // for a backup that does not verify.
 func TestRestoreRefusesABadBackupAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	cs := attach(t, w, "one", control.Hello{})
 	bad := filepath.Join(t.TempDir(), "bad.db")
@@ -206,6 +209,7 @@ func TestRestoreRefusesABadBackupAndChangesNothing(t *testing.T) {
 // TestAutoOwnerIdlesOut: an auto owner stops after its idle timeout with
 // no client attached, not while one is; an explicit one never does.
 func TestAutoOwnerIdlesOut(t *testing.T) {
+	t.Parallel()
 	_, w := owned(t, app.OwnerOptions{Mode: control.ModeAuto, Transport: "attach", IdleTimeout: 300 * time.Millisecond})
 	cs := attach(t, w, "one", control.Hello{})
 	select {
@@ -233,6 +237,7 @@ func TestAutoOwnerIdlesOut(t *testing.T) {
 // had not started gets CodeNotStarted (the front end sends it to the next
 // daemon) rather than running half-way.
 func TestShutdownAnswersCallsNotStarted(t *testing.T) {
+	t.Parallel()
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	cs := attach(t, w, "one", control.Hello{})
 	a.Gate.Close(time.Second)
@@ -242,6 +247,7 @@ func TestShutdownAnswersCallsNotStarted(t *testing.T) {
 }
 
 func TestAttachRefusesAnUnknownToolset(t *testing.T) {
+	t.Parallel()
 	_, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
 	c := control.NewClient(w.Socket())
 	defer c.Close()
@@ -257,6 +263,7 @@ func TestAttachRefusesAnUnknownToolset(t *testing.T) {
 // waits on an approval answers the wait with its handle at once (was: the
 // wait ran out the shutdown grace and was cut off without the handle).
 func TestOwnerCloseDuringWait(t *testing.T) {
+	t.Parallel()
 	sim, err := vaultsim.Start("", vaultsim.Options{AgentToken: simToken})
 	require.NoError(t, err)
 	defer sim.Close()

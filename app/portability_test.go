@@ -33,6 +33,7 @@ import (
 //   - format only from the set every provider accepts; enum values and
 //     defaults of the schema's own type.
 func TestSchemasArePortable(t *testing.T) {
+	t.Parallel()
 	var errs []string
 	for _, d := range tools.Definitions() {
 		raw, err := json.Marshal(d.MCPTool())
@@ -159,6 +160,7 @@ func jsonKind(v any) string {
 
 // The check itself catches what it claims to.
 func TestPortabilityCheckCatchesTheUnportable(t *testing.T) {
+	t.Parallel()
 	bad := map[string]any{"type": "object", "required": []any{"x"}, "properties": map[string]any{
 		"a": map[string]any{"type": []any{"string", "null"}},
 		"b": true,

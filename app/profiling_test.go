@@ -19,6 +19,7 @@ import (
 // guard: a foreign Host or a cross-site page gets 403, while a client
 // naming the listener, and a developer's browser opening it, read profiles.
 func TestProfilingRefusesRebindingAndPages(t *testing.T) {
+	t.Parallel()
 	prof, err := app.StartProfiling("127.0.0.1:0", nil)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, prof.Close()) }()

@@ -45,6 +45,7 @@ func toolsetTable() string {
 // code (toolsets are a security control). After an intended change run:
 // UPDATE_README=1 go test ./app -run TestReadmeToolsetTable
 func TestReadmeToolsetTable(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	readme := string(raw)

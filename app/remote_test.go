@@ -22,6 +22,7 @@ import (
 // fetcher, installs land in the app's catalog and are searchable, and an
 // install reports MCP progress when the client asks for it.
 func TestRemoteSourcesThroughTheApp(t *testing.T) {
+	t.Parallel()
 	bundle := []byte(`{"type":"accords.cookbook.bundle.v1","cookbook_id":"hello","version":"1.0.0","title":"Hello",
 		"entries":[{"entry_id":"greet","entry_type":"template.verb.v1","title":"Greet a friend warmly","base_request":{"text":""},
 		"bindings":[{"target_path":"/text","input_key":"text"}]}]}`)

@@ -21,6 +21,7 @@ import (
 // the log then verifies against every checkpoint the anchor holds (the
 // replaced history's included) and passes the start-up anchor check.
 func TestDaemonRestoreReportsAndRecordsDiscardedReceipts(t *testing.T) {
+	t.Parallel()
 	anchor := filepath.Join(t.TempDir(), "anchor.log")
 	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"}, "ACCORDS_MCP_AUDIT_ANCHOR=file:"+anchor)
 	cs := attach(t, w, "one", control.Hello{})

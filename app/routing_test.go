@@ -15,6 +15,7 @@ import (
 // The composed server resolves registry routes against the seeded built-in
 // catalog and falls back to its bleve index for everything else.
 func TestRouteResolveWiredToCatalog(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	tool, ok := a.Registry.Lookup("vaultclaw_route_resolve")
 	require.True(t, ok)

@@ -100,6 +100,7 @@ func tokens(bytes int) int { return (bytes + 3) / 4 }
 // the full list, read-only, each toolset alone, and a dynamic session's
 // start, in bytes and in tokens at 4 characters each.
 func TestToolListBudget(t *testing.T) {
+	t.Parallel()
 	full := listTools(t)
 	require.Len(t, full.perTool, 42, "the full list is the predecessor's 40 tools and 2 more, without the discovery tools")
 	type row struct {
@@ -141,6 +142,7 @@ func TestToolListBudget(t *testing.T) {
 // TestDescriptionsSayWhatAndWhen: one short description per tool, its first
 // sentence complete within the limit.
 func TestDescriptionsSayWhatAndWhen(t *testing.T) {
+	t.Parallel()
 	for _, d := range tools.Definitions() {
 		desc := d.Description
 		assert.LessOrEqual(t, len(desc), descriptionMax, "%s: description over %d characters", d.Name, descriptionMax)

@@ -19,6 +19,7 @@ const snapDir = "../testdata/toolsnaps"
 // After an intended change run: UPDATE_TOOLSNAPS=1 go test ./app
 // A missing snapshot is written locally but fails in CI.
 func TestToolSnapshots(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	var registered, defined []string
 	for _, tool := range a.Registry.Tools() {
@@ -81,6 +82,7 @@ func snapshot(t *testing.T, tool tools.Tool) []byte {
 // TestEveryToolSetsEveryHint checks the wire form: all four hints present,
 // so no client falls back to the MCP defaults (destructive, open world).
 func TestEveryToolSetsEveryHint(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	require.NotEmpty(t, a.Registry.Tools())
 	for _, tool := range a.Registry.Tools() {

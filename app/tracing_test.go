@@ -82,6 +82,7 @@ func spansNamed(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpa
 // Vault request a client span below it, and Vault receives that span's
 // traceparent.
 func TestTraceParentFromHTTPHeader(t *testing.T) {
+	t.Parallel()
 	v := newTracedVault(t)
 	a, rec := tracedApp(t, v.URL)
 	srv := httptest.NewServer(a.HTTPHandler())
@@ -119,6 +120,7 @@ func TestTraceParentFromHTTPHeader(t *testing.T) {
 // (the MCP convention, 2026-07-28 and before) on stdio, and wins over an
 // HTTP header on the bridge.
 func TestTraceParentFromMeta(t *testing.T) {
+	t.Parallel()
 	v := newTracedVault(t)
 	a, rec := tracedApp(t, v.URL)
 
@@ -181,6 +183,7 @@ func TestTraceParentFromMeta(t *testing.T) {
 // TestSpansHoldNoSecrets: the token, argument values and ids in paths
 // never reach span names, attributes, events or status.
 func TestSpansHoldNoSecrets(t *testing.T) {
+	t.Parallel()
 	v := newTracedVault(t)
 	a, rec := tracedApp(t, v.URL)
 	cs := mcptest.Connect(t, a.MCPServer(), nil)
@@ -221,6 +224,7 @@ func TestSpansHoldNoSecrets(t *testing.T) {
 // TestTracingOffByDefault: without an OTLP endpoint there is no provider
 // and Vault gets no traceparent, even when the caller sent one.
 func TestTracingOffByDefault(t *testing.T) {
+	t.Parallel()
 	v := newTracedVault(t)
 	a := testenv.Open(t, testenv.Config(t, "VC_AGENT_TOKEN="+traceTok, "VC_BASE_URL="+v.URL))
 	assert.Nil(t, a.Tracing)
@@ -254,6 +258,7 @@ func indexOf(s sdktrace.ReadOnlySpan, key string) int {
 // TestToolCallLogCarriesTraceID: with tracing on, the tool call's log line
 // names its trace, so a log search leads to the trace and back.
 func TestToolCallLogCarriesTraceID(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
 	var mu sync.Mutex
 	rec := tracetest.NewSpanRecorder()

@@ -12,6 +12,7 @@ import (
 // it requires and against the services it calls: a tool declaring the
 // wrong effect, or a table row drifting from its reasoning, fails here.
 func TestHintsFollowFromWhatEachToolDoes(t *testing.T) {
+	t.Parallel()
 	reads := map[Effect]bool{ReadsLocal: true, ReadsRemote: true, ChangesView: true}
 	repeatsChangeMore := map[Effect]bool{Executes: true, DeletesLatest: true, InstallsRemote: true}
 	leavesThisServer := map[Effect]bool{ReadsRemote: true, ReplacesRemote: true, InstallsRemote: true, Executes: true}

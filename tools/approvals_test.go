@@ -42,6 +42,7 @@ func execJob(e *testEnv, extra ...map[string]any) mcptest.Envelope {
 }
 
 func TestExecuteJobApprovalResolvedA1(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathValidate, 200, `{"validated":true}`).on("POST "+pathExecJob, 202, jobPend).
 		on("GET "+pathPending, 200, `{"items":[{"pending_id":"apj_1","job_id":"job_1","challenge_id":"ach_1","state":"WAITING","created_seq":3}]}`)
 	e := newEnv(t, s)
@@ -91,6 +92,7 @@ func TestExecuteJobApprovalResolvedA1(t *testing.T) {
 }
 
 func TestExecuteJobPendingTieBreakA2(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 202, jobPend).
 		on("GET "+pathPending, 200, `{"items":[{"pending_id":"apj_old","job_id":"job_1","created_seq":10},{"pending_id":"apj_b","job_id":"job_1","created_seq":12},{"pending_id":"apj_a","job_id":"job_1","created_seq":12},{"pending_id":"apj_other","job_id":"job_x","created_seq":99}]}`)
 	r := execJob(newEnv(t, s))
@@ -98,6 +100,7 @@ func TestExecuteJobPendingTieBreakA2(t *testing.T) {
 }
 
 func TestExecuteJobPendingLookupFailureKeepsHandleA3A4(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]*scriptVault{
 		"forbidden":  newScript().on("GET "+pathPending, 403, `{"error":{"code":"INSUFFICIENT_SCOPE","message":"no"}}`),
 		"unscripted": newScript(),
@@ -113,6 +116,7 @@ func TestExecuteJobPendingLookupFailureKeepsHandleA3A4(t *testing.T) {
 }
 
 func TestExecuteJobDirectPendingIDAndAttestationA5(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 202,
 		`{"job":{"job_id":"job_1","status":"PENDING","pending_approval":{"pending_id":"apj_9","challenge":{"challenge_id":"ach_1"},"remote_attestation_url":"https://a.example/x"}}}`)
 	r := execJob(newEnv(t, s))
@@ -127,6 +131,7 @@ func TestExecuteJobDirectPendingIDAndAttestationA5(t *testing.T) {
 }
 
 func TestExecuteJobSuccessA6A7(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathValidate, 200, `{"validated":true}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"job_2","status":"SUCCEEDED"}}`)
 	r := execJob(newEnv(t, s))
 	require.True(t, r.OK, r.Raw)
@@ -143,6 +148,7 @@ func TestExecuteJobSuccessA6A7(t *testing.T) {
 }
 
 func TestExecuteJobValidationFailureC3(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathValidate, 400, `{"error":{"code":"INVALID_ARGUMENT","message":"request failed validation","details":{"errors":[{"path":"/to","code":"TYPE_MISMATCH","message":"to must be an array","expected":"array","actual":"string"}]}}}`)
 	r := execJob(newEnv(t, s), map[string]any{"orchestration": map[string]any{"unbounded_profiles": false}})
 	require.Equal(t, "MCP_VALIDATION_ERROR", r.Code())
@@ -153,6 +159,7 @@ func TestExecuteJobValidationFailureC3(t *testing.T) {
 }
 
 func TestExecuteJobHTTPErrorWithPendingDetailsIsAHandoff(t *testing.T) {
+	t.Parallel()
 	// A >= 400 approval answer carrying pending details still yields a handle.
 	s := newScript().on("POST "+pathValidate, 200, `{}`).
 		on("POST "+pathExecJob, 409, `{"error":{"code":"CONNECTOR_APPROVAL_GRANT_REQUIRED","message":"grant required","details":{"pending_approval":{"pending_id":"apj_s","job_id":"job_s","challenge":{"challenge_id":"ach_s"}}}}}`)
@@ -167,6 +174,7 @@ func TestExecuteJobHTTPErrorWithPendingDetailsIsAHandoff(t *testing.T) {
 }
 
 func TestExecuteJobGmailModuleHash(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET /v0/connectors/google", 200, `{"id":"google","policy_hash":"ph_google"}`).
 		on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": obj(`{"connector_id":"google","verb":"google.gmail.send.v1","request":{"to":["a@example.com"]}}`)})
@@ -193,6 +201,7 @@ func waitCall(e *testEnv, handle map[string]any, timeoutMS, pollMS int) mcptest.
 const jobPendPoll = `{"job":{"job_id":"job_1","status":"PENDING","error":{"code":"CONNECTOR_APPROVAL_DECISION_REQUIRED"}}}`
 
 func TestWaitScenariosW1ToW6(t *testing.T) {
+	t.Parallel()
 	job := map[string]any{"kind": "JOB", "job_id": "job_1"}
 	cases := []struct {
 		name            string
@@ -222,6 +231,7 @@ func TestWaitScenariosW1ToW6(t *testing.T) {
 }
 
 func TestWaitTimeoutW5(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET /v0/jobs/job_1", 200, jobPendPoll)
 	e := newEnv(t, s)
 	start := time.Now()
@@ -244,6 +254,7 @@ func TestWaitTimeoutW5(t *testing.T) {
 }
 
 func TestWaitBadHandlesW7AndMissingObjectsW8(t *testing.T) {
+	t.Parallel()
 	s := newScript()
 	e := newEnv(t, s)
 	for h, msg := range map[string]string{
@@ -270,6 +281,7 @@ func TestWaitBadHandlesW7AndMissingObjectsW8(t *testing.T) {
 }
 
 func TestJobGetV6(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET /v0/jobs/j1", 200, `{"job":{"job_id":"j1","status":"RUNNING"}}`)
 	r := newEnv(t, s).call("vaultclaw_job_get", map[string]any{"job_id": " j1 "})
 	require.True(t, r.OK)
@@ -279,6 +291,7 @@ func TestJobGetV6(t *testing.T) {
 }
 
 func TestPendingListAndGetV1ToV5(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET "+pathPending, 200, `{"items":[{"pending_id":"apj_1","state":"WAITING","pending_approval":{"remote_attestation_url":"https://alerts.accords.ai/a/req_1?t=abc"}},{"pending_id":"apj_2","state":"EXPIRED","created_seq":4},{"pending_id":"apj_3","state":"DENIED","last_error_code":"SOMETHING","created_seq":2}]}`)
 	e := newEnv(t, s)
 	r := e.call("vaultclaw_approvals_pending_list", map[string]any{})
@@ -321,6 +334,7 @@ func TestPendingListAndGetV1ToV5(t *testing.T) {
 }
 
 func TestNoSessionT1(t *testing.T) {
+	t.Parallel()
 	e := newEnvAt(t, newScript(), t.TempDir()+"/a.db", "")
 	for _, name := range []string{"vaultclaw_job_get", "vaultclaw_approval_wait"} {
 		args := map[string]any{"job_id": "j", "handle": map[string]any{"kind": "bogus"}}
@@ -337,6 +351,7 @@ func TestNoSessionT1(t *testing.T) {
 var hexRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestRequestHeaders(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET /v0/jobs/j1", 200, `{"job":{"job_id":"j1","status":"SUCCEEDED"}}`)
 	newEnv(t, s).call("vaultclaw_job_get", map[string]any{"job_id": "j1"})
 	c := s.callsTo("GET", "/v0/jobs/j1")[0]
@@ -346,6 +361,7 @@ func TestRequestHeaders(t *testing.T) {
 }
 
 func TestWaitCancelStopsPolling(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET /v0/jobs/job_1", 200, jobPendPoll)
 	e := newEnv(t, s)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -55,6 +55,7 @@ func invokeRaw(tool Tool, args string) map[string]any {
 // included: a whole number written 7.0 is an integer, a CSV string is a
 // list, any JSON value is kept as given.
 func TestArgumentsDecodeIntoEveryKind(t *testing.T) {
+	t.Parallel()
 	var got kindsIn
 	tool := kindsTool(&got)
 	ok, _, msg := invokeSample(t, tool, `{"s":"x","b":true,"i8":-7,"i":1099511627776.0,"f":1.5,"f32":0.25,`+
@@ -100,6 +101,7 @@ func TestArgumentsDecodeIntoEveryKind(t *testing.T) {
 // refused value, nested paths included: the schema's refusals, and values
 // the schema lets through but the Go type cannot hold.
 func TestArgumentRefusalsNameTheValue(t *testing.T) {
+	t.Parallel()
 	var got kindsIn
 	tool := kindsTool(&got)
 	for _, c := range []struct{ args, field, want string }{
@@ -134,6 +136,7 @@ func TestArgumentRefusalsNameTheValue(t *testing.T) {
 // A loose form's own refusal (for a field whose schema would let the
 // value through) still names the field.
 func TestDecodeArgsNamesTheField(t *testing.T) {
+	t.Parallel()
 	var in struct {
 		Nested struct {
 			List StringList `json:"list"`
@@ -151,6 +154,7 @@ func TestDecodeArgsNamesTheField(t *testing.T) {
 // without the schema having seen it. Such keys are warned about and
 // dropped, at every level with declared fields.
 func TestKeysDifferingInCaseDoNotBypassValidation(t *testing.T) {
+	t.Parallel()
 	type opts struct {
 		Depth int `json:"depth,omitempty"`
 	}
@@ -186,6 +190,7 @@ func TestKeysDifferingInCaseDoNotBypassValidation(t *testing.T) {
 // each default satisfying the schema it belongs to, as the go-sdk's
 // AddTool requires. (Schemas are resolved on a tool's first call.)
 func TestEveryToolSchemaResolves(t *testing.T) {
+	t.Parallel()
 	for _, d := range Definitions() {
 		_, err := d.args.resolved()
 		assert.NoError(t, err, d.Name)
@@ -195,6 +200,7 @@ func TestEveryToolSchemaResolves(t *testing.T) {
 // A tool whose default is outside its own range never runs: its calls
 // are MCP_INTERNAL naming the schema problem in the log.
 func TestDefaultsAreCheckedAgainstTheirSchema(t *testing.T) {
+	t.Parallel()
 	tool := Define(Tool{Name: "bad_default", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, func(s *jsonschema.Schema) {
 		Default(s, "limit", 500)
 		Range(s, "limit", 1, 100)

@@ -10,6 +10,7 @@ import (
 // Argument shapes the typed domain functions can no longer receive are
 // refused at the tools boundary, naming the field, before any Vault call.
 func TestTypedArgumentErrors(t *testing.T) {
+	t.Parallel()
 	s := newScript()
 	e := newEnv(t, s)
 	cases := []struct {
@@ -45,6 +46,7 @@ func TestTypedArgumentErrors(t *testing.T) {
 // The orchestration object's defaults apply whether it is absent, null or
 // partial: the nested defaults come from the schema.
 func TestOrchestrationArgumentDefaults(t *testing.T) {
+	t.Parallel()
 	for _, orch := range []any{nil, map[string]any{}, map[string]any{"unbounded_profiles": nil}} {
 		s := profilesScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 		args := map[string]any{"request": apiKeyRequest(), "orchestration": orch}

@@ -53,6 +53,7 @@ const toolBundle = `{"type":"accords.cookbook.bundle.v1","cookbook_id":"net.http
    "bindings":[{"target_path":"/request/url","input_key":"url"}]}]}`
 
 func TestCatalogToolsEndToEnd(t *testing.T) {
+	t.Parallel()
 	reg := catalogRegistry(t)
 	for _, n := range []string{"vaultclaw_cookbooks_list", "vaultclaw_cookbook_get", "vaultclaw_cookbook_upsert", "vaultclaw_cookbook_delete",
 		"vaultclaw_cookbook_export", "vaultclaw_cookbook_import", "vaultclaw_recipe_get", "vaultclaw_recipes_search", "vaultclaw_template_render"} {
@@ -144,6 +145,7 @@ func TestCatalogToolsEndToEnd(t *testing.T) {
 }
 
 func TestCatalogToolHints(t *testing.T) {
+	t.Parallel()
 	reg := catalogRegistry(t)
 	for _, tool := range reg.Tools() {
 		if tool.Toolset != ToolsetCatalog {
@@ -167,6 +169,7 @@ func TestCatalogToolHints(t *testing.T) {
 // render that fails too, where a typo is often why a required input is
 // missing.
 func TestTemplateRenderWarnsOfUnknownInputs(t *testing.T) {
+	t.Parallel()
 	reg := catalogRegistry(t)
 	require.Equal(t, true, callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+toolBundle+`}`)["ok"])
 	warnings := func(env map[string]any) []any {

@@ -122,6 +122,7 @@ func finishWait(t *testing.T, wait <-chan waitOutcome) mcptest.Envelope {
 }
 
 func TestE2EGmailSendDeniedInMemory(t *testing.T) {
+	t.Parallel()
 	sim, e := newSimEnv(t)
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("bob@example.com")})
 	handle := handoffHandle(t, r, "JOB")
@@ -154,6 +155,7 @@ func TestE2EGmailSendDeniedInMemory(t *testing.T) {
 }
 
 func TestE2EGmailSendApprovedInMemory(t *testing.T) {
+	t.Parallel()
 	sim, e := newSimEnv(t)
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("carol@example.com")})
 	handle := handoffHandle(t, r, "JOB")
@@ -178,6 +180,7 @@ func TestE2EGmailSendApprovedInMemory(t *testing.T) {
 }
 
 func TestE2EPlanRunApproveAndDeny(t *testing.T) {
+	t.Parallel()
 	for _, decide := range []string{"approve", "deny"} {
 		sim, e := newSimEnv(t)
 		r := e.call("vaultclaw_plan_execute", map[string]any{"plan": statusPlan(), "plan_input": map[string]any{"email": map[string]any{"to": []any{"ops@example.com"}}}})
@@ -216,6 +219,7 @@ func TestE2EPlanRunApproveAndDeny(t *testing.T) {
 }
 
 func TestE2EHandoffSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	sim, e := newSimEnv(t)
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("dave@example.com")})
 	handle := handoffHandle(t, r, "JOB")
@@ -241,6 +245,7 @@ func TestE2EHandoffSurvivesRestart(t *testing.T) {
 }
 
 func TestE2EOverHTTPAndStdio(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
 			sim, e := newSimEnv(t)
@@ -299,6 +304,7 @@ func TestE2EOverHTTPAndStdio(t *testing.T) {
 }
 
 func TestE2ESyncExecuteHandoffIsStoredAndWaitable(t *testing.T) {
+	t.Parallel()
 	sim, e := newSimEnv(t)
 	r := e.call("vaultclaw_connector_execute", map[string]any{"request": gmailSend("frank@example.com")})
 	handle := handoffHandle(t, r, "JOB")

@@ -58,6 +58,7 @@ func jobsOf(sim *vaultsim.Sim, path string) (deliveries int, keys map[string]boo
 // tool says the outcome is unknown, not retryable, with the key; a retry
 // with that key returns the job that ran, and Vault ran it once.
 func TestExecuteResetAfterDeliveryIsOutcomeUnknownAndRetrySafe(t *testing.T) {
+	t.Parallel()
 	sim := vaultsim.New(vaultsim.Options{AgentToken: simToken})
 	sim.SetApprovalRules() // everything runs without approval
 	e := newEnvAt(t, sim, filepath.Join(t.TempDir(), "accords.db"), simToken)
@@ -87,6 +88,7 @@ func TestExecuteResetAfterDeliveryIsOutcomeUnknownAndRetrySafe(t *testing.T) {
 // answers the replay from its record, so the call succeeds and the mail
 // goes out once.
 func TestExecuteReplayOnReusedConnectionRunsOnce(t *testing.T) {
+	t.Parallel()
 	sim := vaultsim.New(vaultsim.Options{AgentToken: simToken})
 	sim.SetApprovalRules()
 	e := newEnvAt(t, sim, filepath.Join(t.TempDir(), "accords.db"), simToken)
@@ -102,6 +104,7 @@ func TestExecuteReplayOnReusedConnectionRunsOnce(t *testing.T) {
 }
 
 func TestIdempotencyKeyArgumentIsChecked(t *testing.T) {
+	t.Parallel()
 	sim := vaultsim.New(vaultsim.Options{AgentToken: simToken})
 	e := newEnvAt(t, sim, filepath.Join(t.TempDir(), "accords.db"), simToken)
 	for _, tool := range []string{"vaultclaw_connector_execute", "vaultclaw_connector_execute_job", "vaultclaw_plan_execute", "vaultclaw_slot_bind", "vaultclaw_unbounded_profile_upsert"} {

@@ -15,6 +15,7 @@ import (
 // named handler lives in the file of its toolset (<toolset>.go or
 // <toolset>_*.go), so a tool's file says which toolset grants it.
 func TestDefinitionsLiveInTheFileOfTheirToolset(t *testing.T) {
+	t.Parallel()
 	defs := Definitions()
 	require.Len(t, defs, len(inventory))
 	names := map[string]bool{}
@@ -37,6 +38,7 @@ func TestDefinitionsLiveInTheFileOfTheirToolset(t *testing.T) {
 }
 
 func TestAllFailsLoudlyOnAMissingService(t *testing.T) {
+	t.Parallel()
 	_, err := All(Deps{})
 	require.Error(t, err)
 	for _, dep := range []string{"Sessions", "Vault", "Catalog", "Remote", "Execution", "Handles", "Router", "Passport", "Audit"} {
@@ -55,6 +57,7 @@ func TestAllFailsLoudlyOnAMissingService(t *testing.T) {
 
 // A bound tool sees only the services it declares.
 func TestBoundToolsSeeOnlyWhatTheyNeed(t *testing.T) {
+	t.Parallel()
 	d := Deps{Audit: fakeLister{}}
 	reg, err := Select(d, InToolsets(ToolsetAudit))
 	require.NoError(t, err)
@@ -71,6 +74,7 @@ func (fakeLister) ListReceipts(AuditQuery) ([]any, error) { return nil, nil }
 // Every server built lists the input schema encoded once per process: the
 // bytes are the schema's encoding, each time.
 func TestListedInputSchemaIsTheSchemasEncoding(t *testing.T) {
+	t.Parallel()
 	for _, tool := range Inventory() {
 		want, err := json.Marshal(tool.InputSchema)
 		require.NoError(t, err)

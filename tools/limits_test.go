@@ -21,6 +21,7 @@ func details(env map[string]any) map[string]any {
 // TestSearchQueryIsBounded: a 996 KiB query cost 752 MiB; the text is now
 // capped in bytes and in words, refused naming query.
 func TestSearchQueryIsBounded(t *testing.T) {
+	t.Parallel()
 	reg := catalogRegistry(t)
 	for _, q := range []string{strings.Repeat("x", index.MaxQueryBytes+1), strings.Repeat("ab ", index.MaxQueryTerms+1)} {
 		args, _ := json.Marshal(map[string]any{"query": q})
@@ -45,6 +46,7 @@ func bundleWith(title string, entries int) map[string]any {
 // each limit is now refused with MCP_CATALOG_SCHEMA_INVALID naming the
 // field, and nothing is stored.
 func TestBundleLimits(t *testing.T) {
+	t.Parallel()
 	reg := catalogRegistry(t)
 	upsert := func(b map[string]any) map[string]any {
 		raw, _ := json.Marshal(map[string]any{"bundle": b})

@@ -23,6 +23,7 @@ import (
 // that never succeeds here, or whose schema does not fit what it returns,
 // fails the test.
 func TestEveryToolsResultsMatchTheirOutputSchemas(t *testing.T) {
+	t.Parallel()
 	sim, e := newSimEnv(t)
 	succeeded := map[string]bool{}
 	call := func(name string, args map[string]any) mcptest.Envelope {

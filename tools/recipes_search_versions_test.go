@@ -37,6 +37,7 @@ func predecessorBundle(t *testing.T, version string) string {
 // then higher version, then cookbook_id, entry_id). A default search finds
 // only 1.3.0's entry, with that same score.
 func TestRecipesSearchAllVersionsRanksIdenticalEntriesByVersion(t *testing.T) {
+	t.Parallel()
 	reg := catalogRegistry(t)
 	for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
 		env := callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+predecessorBundle(t, v)+`}`)

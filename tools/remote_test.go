@@ -72,6 +72,7 @@ func errOf(t *testing.T, env map[string]any) map[string]any {
 }
 
 func TestRemoteToolsSourcesLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newRemoteFixture(t)
 	for _, name := range []string{"vaultclaw_catalog_sources_list", "vaultclaw_catalog_source_upsert", "vaultclaw_catalog_source_delete", "vaultclaw_cookbooks_remote_list", "vaultclaw_cookbook_remote_install"} {
 		_, ok := f.reg.Lookup(name)
@@ -106,6 +107,7 @@ func TestRemoteToolsSourcesLifecycle(t *testing.T) {
 }
 
 func TestRemoteToolsValidation(t *testing.T) {
+	t.Parallel()
 	f := newRemoteFixture(t)
 	cases := []struct {
 		tool  string
@@ -141,6 +143,7 @@ func TestRemoteToolsValidation(t *testing.T) {
 }
 
 func TestRemoteToolsList(t *testing.T) {
+	t.Parallel()
 	f := newRemoteFixture(t)
 	const token = "tok-abcdef-123456"
 	f.vars["TEAM_TOKEN"] = token
@@ -192,6 +195,7 @@ func TestRemoteToolsList(t *testing.T) {
 }
 
 func TestRemoteToolsInstall(t *testing.T) {
+	t.Parallel()
 	f := newRemoteFixture(t)
 	bundle := []byte(`{"type":"accords.cookbook.bundle.v1","cookbook_id":"hello","version":"1.0.0","title":"Hello",
 		"entries":[{"entry_id":"greet","entry_type":"template.verb.v1","title":"Greet someone","base_request":{"text":""},

@@ -45,6 +45,7 @@ func invokeJSON(t *testing.T, tool Tool, args string) map[string]any {
 }
 
 func TestRouteResolveTool(t *testing.T) {
+	t.Parallel()
 	tool := routeTool(t, nil)
 	assert.Equal(t, "vaultclaw_route_resolve", tool.Name)
 	assert.True(t, tool.Hints.ReadOnly)
@@ -84,6 +85,7 @@ func TestRouteResolveTool(t *testing.T) {
 }
 
 func TestRouteResolveSearchFallbackOption(t *testing.T) {
+	t.Parallel()
 	fs := &fakeSearcher{hits: []routing.Hit{{CookbookID: "google.workspace", Version: "1.0.0", EntryID: "calendar_recipe_events_list_v1",
 		EntryType: "recipe.verb.v1", ConnectorID: "google", Verb: "google.calendar.events.list", Tags: []string{"calendar", "events", "list"}}}}
 	tool := routeTool(t, fs)

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func echoRequest(e *testEnv, intent string) map[string]any {
 }
 
 func TestSimProfileOrchestrationU1U2(t *testing.T) {
+	t.Parallel()
 	sim, e := simEnvWith(t, vaultsim.Options{}, "")
 	bind := e.call("vaultclaw_slot_bind", map[string]any{"connector_id": "generic.http", "verb": "generic.http.request.v1", "slot": "api_key", "secret_id": "sec_demo_api_key"})
 	require.True(t, bind.OK, bind.Raw)
@@ -92,6 +94,7 @@ func TestSimProfileOrchestrationU1U2(t *testing.T) {
 }
 
 func TestSimAutoCreateWithoutWriteScopeU3(t *testing.T) {
+	t.Parallel()
 	sim, e := simEnvWith(t, vaultsim.Options{}, "vc_tok_no_profile_write", scopesWithout(vaultsim.ScopeProfilesWrite)...)
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": echoRequest(e, "")})
 	require.Equal(t, "MCP_UNBOUNDED_PROFILE_REQUIRED", r.Code(), r.Raw)
@@ -102,6 +105,7 @@ func TestSimAutoCreateWithoutWriteScopeU3(t *testing.T) {
 }
 
 func TestSimPendingLookupFailuresKeepTheHandleA3A4(t *testing.T) {
+	t.Parallel()
 	// A3: the token may not read the pending list.
 	sim, e := simEnvWith(t, vaultsim.Options{}, "vc_tok_no_pending", scopesWithout(vaultsim.ScopeApprovalsRead)...)
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("a@example.com")})
@@ -127,6 +131,7 @@ func TestSimPendingLookupFailuresKeepTheHandleA3A4(t *testing.T) {
 }
 
 func TestSimPendingIDFromVaultA5AndPendingListV1(t *testing.T) {
+	t.Parallel()
 	sim, e := simEnvWith(t, vaultsim.Options{IncludePendingIDInJob: true}, "")
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("a@example.com")})
 	require.Equal(t, "MCP_APPROVAL_REQUIRED", r.Code())
@@ -145,15 +150,37 @@ func TestSimPendingIDFromVaultA5AndPendingListV1(t *testing.T) {
 }
 
 func TestSimWaitTimeoutW5AndExpiryW6(t *testing.T) {
-	_, e := simEnvWith(t, vaultsim.Options{ApprovalTTL: 1500 * time.Millisecond}, "")
+	t.Parallel()
+	// Vault's clock moves only when the test moves it: the approval cannot
+	// expire early on a slow machine.
+	const ttl = time.Minute
+	var skew atomic.Int64
+	sim, e := simEnvWith(t, vaultsim.Options{ApprovalTTL: ttl, Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}, "")
 	r := e.call("vaultclaw_connector_execute_job", map[string]any{"request": gmailSend("a@example.com")})
 	handle := handoffHandle(t, r, "JOB")
 	w := e.call("vaultclaw_approval_wait", map[string]any{"handle": handle, "timeout_ms": 1, "poll_interval_ms": 1})
 	require.Equal(t, "MCP_WAIT_TIMEOUT", w.Code(), w.Raw)
 	assert.Equal(t, "PENDING", at(w.Details(), "latest", "job", "status"))
 
-	// Nobody decides: the approval expires, and the wait ends (EXPIRED is
+	// Nobody decides: the approval expires (Vault's clock jumps past its
+	// TTL once the wait has polled), and the wait ends (EXPIRED is
 	// terminal) instead of polling until its own timeout.
+	jobPath := "/v0/jobs/" + handle["job_id"].(string)
+	polled := len(sim.RequestsTo("GET", jobPath))
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for len(sim.RequestsTo("GET", jobPath)) == polled {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+		skew.Store(int64(2 * ttl))
+	}()
 	start := time.Now()
 	w = e.call("vaultclaw_approval_wait", map[string]any{"handle": handle, "timeout_ms": 20000, "poll_interval_ms": 250})
 	require.True(t, w.OK, w.Raw)
@@ -166,6 +193,7 @@ func TestSimWaitTimeoutW5AndExpiryW6(t *testing.T) {
 }
 
 func TestSimPlanPreflightU9U10AndRunNotFoundP7(t *testing.T) {
+	t.Parallel()
 	sim, e := simEnvWith(t, vaultsim.Options{}, "")
 	target := e.vault.URL + "/_sim/echo"
 	plan := map[string]any{"type": "connector.execution.plan.v1", "start_step_id": "call", "steps": []any{

@@ -55,6 +55,7 @@ func invokeSample(t *testing.T, tool Tool, args string) (ok bool, field, message
 }
 
 func TestValidationNamesTheField(t *testing.T) {
+	t.Parallel()
 	var got sampleIn
 	tool := sampleTool(t, &got)
 	cases := []struct{ args, field, msg string }{
@@ -89,6 +90,7 @@ func TestValidationNamesTheField(t *testing.T) {
 }
 
 func TestDefaultsAndUnknownArguments(t *testing.T) {
+	t.Parallel()
 	var got sampleIn
 	tool := sampleTool(t, &got)
 	ok, _, msg := invokeSample(t, tool, `{"name":"a \ud83d\ude00 é","limit":7.0,"unknown":true,"tags":"a,b","blob":{"x":[1]}}`)
@@ -106,6 +108,7 @@ func TestDefaultsAndUnknownArguments(t *testing.T) {
 }
 
 func TestInferredSchemasHaveNoBooleanSchemas(t *testing.T) {
+	t.Parallel()
 	var got sampleIn
 	raw, err := json.Marshal(sampleTool(t, &got).InputSchema)
 	require.NoError(t, err)
@@ -132,6 +135,7 @@ func TestInferredSchemasHaveNoBooleanSchemas(t *testing.T) {
 }
 
 func TestPanicBecomesInternalEnvelope(t *testing.T) {
+	t.Parallel()
 	tool := Define(Tool{Name: "boom", Description: "d", Toolset: "x", Capability: "y", Hints: ReadLocal}, nil,
 		func(ctx context.Context, _ *Deps, c *Call, _ Empty) (Result, error) { panic("secret-ish detail") })
 	env := tool.Invoke(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "boom"}}, nil)
@@ -142,6 +146,7 @@ func TestPanicBecomesInternalEnvelope(t *testing.T) {
 }
 
 func TestRenderApprovalText(t *testing.T) {
+	t.Parallel()
 	h, ok := approval.DetectJob(approval.Reply{Status: 202, Body: map[string]any{"job": map[string]any{
 		"job_id": "job_1", "status": "PENDING", "error": map[string]any{"code": "CONNECTOR_APPROVAL_DECISION_REQUIRED"},
 		"pending_approval": map[string]any{"challenge": map[string]any{"challenge_id": "ch_1"}},
@@ -163,6 +168,7 @@ func TestRenderApprovalText(t *testing.T) {
 // top-level argument (no default), absent inside a nested object; an any
 // value (plan_input) keeps a given null.
 func TestNullsAndGivenKeys(t *testing.T) {
+	t.Parallel()
 	type nested struct {
 		Flag bool `json:"flag,omitempty"`
 	}
@@ -202,6 +208,7 @@ func TestNullsAndGivenKeys(t *testing.T) {
 // TestArgumentsWithTooManyValuesAreRefusedBeforeDecoding: a 400 KB
 // argument of tiny values would cost tens of megabytes decoded.
 func TestArgumentsWithTooManyValuesAreRefusedBeforeDecoding(t *testing.T) {
+	t.Parallel()
 	var got sampleIn
 	tool := sampleTool(t, &got)
 	raw := `{"name":"a","blob":[` + strings.Repeat("0,", MaxArgumentValues) + `0]}`

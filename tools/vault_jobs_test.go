@@ -25,6 +25,7 @@ func profilesScript() *scriptVault {
 }
 
 func TestExecuteJobExistingProfileU1(t *testing.T) {
+	t.Parallel()
 	s := profilesScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": apiKeyRequest()})
 	require.True(t, r.OK, r.Raw)
@@ -40,6 +41,7 @@ func TestExecuteJobExistingProfileU1(t *testing.T) {
 const upsertVector1 = `{"profile":{"type":"connector.unbounded.profile.v1","profile_id":"mcp.auto.8042d5b7fd92","connector_id":"generic.http","verb":"generic.http.request.v1","slots":[{"slot":"api_key","required":true,"allowed_intents":["http.auth"],"expected_secret_types":["api-key"],"allowed_modes":["read"],"allowed_targets":["https://api.example.com"]}]}}`
 
 func TestExecuteJobAutoCreateU2(t *testing.T) {
+	t.Parallel()
 	for _, readBack := range []bool{true, false} {
 		s := newScript().on("GET "+pathProfiles, 200, `{"items":[]}`).
 			on("POST "+pathProfileUp, 200, `{"ok":true}`).
@@ -62,6 +64,7 @@ func TestExecuteJobAutoCreateU2(t *testing.T) {
 }
 
 func TestExecuteJobAutoCreateWithoutScopeU3(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET "+pathProfiles, 200, `{"items":[]}`).
 		on("POST "+pathProfileUp, 403, `{"error":{"code":"INSUFFICIENT_SCOPE","message":"missing scope"}}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": apiKeyRequest()})
@@ -75,6 +78,7 @@ func TestExecuteJobAutoCreateWithoutScopeU3(t *testing.T) {
 }
 
 func TestExecuteJobNoAutoCreateU4AndResolveU5(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET "+pathProfiles, 200, `{"items":[]}`)
 	r := newEnv(t, s).call("vaultclaw_connector_execute_job", map[string]any{"request": apiKeyRequest(), "orchestration": map[string]any{"auto_create_profiles": false}})
 	require.Equal(t, "MCP_UNBOUNDED_PROFILE_REQUIRED", r.Code())
@@ -101,6 +105,7 @@ func TestExecuteJobNoAutoCreateU4AndResolveU5(t *testing.T) {
 }
 
 func TestResolveToolAutoCreate(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET "+pathProfiles, 200, `{"items":[]}`).on("POST "+pathProfileUp, 200, `{}`)
 	r := newEnv(t, s).call("vaultclaw_unbounded_profile_resolve", map[string]any{"requirements": []any{
 		map[string]any{"slot": "api_key", "intent": "http.auth", "expected_secret_types": []any{"api-key"}, "mode": "read", "target": "https://api.example.com", "required": false}}})
@@ -113,6 +118,7 @@ func TestResolveToolAutoCreate(t *testing.T) {
 }
 
 func TestExecuteJobProfileShortcutsU6U7U8(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathValidate, 200, `{}`).on("POST "+pathExecJob, 200, `{"job":{"job_id":"j","status":"SUCCEEDED"}}`)
 	e := newEnv(t, s)
 	req := apiKeyRequest()
@@ -147,6 +153,7 @@ func planU9() map[string]any {
 }
 
 func TestPlanExecutePreflightResolvesU9U12(t *testing.T) {
+	t.Parallel()
 	s := profilesScript().on("POST "+pathPlanExec, 200, `{"run_id":"run_1","state":"SUCCEEDED"}`)
 	r := newEnv(t, s).call("vaultclaw_plan_execute", map[string]any{"plan": planU9(), "plan_input": map[string]any{"u": "https://api.example.com/x"}})
 	require.True(t, r.OK, r.Raw)
@@ -171,6 +178,7 @@ const unresolvedPlan = `{"type":"connector.execution.plan.v1","start_step_id":"s
  "request_bindings":[{"path":"/url","ref":{"source":"plan_input","path":"/missing"}},{"path":"/x","ref":{"source":"step_output","step_id":"s0","path":"/draft_id"}},{"path":"/y","ref":{"source":"weird"}}]}]}`
 
 func TestPlanPrecheckUnresolvedU10U11(t *testing.T) {
+	t.Parallel()
 	s := newScript()
 	e := newEnv(t, s)
 	r := e.call("vaultclaw_plan_execute", map[string]any{"plan": obj(unresolvedPlan), "plan_input": map[string]any{}})
@@ -207,6 +215,7 @@ func TestPlanPrecheckUnresolvedU10U11(t *testing.T) {
 }
 
 func TestPlanPreviewMalformedBinding(t *testing.T) {
+	t.Parallel()
 	plan := obj(`{"steps":[{"step_id":"s1","connector_id":"generic.http","verb":"generic.http.request.v1","request_base":{"method":"GET"},"request_bindings":[{"path":"/method/x","ref":{"value":1}}]}]}`)
 	s := newScript()
 	e := newEnv(t, s)
@@ -219,6 +228,7 @@ func TestPlanPreviewMalformedBinding(t *testing.T) {
 }
 
 func TestPlanValidateP1(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathPlanValid, 200, `{"valid":true}`)
 	plan := obj(`{"type":"connector.execution.plan.v1","steps":[{"step_id":"a","connector_id":"google","verb":"google.gmail.messages.list"}]}`)
 	r := newEnv(t, s).call("vaultclaw_plan_validate", map[string]any{"plan": plan, "plan_input": map[string]any{"x": 1}})
@@ -233,6 +243,7 @@ func TestPlanValidateP1(t *testing.T) {
 }
 
 func TestPlanExecuteApprovalShapesP2P3(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("POST "+pathPlanExec, 202, `{"run":{"run_id":"run_9","job_id":"job_9","state":"PENDING_APPROVAL","challenge_id":"ach_run"},"job":{"job_id":"job_9","status":"PENDING","pending_expires_at_unix_ms":42}}`).
 		on("GET "+pathPending, 403, `{"error":{"code":"INSUFFICIENT_SCOPE"}}`)
 	e := newEnv(t, s)
@@ -256,6 +267,7 @@ func TestPlanExecuteApprovalShapesP2P3(t *testing.T) {
 }
 
 func TestPlanRunGetP5P7AndWaitP6(t *testing.T) {
+	t.Parallel()
 	s := newScript().on("GET /v0/connectors/plans/runs/run_9", 200, `{"run":{"run_id":"run_9","state":"RUNNING"}}`).
 		on("GET /v0/connectors/plans/runs/run_1", 200, `{"run":{"run_id":"run_1","job_id":"job_1","state":"DENIED","last_error_code":"PLAN_APPROVAL_DENIED"},"job":{"job_id":"job_1","status":"DENIED","error":{"code":"PLAN_APPROVAL_DENIED"}}}`).
 		on("GET /v0/connectors/plans/runs/gone", 404, `{"error":{"code":"PLAN_RUN_NOT_FOUND","message":"no such run"}}`).

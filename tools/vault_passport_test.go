@@ -22,6 +22,7 @@ type staticSession struct{ s session.Session }
 func (f staticSession) Resolve(context.Context, string) (session.Session, error) { return f.s, nil }
 
 func TestPassportWorkflowTool(t *testing.T) {
+	t.Parallel()
 	srv, err := vaultsim.Start("", vaultsim.Options{})
 	require.NoError(t, err)
 	defer srv.Close()

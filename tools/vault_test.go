@@ -128,6 +128,7 @@ var vaultToolCalls = []struct {
 
 // T1
 func TestNoSessionNoVaultCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil)
 	for _, tc := range vaultToolCalls {
 		e := h.call(tc.name, tc.args)
@@ -140,6 +141,7 @@ func TestNoSessionNoVaultCall(t *testing.T) {
 
 // Argument validation precedes the session check.
 func TestArgumentValidationBeforeSession(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil)
 	cases := []struct {
 		name  string
@@ -170,6 +172,7 @@ func TestArgumentValidationBeforeSession(t *testing.T) {
 
 // T2
 func TestEnvSession(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, map[string]string{"VC_AGENT_TOKEN": "tok_env", "VC_BASE_URL": "{{SIM}}", "VC_TIMEOUT_MS": "12345"})
 	h.sim.AddToken("tok_env", vaultsim.AllScopes...)
 	e := h.call("vaultclaw_connectors_list", nil)
@@ -183,6 +186,7 @@ func TestEnvSession(t *testing.T) {
 
 // T3
 func TestHeadersAndRequestID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil)
 	h.sim.AddToken("token-a-123", vaultsim.AllScopes...)
 	h.configure("token-a-123", 0)
@@ -201,6 +205,7 @@ func TestHeadersAndRequestID(t *testing.T) {
 
 // T4
 func TestUnixSocketSessions(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "vt")
 	require.NoError(t, err)
 	defer os.RemoveAll(dir)
@@ -227,6 +232,7 @@ func TestUnixSocketSessions(t *testing.T) {
 
 // T5, T6, T7, T8 and garbage bodies: clean envelopes within timeout + 1s.
 func TestTransportFailures(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String()
@@ -303,6 +309,7 @@ func TestTransportFailures(t *testing.T) {
 
 // T9: HTTP bridge tenants isolate sessions; strict mode needs a header.
 func TestHTTPBridgeTenants(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil)
 	h.sim.AddToken("tok_tenant_a", vaultsim.AllScopes...)
 	h.sim.AddToken("tok_tenant_b", vaultsim.AllScopes...)
@@ -344,6 +351,7 @@ func TestHTTPBridgeTenants(t *testing.T) {
 
 // N1 (every Vault error code the normaliser maps), N2, N3.
 func TestNormalizationThroughTools(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 
 	codes := vault.MappedVaultCodes()
@@ -398,6 +406,7 @@ func TestNormalizationThroughTools(t *testing.T) {
 
 // N4: a token without connectors.list.v1.
 func TestInsufficientScope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil)
 	h.sim.AddToken("tok_narrow", vaultsim.ScopeConnectorsGet, vaultsim.ScopeProfilesRead)
 	h.configure("tok_narrow", 0)
@@ -416,6 +425,7 @@ func genericGET() map[string]any {
 
 // C1
 func TestValidateGenericHTTP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_connector_validate", m("request", genericGET()))
 	require.True(t, e.OK, e.Error)
@@ -436,6 +446,7 @@ func gmailSendTo(to any) map[string]any {
 
 // C2
 func TestExecuteStopsOnValidationFailure(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo("bob@example.com")))
 	require.False(t, e.OK)
@@ -450,6 +461,7 @@ func TestExecuteStopsOnValidationFailure(t *testing.T) {
 
 // C4
 func TestExecuteGmailInjectsModuleHash(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	h.sim.SetApprovalRules() // no approval gate for this scenario
 	hash := h.sim.PolicyHash("google")
@@ -491,6 +503,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // C5
 func TestModuleHashRequired(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	h.sim.SetPolicyHash("google", "")
 	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
@@ -512,6 +525,7 @@ func TestModuleHashRequired(t *testing.T) {
 
 // C6
 func TestModuleHashAlreadyProvided(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	h.sim.SetApprovalRules()
 	req := gmailSendTo([]any{"bob@example.com"})
@@ -533,6 +547,7 @@ func TestModuleHashAlreadyProvided(t *testing.T) {
 
 // C7
 func TestGmailListDefaultAST(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	req := m("connector_id", "google", "verb", "google.gmail.messages.list", "policy_version", "1", "request", m("user_id", "me", "page_limit", 10))
 	e := h.call("vaultclaw_connector_execute", m("request", req))
@@ -553,6 +568,7 @@ func TestGmailListDefaultAST(t *testing.T) {
 
 // C8
 func TestLegacySecretFieldsNeedModuleHash(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	req := genericGET()
 	req["request"].(map[string]any)["token_secret_id"] = "sec_1"
@@ -569,6 +585,7 @@ func TestLegacySecretFieldsNeedModuleHash(t *testing.T) {
 
 // C9: the synchronous approval also carries a handle.
 func TestSyncExecuteApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_connector_execute", m("request", gmailSendTo([]any{"bob@example.com"})))
 	require.False(t, e.OK)
@@ -598,6 +615,7 @@ func TestSyncExecuteApproval(t *testing.T) {
 // Document tools: envelope, validation naming the field, and a missing
 // document as Vault reports it.
 func TestDocumentTools(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_document_types_suggest", m("query", " passport "))
 	require.True(t, e.OK)
@@ -630,6 +648,7 @@ func TestDocumentTools(t *testing.T) {
 
 // S1, S2 and the profile tools.
 func TestPrerequisiteTools(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	e := h.call("vaultclaw_slot_bind", m("connector_id", " generic.http ", "verb", "generic.http.request.v1", "slot", "api_key", "secret_id", "sec_demo_api_key"))
 	require.True(t, e.OK, e.Error)
@@ -673,6 +692,7 @@ func TestPrerequisiteTools(t *testing.T) {
 
 // generic.http end to end: bind, profile, execute against a real upstream.
 func TestExecuteGenericHTTPEndToEnd(t *testing.T) {
+	t.Parallel()
 	var gotAuth string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotAuth = r.Header.Get("Authorization")
@@ -695,6 +715,7 @@ func TestExecuteGenericHTTPEndToEnd(t *testing.T) {
 }
 
 func TestTokenNeverLogged(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{AgentToken: "vc_tok_supersecret_42"}, nil)
 	h.configure("vc_tok_supersecret_42", 1000)
 	h.call("vaultclaw_connectors_list", nil)
@@ -715,6 +736,7 @@ func TestTokenNeverLogged(t *testing.T) {
 // MCP_NOT_FOUND (validation, not retryable) with a message naming what to
 // check; codes with a mapping of their own keep it.
 func TestVaultNotFoundIsTheCallersWrongID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	cases := []struct {
 		tool  string

@@ -12,6 +12,7 @@ import (
 // D21: unknown arguments are neither refused nor dropped silently; the call
 // goes on and meta.warnings names each, with the closest known name.
 func TestUnknownArgumentsAreWarnedAbout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, vaultsim.Options{}, nil).configured()
 	cases := []struct {
 		tool string

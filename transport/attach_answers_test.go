@@ -15,6 +15,7 @@ import (
 // stopping daemon waits on it so that answers of calls that returned are
 // not dropped.
 func TestAttachUnansweredCountsCallsNotListens(t *testing.T) {
+	t.Parallel()
 	srv, cli := net.Pipe()
 	defer cli.Close()
 	at := &AttachTransport{Conn: srv, Session: "c-test"}

@@ -71,6 +71,7 @@ var configureCall = mcptest.ToolsCall(2, "vaultclaw_session_configure", map[stri
 // no-cors fetch stored a cookbook and repointed the Vault session. It must
 // now be refused on both MCP paths, with nothing stored.
 func TestCrossSitePageCannotDriveTheBridge(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -94,6 +95,7 @@ func TestCrossSitePageCannotDriveTheBridge(t *testing.T) {
 }
 
 func TestBrowserRulesForAllowedOriginsAndPlainClients(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_ALLOWED_ORIGINS=http://localhost:6274"))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -131,6 +133,7 @@ func TestBrowserRulesForAllowedOriginsAndPlainClients(t *testing.T) {
 }
 
 func TestMetricsAndHealthAgainstPagesAndRebinding(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()

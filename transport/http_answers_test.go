@@ -88,6 +88,7 @@ func decodeJSON(t *testing.T, s string) any {
 // alone as a JSON body. A request the server makes of the client fails
 // (no session can answer it) and the call goes on.
 func TestHTTPCallAnswers(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	server := answerTestServer()
 	h := transport.NewHTTPHandler(transport.HTTPOptions{GetServer: func(*http.Request) *mcp.Server { return server }})
@@ -151,6 +152,7 @@ func TestHTTPCallAnswers(t *testing.T) {
 // away) as the end of its context, with ErrClientGone as the cause, and
 // the POST's handler, its session and its goroutines end with it.
 func TestHTTPCallEndsWithItsPOST(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
 	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
@@ -194,6 +196,7 @@ func TestHTTPCallEndsWithItsPOST(t *testing.T) {
 // is 41), with ErrCancelledByClient as the cause, only for the same
 // client; the call's POST then carries no result.
 func TestHTTPCancelledNotificationEndsTheCall(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, testCancelledNotification)
 }
 

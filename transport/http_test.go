@@ -15,6 +15,7 @@ import (
 )
 
 func TestHTTPStreamableClientAndTenantIsolation(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -37,6 +38,7 @@ func TestHTTPStreamableClientAndTenantIsolation(t *testing.T) {
 }
 
 func TestHTTPBareJSONPostWithoutInitialize(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -70,6 +72,7 @@ func TestHTTPBareJSONPostWithoutInitialize(t *testing.T) {
 }
 
 func TestHTTPStrictTenantMode(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER=true"))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -95,6 +98,7 @@ func TestHTTPStrictTenantMode(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_HTTP_MAX_BODY_BYTES=2048"))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()
@@ -124,6 +128,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 // "key too large", and any value made a new scope; length and charset are
 // now checked before anything runs.
 func TestHTTPTenantHeaderIsBounded(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()

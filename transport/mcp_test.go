@@ -14,6 +14,7 @@ import (
 )
 
 func TestSessionToolsInMemory(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	cs := mcptest.Connect(t, a.MCPServer(), nil)
 
@@ -48,6 +49,7 @@ func TestSessionToolsInMemory(t *testing.T) {
 }
 
 func TestToolsListSortedWithSchemas(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	res, err := cs.ListTools(context.Background(), nil)
@@ -63,6 +65,7 @@ func TestToolsListSortedWithSchemas(t *testing.T) {
 }
 
 func TestUnknownToolIsProtocolError(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"})
@@ -70,6 +73,7 @@ func TestUnknownToolIsProtocolError(t *testing.T) {
 }
 
 func TestHealthReportsBrokenDB(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()

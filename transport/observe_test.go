@@ -17,6 +17,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	o, c := classify(&mcp.CallToolResult{}, nil, &tools.Outcome{})
 	assert.Equal(t, metrics.OutcomeOK, o)
 	assert.Empty(t, c)
@@ -39,6 +40,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestObserveCountsAndLogs(t *testing.T) {
+	t.Parallel()
 	s := metrics.New()
 	var logs bytes.Buffer
 	mw := Observe(s, ObserveOptions{Known: func(n string) bool { return n == "known" }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})

@@ -16,6 +16,7 @@ import (
 // JSON-RPC call the server cannot take gets a JSON-RPC error object, never
 // a text/plain 400.
 func TestUnknownMethodsGetJSONRPCErrors(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t))
 	srv := httptest.NewServer(a.HTTPHandler())
 	defer srv.Close()

@@ -62,6 +62,7 @@ func requireClosed(t *testing.T, c net.Conn, br *bufio.Reader) {
 // an answer. Each now ends within the body timeout with the connection
 // closed.
 func TestTrickledBodyClosesTheConnection(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(transport.NewHTTPHandler(transport.HTTPOptions{BodyTimeout: 200 * time.Millisecond}))
 	defer srv.Close()
 

@@ -93,6 +93,7 @@ func toolCallLine(id int, tool string, args map[string]any) string {
 // cap gets a JSON-RPC error carrying its id (read from its beginning),
 // without being buffered, and the next message is served.
 func TestStdioOversizedMessageIsRefusedAndSessionGoesOn(t *testing.T) {
+	t.Parallel()
 	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES=65536"))
 	p := serveStdio(t, a)
 
@@ -157,6 +158,7 @@ func polls(sim *vaultsim.Server) int {
 // the wait stops polling and its response is never written (today it was
 // an MCP_INTERNAL "wait cancelled" reply).
 func TestStdioCancelledRequestGetsNoResponse(t *testing.T) {
+	t.Parallel()
 	sim, a, h := stdioSim(t)
 	p := serveStdio(t, a)
 	p.send(t, toolCallLine(7, "vaultclaw_approval_wait", map[string]any{"handle": h, "timeout_ms": 60000, "poll_interval_ms": 250}))
@@ -175,6 +177,7 @@ func TestStdioCancelledRequestGetsNoResponse(t *testing.T) {
 // the wait at once with the retryable envelope and its handle, and the
 // session ends within 2 s.
 func TestStdioShutdownDuringWait(t *testing.T) {
+	t.Parallel()
 	sim, a, h := stdioSim(t)
 	p := serveStdio(t, a)
 	p.send(t, toolCallLine(9, "vaultclaw_approval_wait", map[string]any{"handle": h, "timeout_ms": 60000, "poll_interval_ms": 250}))

@@ -163,7 +163,14 @@ func TestDaemonLifecycle(t *testing.T) {
 // Vault call is in flight: the call completes and the daemon exits 0.
 func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	sim := vaultsim.New(vaultsim.Options{AgentToken: simToken})
+	atVault := make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v0/connectors" {
+			select {
+			case atVault <- struct{}{}:
+			default:
+			}
+		}
 		time.Sleep(700 * time.Millisecond)
 		sim.ServeHTTP(w, r)
 	}))
@@ -177,7 +184,11 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 		defer func() { got <- env }() // also when a failed check ends the goroutine
 		env = mcptest.PostCall(t, d.url+"/v1/mcp", "vaultclaw_connectors_list", map[string]any{}, nil).Raw
 	}()
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-atVault: // the call is in flight
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never reached Vault")
+	}
 	start := time.Now()
 	code := d.stop()
 	assert.Equal(t, 0, code)

@@ -33,6 +33,7 @@ func refusalOf(t *testing.T, res map[string]any) map[string]any {
 // category policy, retry_after_ms and reason working_tasks, and receipted;
 // a cancelled task frees its place.
 func TestWorkingTasksAreBoundedPerCaller(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{}, "ACCORDS_MCP_TASK_MAX_WORKING=3")
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	var ids []string
@@ -75,6 +76,7 @@ func TestWorkingTasksAreBoundedPerCaller(t *testing.T) {
 // Calls racing for the last places: exactly the bound become tasks, the
 // rest are refused, and no reservation is left behind.
 func TestWorkingTasksBoundHoldsUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{}, "ACCORDS_MCP_TASK_MAX_WORKING=3")
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	const calls = 8

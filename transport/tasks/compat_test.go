@@ -106,6 +106,7 @@ func rawResults(t *testing.T, srv *mcp.Server, version string) []string {
 // server without either feature sends, for the same calls against
 // identical simulators.
 func TestClientsWithoutEitherCapabilityGetTheHandoffUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2026-07-28", "2025-11-25", "2024-11-05"} {
 		t.Run(version, func(t *testing.T) {
 			now := newEnvs(t)

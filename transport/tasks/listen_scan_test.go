@@ -11,6 +11,7 @@ import (
 // TestTaskListenIsReadAsTheSDKDecodesIt: a listen naming task ids is one
 // whichever way JSON spells its method; anything else goes on to the SDK.
 func TestTaskListenIsReadAsTheSDKDecodesIt(t *testing.T) {
+	t.Parallel()
 	for body, want := range map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["t1"]}}}`:      true,
 		`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen","params":{"notifications":{"taskIds":["t1"]}}}`:     true,

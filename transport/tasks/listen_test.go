@@ -66,6 +66,7 @@ func (r rawConn) next() map[string]any {
 }
 
 func TestTaskNotificationsOnAStream(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := e.App.MCPServer().Connect(context.Background(), e.App.StreamTransport(st), nil)
@@ -124,6 +125,7 @@ func mustRaw(t *testing.T, v any) json.RawMessage {
 }
 
 func TestTaskNotificationsOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	url := e.HTTP()
 	headers := map[string]string{"X-Accords-Tenant-Id": "alpha"}

@@ -23,6 +23,7 @@ import (
 )
 
 func TestPollDelayGrowsWithAge(t *testing.T) {
+	t.Parallel()
 	const base = 2 * time.Second
 	for age, want := range map[time.Duration]time.Duration{
 		0:                base,
@@ -116,6 +117,7 @@ func (r *pollRig) jobGets(h approval.Handle) int {
 // where a fixed 2 s would have been 450; and still finishes once the
 // person decides.
 func TestTaskPollsBackOffWithAge(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newPollRig(t)
 		h, err := r.api.PendingJob(t.Context())
@@ -155,6 +157,7 @@ func TestTaskPollsBackOffWithAge(t *testing.T) {
 // vaultclaw_approval_wait calls on the same job, all polling every 2 s,
 // cost Vault one request per 2 s between them, and all see the decision.
 func TestTaskAndWaitsOnOneJobShareItsPolls(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newPollRig(t)
 		h, err := r.api.PendingJob(t.Context())

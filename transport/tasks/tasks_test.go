@@ -49,6 +49,7 @@ func startTask(t *testing.T, c *approvaltest.Client) (string, map[string]any) {
 }
 
 func TestApproveCompletesWithTheExecutionResult(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	assert.Equal(t, "2026-07-28", c.InitializeResult().ProtocolVersion)
@@ -74,7 +75,10 @@ func TestApproveCompletesWithTheExecutionResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "complete", got.ResultType)
 	assert.Equal(t, task.StatusWorking, got.Status)
-	time.Sleep(600 * time.Millisecond)
+	// Still working after the task has polled Vault twice more.
+	jobPath := "/v0/jobs/" + p.JobID
+	seen := len(e.Sim.RequestsTo("GET", jobPath))
+	require.Eventually(t, func() bool { return len(e.Sim.RequestsTo("GET", jobPath)) >= seen+2 }, 10*time.Second, 20*time.Millisecond, "the task polls Vault")
 	got, err = c.GetTask(ctx(t), id)
 	require.NoError(t, err)
 	assert.Equal(t, task.StatusWorking, got.Status, "nothing decided yet")
@@ -143,6 +147,7 @@ func findTaskReceipt(t *testing.T, e *approvaltest.Env, outcome string) audit.Re
 }
 
 func TestDenyCompletesWithTheDenyEnvelope(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, _ := startTask(t, c)
@@ -167,6 +172,7 @@ func TestDenyCompletesWithTheDenyEnvelope(t *testing.T) {
 }
 
 func TestExpiredCompletesWithTheExpiredEnvelope(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{ApprovalTTL: 1500 * time.Millisecond})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, res := startTask(t, c)
@@ -185,6 +191,7 @@ func TestExpiredCompletesWithTheExpiredEnvelope(t *testing.T) {
 }
 
 func TestCancelStopsPollingAndLeavesTheApproval(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, _ := startTask(t, c)
@@ -220,6 +227,7 @@ func TestCancelStopsPollingAndLeavesTheApproval(t *testing.T) {
 }
 
 func TestTaskSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	c := approvaltest.Connect(t, e.App.MCPServer(), approvaltest.NewClient(true, nil, nil), "")
 	id, _ := startTask(t, c)
@@ -249,6 +257,7 @@ func rpcCode(t *testing.T, err error) int64 {
 }
 
 func TestAnotherTenantCannotSeeTheTask(t *testing.T) {
+	t.Parallel()
 	e := approvaltest.NewEnv(t, vaultsim.Options{})
 	url := e.HTTP()
 	alpha := approvaltest.ConnectHTTP(t, url, approvaltest.NewClient(true, nil, nil), "", map[string]string{"X-Accords-Tenant-Id": "alpha"})
@@ -288,6 +297,7 @@ func TestAnotherTenantCannotSeeTheTask(t *testing.T) {
 // tool that may hand off and checks the completed result against what the
 // tool answers when no approval is needed.
 func TestEveryHandoffToolCompletesAsItsSynchronousPath(t *testing.T) {
+	t.Parallel()
 	for _, call := range handoffCalls() {
 		t.Run(call.tool, func(t *testing.T) {
 			e := approvaltest.NewEnv(t, vaultsim.Options{})
