@@ -267,19 +267,12 @@ func (l *Log) checkAnchor() *Problem {
 		if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
 			return err
 		}
-		var start uint64 // receipts up to here were pruned
-		c := b.bases.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-				start = base.Size
-				break
-			}
-		}
+		start, _ := newestStart(b.bases) // receipts up to it were pruned
 		var root []byte
 		switch {
 		case cp.Origin != l.origin:
 			p = &Problem{Kind: ProblemForeign, Message: fmt.Sprintf("the newest checkpoint in the anchor %s is of log %s, this database holds log %s: the database was replaced", target, cp.Origin, l.origin)}
-		case cp.Size <= start:
+		case cp.Size <= start.Size:
 			return nil // pruned since: nothing left to compare
 		case cp.Size > head.Seq:
 			p = &Problem{Kind: ProblemRolledBack, Seq: head.Seq + 1, Message: fmt.Sprintf("the newest checkpoint in the anchor %s covers %d receipts but the log ends at receipt %d: an older copy of the database was put in place (receipts %d..%d are gone)", target, cp.Size, head.Seq, head.Seq+1, cp.Size)}

@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strconv"
@@ -53,7 +52,7 @@ func (l *Log) planKeep(b buckets, ret Retention, cutoff time.Time, start, cut ui
 	c := b.receipts.Cursor()
 	for k, v := c.First(); k != nil && u64(k) <= cut; k, v = c.Next() {
 		seq := u64(k)
-		scope := scopeOf(v)
+		scope := peek(v).Scope
 		// Receipts of the tenant newer than this one; counts that do not
 		// add up (a damaged count) read as none newer, which keeps.
 		var newer uint64
@@ -61,7 +60,7 @@ func (l *Log) planKeep(b buckets, ret Retention, cutoff time.Time, start, cut ui
 			newer = n - walked[scope] - 1
 		}
 		walked[scope]++
-		old := !cutoff.IsZero() && olderThan(timestampOf(v), cutoff)
+		old := !cutoff.IsZero() && olderThan(peek(v).Timestamp, cutoff)
 		keep := !old && newer < floor
 		if seq <= start && !keep && drops == 0 {
 			keep = true
@@ -131,15 +130,6 @@ func parseKept(text string) (n int, digest string, ok bool) {
 	return n, digest, true
 }
 
-// scopeOf reads the scope of stored receipt bytes.
-func scopeOf(raw []byte) string {
-	var r struct {
-		Scope string `json:"scope"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	return r.Scope
-}
-
 // loadTenants reads the receipt counts by scope; a log written before they
 // were kept is counted once here (receipts up to the head) and the counts
 // stored.
@@ -151,7 +141,7 @@ func (l *Log) loadTenants(b buckets) error {
 	}
 	c := b.receipts.Cursor()
 	for k, v := c.First(); k != nil && u64(k) <= l.head.Seq; k, v = c.Next() {
-		l.tenants[scopeOf(v)]++
+		l.tenants[peek(v).Scope]++
 	}
 	return store.PutJSON(b.root, keyTenants, l.tenants)
 }

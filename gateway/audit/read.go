@@ -102,15 +102,9 @@ func (l *Log) List(f Filter) ([]Receipt, error) {
 func RecordedProblem(db *store.DB) (*Problem, error) {
 	var p *Problem
 	err := db.View(func(tx store.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
-		if b == nil || b.Get(keyIntegrity) == nil {
-			return nil
+		if b := tx.Bucket(store.BucketAudit); b != nil {
+			p = recorded(b)
 		}
-		var rec Problem
-		if _, err := store.GetJSON(b, keyIntegrity, &rec); err != nil || rec.Kind == "" {
-			rec = Problem{Kind: ProblemCorrupt, Message: "a verification failure was recorded"}
-		}
-		p = &rec
 		return nil
 	})
 	return p, err

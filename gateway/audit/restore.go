@@ -64,11 +64,10 @@ func (d RestoreDiff) Summary() string {
 		src, d.RestoredSize, d.Discarded, d.Common, d.PreviousSize, d.RestoredSize+1)
 }
 
-// position is a log's origin, head and start, read from a database.
+// position is a log's origin and head, read from a database.
 type position struct {
 	origin string
 	head   Head
-	base   uint64
 }
 
 func readPosition(db *store.DB) (position, error) {
@@ -83,19 +82,8 @@ func readPosition(db *store.DB) (position, error) {
 			return err
 		}
 		p.origin = info.Origin
-		if _, err := store.GetJSON(b, keyHead, &p.head); err != nil {
-			return err
-		}
-		if bb := b.Bucket(bucketBases); bb != nil {
-			c := bb.Cursor()
-			for k, v := c.Last(); k != nil; k, v = c.Prev() {
-				if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-					p.base = base.Size
-					break
-				}
-			}
-		}
-		return nil
+		_, err := store.GetJSON(b, keyHead, &p.head)
+		return err
 	})
 	return p, err
 }
@@ -107,7 +95,7 @@ func receiptHash(db *store.DB, seq uint64) (string, bool) {
 		if b := tx.Bucket(store.BucketAudit); b != nil {
 			if rb := b.Bucket(bucketReceipts); rb != nil {
 				if v := rb.Get(store.U64(seq)); v != nil {
-					h = hashOf(v)
+					h = peek(v).Hash
 				}
 			}
 		}

@@ -169,10 +169,10 @@ func (l *Log) prunable(ret Retention) bool {
 		}
 		c := b.receipts.Cursor()
 		if k, v := c.First(); k != nil && u64(k) <= l.base.Size {
-			old = olderThan(timestampOf(v), cutoff) // kept under the floor
+			old = olderThan(peek(v).Timestamp, cutoff) // kept under the floor
 		}
 		if k, v := c.Seek(store.U64(l.base.Size + 1)); k != nil && !old {
-			old = olderThan(timestampOf(v), cutoff)
+			old = olderThan(peek(v).Timestamp, cutoff)
 		}
 		return nil
 	})
@@ -236,7 +236,7 @@ func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 		for k, v := c.Seek(store.U64(start + 1)); k != nil && res.examined < l.pruneLimit(); k, v = c.Next() {
 			seq := u64(k)
 			overCount := ret.MaxCount > 0 && seq <= l.head.Seq && l.head.Seq-seq >= ret.MaxCount
-			if !overCount && (cutoff.IsZero() || !olderThan(timestampOf(v), cutoff)) {
+			if !overCount && (cutoff.IsZero() || !olderThan(peek(v).Timestamp, cutoff)) {
 				break
 			}
 			last = seq
@@ -275,7 +275,7 @@ func (l *Log) cutTo(b buckets, plan keepPlan, start, last, cut uint64) (Base, ma
 	chain, root := l.base.Chain, l.base.Root
 	if last > start {
 		raw := b.receipts.Get(store.U64(last))
-		chain = hashOf(raw)
+		chain = peek(raw).Hash
 		frontier, err := loadRange(b.tree, last)
 		if err != nil {
 			return Base{}, nil, fmt.Errorf("prune: %w", err)
@@ -309,13 +309,13 @@ func (l *Log) cutTo(b buckets, plan keepPlan, start, last, cut uint64) (Base, ma
 			keep[nodeKey(id)] = true
 		}
 	}
-	if err := deleteBelow(b.tree, leafKey(cut), keep); err != nil {
+	if err := deleteKeys(b.tree, 0, leafKey(cut), keep); err != nil {
 		return Base{}, nil, err
 	}
-	if err := deleteBelow(b.checkpoints, cut+1, nil); err != nil {
+	if err := deleteKeys(b.checkpoints, 0, cut+1, nil); err != nil {
 		return Base{}, nil, err
 	}
-	if err := deleteBelow(b.bases, cut+1, nil); err != nil {
+	if err := deleteKeys(b.bases, 0, cut+1, nil); err != nil {
 		return Base{}, nil, err
 	}
 	tenants := maps.Clone(l.tenants)

@@ -60,14 +60,7 @@ func (l *Log) syncShared(b buckets) error {
 		}
 		l.rng, l.head, l.stale = rng, head, false
 	}
-	l.base = Base{}
-	c := b.bases.Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-			l.base = base
-			break
-		}
-	}
+	l.base, _ = newestStart(b.bases)
 	l.lastCP = 0
 	if k, _ := b.checkpoints.Cursor().Last(); k != nil {
 		l.lastCP = u64(k)

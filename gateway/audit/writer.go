@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-	"github.com/transparency-dev/merkle/compact"
 )
 
 func (l *Log) run() {
@@ -237,11 +236,7 @@ func (l *Log) write(items []item, forceSign bool) error {
 		b.receipts.SetFillPercent(1)
 		b.tree.SetFillPercent(1)
 		var perr error
-		visit := func(id compact.NodeID, h []byte) {
-			if perr == nil {
-				perr = b.tree.Put(keyBytes(nodeKey(id)), h)
-			}
-		}
+		visit := storeNodes(b.tree, &perr)
 		for i := range items {
 			it := &items[i]
 			if l.opts.Shared {
