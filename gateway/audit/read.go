@@ -44,25 +44,11 @@ func List(db *store.DB, f Filter) ([]Receipt, error) {
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("receipt %x unreadable: %w", k, err)
 			}
-			if f.Scope != "" && r.Scope != f.Scope {
-				continue
+			if (f.Scope == "" || r.Scope == f.Scope) && (f.CallID == "" || r.CallID == f.CallID) &&
+				(f.Tool == "" || r.Tool == f.Tool) && (f.Outcome == "" || r.Outcome == f.Outcome) &&
+				(f.Since.IsZero() || !olderThan(r.Timestamp, f.Since)) {
+				out = append(out, r)
 			}
-			if f.CallID != "" && r.CallID != f.CallID {
-				continue
-			}
-			if f.Tool != "" && r.Tool != f.Tool {
-				continue
-			}
-			if f.Outcome != "" && r.Outcome != f.Outcome {
-				continue
-			}
-			if !f.Since.IsZero() {
-				t, err := time.Parse(time.RFC3339Nano, r.Timestamp)
-				if err == nil && t.Before(f.Since) {
-					continue
-				}
-			}
-			out = append(out, r)
 		}
 		return nil
 	})
