@@ -178,27 +178,15 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.QueueSize <= 0 {
-		opts.QueueSize = 4096
-	}
-	if opts.MaxBacklog <= 0 {
-		opts.MaxBacklog = DefaultMaxBacklog
-	}
-	if opts.PruneEvery <= 0 {
-		opts.PruneEvery = 256
-	}
 	if opts.Linger == 0 {
-		opts.Linger = DefaultLinger
+		opts.Linger = DefaultLinger // negative disables
 	}
-	if opts.Cadence.Every == 0 {
-		opts.Cadence.Every = DefaultCheckpointEvery
-	}
-	if opts.Cadence.Interval <= 0 {
-		opts.Cadence.Interval = DefaultCheckpointInterval
-	}
-	if opts.StartupStretch <= 0 {
-		opts.StartupStretch = DefaultStartupStretch
-	}
+	orDefault(&opts.QueueSize, 4096)
+	orDefault(&opts.MaxBacklog, DefaultMaxBacklog)
+	orDefault(&opts.PruneEvery, 256)
+	orDefault(&opts.Cadence.Every, DefaultCheckpointEvery)
+	orDefault(&opts.Cadence.Interval, DefaultCheckpointInterval)
+	orDefault(&opts.StartupStretch, DefaultStartupStretch)
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{}),
 		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1),
 		attempted: make(chan struct{}), stopping: make(chan struct{})}
@@ -224,6 +212,12 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	go l.verifyStart(startProblem)
 	go l.run()
 	return l, nil
+}
+
+func orDefault[T int | uint64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // buckets are the audit sub-buckets of one transaction.
