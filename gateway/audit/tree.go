@@ -42,20 +42,19 @@ func frontierIDs(size uint64) []compact.NodeID { return compact.RangeNodes(0, si
 // loadRange rebuilds the compact range [0, size) from stored hashes.
 func loadRange(tb store.Bucket, size uint64) (*compact.Range, error) {
 	ids := frontierIDs(size)
-	hashes := make([][]byte, len(ids))
 	if p, ok := tb.(kv.Prefetcher); ok {
 		keys := make([][]byte, len(ids))
 		for i, id := range ids {
 			keys[i] = store.U64(nodeKey(id))
 		}
-		p.Prefetch(keys)
+		p.Prefetch(keys) // one round trip on a remote store
 	}
+	read, hashes := bucketNodes(tb), make([][]byte, len(ids))
 	for i, id := range ids {
-		h := tb.Get(store.U64(nodeKey(id)))
-		if len(h) != hashSize {
-			return nil, fmt.Errorf("tree hash of leaves %d..%d missing", firstLeaf(id)+1, lastLeaf(id)+1)
+		var err error
+		if hashes[i], err = read(id); err != nil {
+			return nil, err
 		}
-		hashes[i] = append([]byte(nil), h...)
 	}
 	return factory.NewRange(0, size, hashes)
 }
