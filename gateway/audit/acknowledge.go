@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
@@ -53,7 +54,7 @@ func (l *Log) writeAckBase(b buckets, rng *compact.Range, head Head) error {
 		bk   store.Bucket
 		from uint64
 	}{{b.checkpoints, rng.End() + 1}, {b.tree, leafKey(rng.End())}, {b.receipts, head.Seq + 1}} {
-		if err := deleteFrom(cut.bk, cut.from); err != nil {
+		if err := deleteKeys(cut.bk, cut.from, math.MaxUint64, nil); err != nil {
 			return err
 		}
 	}

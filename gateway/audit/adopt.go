@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-	"github.com/transparency-dev/merkle/compact"
 )
 
 // legacyCheckpoint is the retention record of older logs.
@@ -46,8 +45,12 @@ func (l *Log) adopt(b buckets) error {
 	if l.head.Hash == "" {
 		l.head = Head{Seq: legacy.Seq, Hash: legacy.Hash}
 	}
+	rep, err := verifyLegacy(b)
+	if err != nil {
+		return err
+	}
 	var note string
-	if rep := verifyLegacy(b); !rep.OK {
+	if !rep.ChainOK() {
 		note = "the chain written before signed audit did not verify: " + rep.Problem.Message
 		if err := store.PutJSON(b.root, keyIntegrity, rep.Problem); err != nil {
 			return err
@@ -64,11 +67,7 @@ func (l *Log) adopt(b buckets) error {
 			break // a gap: flagged by the legacy verification above
 		}
 		var perr error
-		if err := l.rng.Append(LeafHash(v), func(id compact.NodeID, h []byte) {
-			if perr == nil {
-				perr = b.tree.Put(keyBytes(nodeKey(id)), h)
-			}
-		}); err != nil {
+		if err := l.rng.Append(LeafHash(v), storeNodes(b.tree, &perr)); err != nil {
 			return err
 		}
 		if perr != nil {

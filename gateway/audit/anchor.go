@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,7 @@ import (
 )
 
 // An Anchor hands a signed checkpoint to a place the holder of the database
-// folder cannot rewrite. Anchoring never blocks calls: checkpoints are
-// queued to a goroutine, and a failure is only reported (OnAnchor).
+// folder cannot rewrite. It never blocks calls; failures are reported.
 type Anchor interface {
 	// Target names the anchor in logs and metrics.
 	Target() string
@@ -54,8 +54,7 @@ func fileAnchor(path string) (Anchor, error) {
 }
 
 // FileAnchor appends each checkpoint (a signed note and a blank line) to a
-// file opened in append mode and synced. Make it append-only for the
-// database's holder: another disk or user, chattr +a, a mounted log volume.
+// file, synced; make it append-only for the database's holder.
 type FileAnchor struct {
 	Path string
 	mu   sync.Mutex
@@ -72,20 +71,15 @@ func (a *FileAnchor) Anchor(_ context.Context, cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(append([]byte(nil), cp.Note...), '\n')); err != nil {
-		f.Close()
-		return err
+	_, err = f.Write(append(append([]byte(nil), cp.Note...), '\n'))
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return cmp.Or(err, f.Close())
 }
 
-// CommandAnchor runs Command with /bin/sh, the checkpoint on stdin and its
-// size and origin in ACCORDS_AUDIT_CHECKPOINT_SIZE and
-// ACCORDS_AUDIT_ORIGIN (a git commit, logger(1), a witness client).
+// CommandAnchor runs Command with /bin/sh, the checkpoint on stdin, its
+// size and origin in ACCORDS_AUDIT_CHECKPOINT_SIZE and ACCORDS_AUDIT_ORIGIN.
 type CommandAnchor struct {
 	Command string
 	Timeout time.Duration
@@ -124,9 +118,9 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// anchorQueue delivers checkpoints in order on its own goroutine. When it
-// falls behind, older checkpoints are dropped (each newer one covers them)
-// and the drop is reported as a failure.
+// anchorQueue delivers checkpoints in order on its own goroutine; when it
+// falls behind, older ones are dropped (a newer one covers them) and the
+// drop is reported.
 type anchorQueue struct {
 	a      Anchor
 	report func(string, error)
@@ -192,13 +186,11 @@ type AnchorReader interface {
 	Tail() ([][]byte, error)
 }
 
-// anchorTail is how much of the end of an anchor file Tail reads: many
-// checkpoints, whatever the file's length.
+// anchorTail is how much of the end of an anchor file Tail reads.
 const anchorTail = 64 << 10
 
 // Tail reads the notes at the end of the file (none when it does not
-// exist yet). The first note of the stretch read may be cut; Log's check
-// only uses the newest that verifies.
+// exist). The first may be cut; the check uses the newest that verifies.
 func (a *FileAnchor) Tail() ([][]byte, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -219,22 +211,16 @@ func (a *FileAnchor) Tail() ([][]byte, error) {
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return nil, err
 	}
-	if off > 0 {
-		// Start at a line.
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			buf = buf[i+1:]
-		}
+	if i := bytes.IndexByte(buf, '\n'); off > 0 && i >= 0 {
+		buf = buf[i+1:] // start at a line
 	}
 	return SplitNotes(buf), nil
 }
 
-// checkAnchor compares the log with the newest checkpoint at the end of a
-// readable anchor (CheckAnchor): the log must extend it (the same root at
-// its size), unless its receipts were pruned since or a signed restore
-// record says that checkpoint is of the history a restore replaced. A log
-// that does not is flagged like a damaged one: the anchor is where the
-// server put what the database's holder cannot rewrite, so an older copy
-// of the database swapped in shows here at the next start.
+// checkAnchor checks that the log extends the newest checkpoint at the end
+// of a readable anchor (CheckAnchor), unless its receipts were pruned since
+// or a signed restore record accounts for it: an older copy of the
+// database swapped in shows here.
 func (l *Log) checkAnchor() *Problem {
 	ar, ok := l.opts.Anchor.(AnchorReader)
 	if !ok {
@@ -243,9 +229,7 @@ func (l *Log) checkAnchor() *Problem {
 	target := l.opts.Anchor.Target()
 	notes, err := ar.Tail()
 	if err != nil || len(notes) == 0 {
-		// Not readable now (or empty): nothing to compare with. A failing
-		// anchor is reported by every hand-over.
-		return nil
+		return nil // nothing to compare with; hand-overs report a failing anchor
 	}
 	var cp Checkpoint
 	found := false
@@ -267,19 +251,12 @@ func (l *Log) checkAnchor() *Problem {
 		if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
 			return err
 		}
-		var start uint64 // receipts up to here were pruned
-		c := b.bases.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-				start = base.Size
-				break
-			}
-		}
+		start, _ := newestStart(b.bases) // receipts up to it were pruned
 		var root []byte
 		switch {
 		case cp.Origin != l.origin:
 			p = &Problem{Kind: ProblemForeign, Message: fmt.Sprintf("the newest checkpoint in the anchor %s is of log %s, this database holds log %s: the database was replaced", target, cp.Origin, l.origin)}
-		case cp.Size <= start:
+		case cp.Size <= start.Size:
 			return nil // pruned since: nothing left to compare
 		case cp.Size > head.Seq:
 			p = &Problem{Kind: ProblemRolledBack, Seq: head.Seq + 1, Message: fmt.Sprintf("the newest checkpoint in the anchor %s covers %d receipts but the log ends at receipt %d: an older copy of the database was put in place (receipts %d..%d are gone)", target, cp.Size, head.Seq, head.Seq+1, cp.Size)}

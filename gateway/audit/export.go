@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -17,11 +18,10 @@ import (
 )
 
 // ExportFormat names the NDJSON export: a "log" line, then "base",
-// "frontier", "checkpoint", "restore" lines and a "path" line (inclusion
+// "frontier", "checkpoint", "restore" lines, a "path" line (inclusion
 // proof) per receipt kept under the tenant floor, then one "receipt" line
-// per receipt with the stored bytes verbatim. With the public key it verifies offline
-// (VerifyExport) exactly as the database does, except for the stored tree
-// hashes, which it recomputes instead.
+// per receipt with the stored bytes verbatim. VerifyExport checks it as
+// Verify checks the database, recomputing the tree hashes.
 const ExportFormat = "accords-mcp-audit-export/v1"
 
 type exportLine struct {
@@ -48,14 +48,16 @@ func Export(db *store.DB, w io.Writer) (int, error) {
 			return errors.New("the log has no signed history yet (start the server once): nothing verifiable to export")
 		}
 		enc := json.NewEncoder(bw)
-		if err := enc.Encode(exportLine{Type: "log", Format: ExportFormat, Origin: src.origin, Head: src.head}); err != nil {
-			return err
+		var werr error // the first write error; later writes are skipped
+		put := func(l exportLine) {
+			if werr == nil {
+				werr = enc.Encode(l)
+			}
 		}
+		put(exportLine{Type: "log", Format: ExportFormat, Origin: src.origin, Head: src.head})
 		var start uint64 // the retention base: receipts up to it are kept ones
 		for _, k := range src.bases {
-			if err := enc.Encode(exportLine{Type: "base", Size: k.key, Note: string(k.raw)}); err != nil {
-				return err
-			}
+			put(exportLine{Type: "base", Size: k.key, Note: string(k.raw)})
 			if b, err := openBase(k.raw, nil); err == nil && b.Kind != BaseAcknowledged {
 				start = b.Size
 			}
@@ -63,67 +65,54 @@ func Export(db *store.DB, w io.Writer) (int, error) {
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
-			hs := make([]string, len(rng.Hashes()))
-			for i, h := range rng.Hashes() {
-				hs[i] = base64.StdEncoding.EncodeToString(h)
-			}
-			if err := enc.Encode(exportLine{Type: "frontier", Size: k.key, Hashes: hs}); err != nil {
-				return err
-			}
+			put(exportLine{Type: "frontier", Size: k.key, Hashes: b64(rng.Hashes())})
 		}
 		for _, k := range src.checkpoints {
-			if err := enc.Encode(exportLine{Type: "checkpoint", Size: k.key, Note: string(k.raw)}); err != nil {
-				return err
-			}
+			put(exportLine{Type: "checkpoint", Size: k.key, Note: string(k.raw)})
 		}
 		for _, k := range src.restores {
-			if err := enc.Encode(exportLine{Type: "restore", Size: k.key, Note: string(k.raw)}); err != nil {
-				return err
-			}
+			put(exportLine{Type: "restore", Size: k.key, Note: string(k.raw)})
 		}
 		var perr error
 		err = src.receipts(0, func(seq uint64, _ []byte) bool {
 			if seq > start {
 				return false
 			}
-			var path [][]byte
-			if path, perr = src.path(seq, start); perr != nil {
+			path, err := src.path(seq, start)
+			if err != nil {
+				perr = fmt.Errorf("export: %w", err)
 				return false
 			}
-			hs := make([]string, len(path))
-			for i, h := range path {
-				hs[i] = base64.StdEncoding.EncodeToString(h)
-			}
-			perr = enc.Encode(exportLine{Type: "path", Size: seq, Hashes: hs})
-			return perr == nil
+			put(exportLine{Type: "path", Size: seq, Hashes: b64(path)})
+			return werr == nil
 		})
-		if err != nil {
-			return err
+		if err != nil || perr != nil {
+			return cmp.Or(err, perr)
 		}
-		if perr != nil {
-			return fmt.Errorf("export: %w", perr)
-		}
-		var werr error
 		err = src.receipts(0, func(_ uint64, raw []byte) bool {
-			// The stored bytes are compact JSON: written verbatim they stay
-			// the leaf bytes.
-			if _, werr = bw.WriteString(`{"type":"receipt","receipt":`); werr == nil {
-				if _, werr = bw.Write(raw); werr == nil {
-					_, werr = bw.WriteString("}\n")
-				}
+			// Stored bytes are compact JSON: written verbatim they stay the leaf bytes.
+			if werr == nil {
+				_, werr = fmt.Fprintf(bw, "%s%s}\n", receiptPrefix, raw)
 			}
 			n++
 			return werr == nil
 		})
-		if err != nil {
-			return err
-		}
-		return werr
+		return cmp.Or(err, werr)
 	})
 	if err != nil {
 		return n, err
 	}
 	return n, bw.Flush()
+}
+
+const receiptPrefix = `{"type":"receipt","receipt":`
+
+func b64(hs [][]byte) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = base64.StdEncoding.EncodeToString(h)
+	}
+	return out
 }
 
 // VerifyExport verifies an export with no database: chain, tree (recomputed),
@@ -133,26 +122,31 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 	src := &source{hasInfo: true}
 	frontiers := map[uint64]*compact.Range{0: factory.NewEmptyRange(0)}
 	paths := map[uint64][][]byte{}
-	var first []byte
 	lineNo := 0
-	readLine := func() ([]byte, error) {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
+	// next returns the next non-blank line, nil at the end.
+	next := func() ([]byte, error) {
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) == 0 {
+				if errors.Is(err, io.EOF) {
+					return nil, nil
+				}
+				return nil, err
+			}
 			lineNo++
-			return bytes.TrimRight(line, "\r\n"), nil
+			if line = bytes.TrimRight(line, "\r\n"); len(bytes.TrimSpace(line)) > 0 {
+				return line, nil
+			}
 		}
-		return nil, err
 	}
+	var first []byte
 	for {
-		line, err := readLine()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		line, err := next()
 		if err != nil {
 			return Report{}, err
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+		if line == nil {
+			break
 		}
 		var l exportLine
 		if err := json.Unmarshal(line, &l); err != nil {
@@ -183,8 +177,7 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 	}
 	var streamErr error
 	src.receipts = func(_ uint64, yield func(uint64, []byte) bool) error {
-		line := first
-		for line != nil {
+		for line := first; line != nil; {
 			raw, seq, err := receiptOfLine(line)
 			if err != nil {
 				return fmt.Errorf("export line %d: %w", lineNo, err)
@@ -192,19 +185,8 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 			if !yield(seq, raw) {
 				return nil
 			}
-			line = nil
-			for line == nil {
-				l, err := readLine()
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				if err != nil {
-					streamErr = err
-					return nil
-				}
-				if len(bytes.TrimSpace(l)) > 0 {
-					line = l
-				}
+			if line, streamErr = next(); streamErr != nil {
+				return nil
 			}
 		}
 		return nil
@@ -217,12 +199,9 @@ func VerifyExport(r io.Reader, opts VerifyOptions) (Report, error) {
 // and paths.
 func readHeaderLine(l exportLine, src *source, frontiers map[uint64]*compact.Range, paths map[uint64][][]byte) error {
 	hashes := func(what string) ([][]byte, error) {
-		hs := make([][]byte, len(l.Hashes))
-		for i, h := range l.Hashes {
-			var err error
-			if hs[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(hs[i]) != hashSize {
-				return nil, fmt.Errorf("bad %s hash", what)
-			}
+		hs, err := unb64(l.Hashes)
+		if err != nil {
+			return nil, fmt.Errorf("bad %s hash", what)
 		}
 		return hs, nil
 	}
@@ -257,13 +236,23 @@ func readHeaderLine(l exportLine, src *source, frontiers map[uint64]*compact.Ran
 	return nil
 }
 
+func unb64(hs []string) ([][]byte, error) {
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		var err error
+		if out[i], err = base64.StdEncoding.DecodeString(h); err != nil || len(out[i]) != hashSize {
+			return nil, fmt.Errorf("hash %d is not a base64 SHA-256", i)
+		}
+	}
+	return out, nil
+}
+
 // receiptOfLine returns the receipt's bytes exactly as exported.
 func receiptOfLine(line []byte) ([]byte, uint64, error) {
-	const prefix = `{"type":"receipt","receipt":`
-	if !bytes.HasPrefix(line, []byte(prefix)) || !bytes.HasSuffix(line, []byte("}")) {
+	if !bytes.HasPrefix(line, []byte(receiptPrefix)) || !bytes.HasSuffix(line, []byte("}")) {
 		return nil, 0, errors.New("not a receipt line")
 	}
-	raw := line[len(prefix) : len(line)-1]
+	raw := line[len(receiptPrefix) : len(line)-1]
 	var r struct {
 		Seq uint64 `json:"seq"`
 	}
@@ -327,9 +316,9 @@ func Prove(db *store.DB, seq uint64) (Proof, error) {
 		leaf := LeafHash(raw)
 		p = Proof{Seq: seq, LeafIndex: seq - 1, LeafHash: hex.EncodeToString(leaf), Receipt: string(raw),
 			TreeSize: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Root), Checkpoint: string(cpRaw)}
+		p.Path = b64(path)
 		tp := tlogproof.TLogProof{Index: seq - 1, Checkpoint: append([]byte(nil), cpRaw...), ExtraData: []byte(p.Receipt)}
 		for _, h := range path {
-			p.Path = append(p.Path, base64.StdEncoding.EncodeToString(h))
 			tp.Hashes = append(tp.Hashes, [hashSize]byte(h))
 		}
 		p.TLogProof = string(tp.Marshal())
@@ -356,11 +345,9 @@ func VerifyProof(p Proof, v note.Verifier, wantLeaf string) (Checkpoint, error) 
 	if err := json.Unmarshal([]byte(p.Receipt), &r); err != nil || r.Seq != p.LeafIndex+1 {
 		return cp, errors.New("the receipt's seq does not match the proof's leaf index")
 	}
-	path := make([][]byte, len(p.Path))
-	for i, h := range p.Path {
-		if path[i], err = base64.StdEncoding.DecodeString(h); err != nil {
-			return cp, fmt.Errorf("proof hash %d: %w", i, err)
-		}
+	path, err := unb64(p.Path)
+	if err != nil {
+		return cp, fmt.Errorf("proof: %w", err)
 	}
 	if err := VerifyInclusion(p.LeafIndex, cp.Size, leaf, path, cp.Root); err != nil {
 		return cp, fmt.Errorf("inclusion proof does not verify: %w", err)

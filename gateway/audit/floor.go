@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strconv"
@@ -15,12 +14,9 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 )
 
-// The tenant floor of count retention. The log is one chain, so retention
-// can only move its start forward; a tenant's receipts that the floor
-// protects stay below the new start instead, each with the tree hashes of
-// its inclusion proof in the tree the retention base signs. The base's
-// note names how many stay and a digest of their numbers, so removing or
-// swapping one of them is caught by verification like any other edit.
+// The tenant floor: receipts it protects stay below the retention base with
+// the tree hashes of their inclusion proofs; the base's note names how many
+// and a digest of their numbers, so removing or swapping one is caught.
 
 // keepPlan is what one pruning transaction keeps and removes of the
 // receipts up to its cut.
@@ -33,12 +29,10 @@ type keepPlan struct {
 	byCount, byAge, dropped int
 }
 
-// planKeep decides, for every receipt up to cut (those kept below the old
-// base start and those after it), whether it stays: a receipt stays when
-// it is not older than the age bound and fewer than Floor receipts of its
-// tenant are newer. Counts come from l.tenants, so only the receipts up to
-// cut are read. A shared log drops at most sharedFloorDrops formerly kept
-// receipts per transaction (keeping one longer only keeps more).
+// planKeep decides for every receipt up to cut whether it stays: when it is
+// not older than the age bound and fewer than Floor receipts of its tenant
+// (counted in l.tenants) are newer. A shared log drops at most
+// sharedFloorDrops formerly kept receipts per transaction.
 func (l *Log) planKeep(b buckets, ret Retention, cutoff time.Time, start, cut uint64) keepPlan {
 	p := keepPlan{gone: map[string]uint64{}}
 	floor := ret.Floor
@@ -53,15 +47,15 @@ func (l *Log) planKeep(b buckets, ret Retention, cutoff time.Time, start, cut ui
 	c := b.receipts.Cursor()
 	for k, v := c.First(); k != nil && u64(k) <= cut; k, v = c.Next() {
 		seq := u64(k)
-		scope := scopeOf(v)
-		// Receipts of the tenant newer than this one; counts that do not
-		// add up (a damaged count) read as none newer, which keeps.
+		scope := peek(v).Scope
+		// Receipts of the tenant newer than this one; a damaged count reads
+		// as none newer, which keeps.
 		var newer uint64
 		if n := l.tenants[scope]; n > walked[scope]+1 {
 			newer = n - walked[scope] - 1
 		}
 		walked[scope]++
-		old := !cutoff.IsZero() && olderThan(timestampOf(v), cutoff)
+		old := !cutoff.IsZero() && olderThan(peek(v).Timestamp, cutoff)
 		keep := !old && newer < floor
 		if seq <= start && !keep && drops == 0 {
 			keep = true
@@ -87,8 +81,7 @@ func (l *Log) planKeep(b buckets, ret Retention, cutoff time.Time, start, cut ui
 	return p
 }
 
-// keptPathIDs are the tree nodes the inclusion proof of receipt seq in the
-// tree of size needs.
+// keptPathIDs are the tree nodes of receipt seq's inclusion proof.
 func keptPathIDs(seq, size uint64) []compact.NodeID {
 	nodes, err := proof.Inclusion(seq-1, size)
 	if err != nil {
@@ -108,8 +101,7 @@ func keptDigest(seqs []uint64) string {
 
 const keptPrefix = " [kept "
 
-// keptMarker is the part of a retention base's note that names the
-// receipts kept below it: " [kept N sha256:<digest of their numbers>]".
+// keptMarker ends a retention base's note: " [kept N sha256:<digest>]".
 func keptMarker(seqs []uint64) string {
 	if len(seqs) == 0 {
 		return ""
@@ -131,18 +123,8 @@ func parseKept(text string) (n int, digest string, ok bool) {
 	return n, digest, true
 }
 
-// scopeOf reads the scope of stored receipt bytes.
-func scopeOf(raw []byte) string {
-	var r struct {
-		Scope string `json:"scope"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	return r.Scope
-}
-
-// loadTenants reads the receipt counts by scope; a log written before they
-// were kept is counted once here (receipts up to the head) and the counts
-// stored.
+// loadTenants reads the receipt counts by scope, counting and storing
+// them once for a log written before they were kept.
 func (l *Log) loadTenants(b buckets) error {
 	l.tenants = map[string]uint64{}
 	ok, err := store.GetJSON(b.root, keyTenants, &l.tenants)
@@ -151,7 +133,7 @@ func (l *Log) loadTenants(b buckets) error {
 	}
 	c := b.receipts.Cursor()
 	for k, v := c.First(); k != nil && u64(k) <= l.head.Seq; k, v = c.Next() {
-		l.tenants[scopeOf(v)]++
+		l.tenants[peek(v).Scope]++
 	}
 	return store.PutJSON(b.root, keyTenants, l.tenants)
 }
@@ -170,9 +152,8 @@ func countTenants(counts map[string]uint64, items []item) map[string]uint64 {
 	return out
 }
 
-// keptReceipt checks a receipt found below the retention base of a full
-// walk: retention kept it under the tenant floor only if the base's note
-// says receipts are kept, and then it must be exactly the leaf the base's
+// keptReceipt checks a receipt found below the retention base: the base's
+// note must say receipts are kept, and it must be the leaf the base's
 // signed tree holds at its number.
 func (w *walker) keptReceipt(seq uint64, raw []byte) bool {
 	base := w.retention
@@ -211,8 +192,8 @@ func (w *walker) keptReceipt(seq uint64, raw []byte) bool {
 	return true
 }
 
-// keptComplete checks, at the end of a full walk, that the receipts found
-// below the retention base are exactly those its signed note names.
+// keptComplete checks that the receipts found below the retention base are
+// exactly those its signed note names.
 func (w *walker) keptComplete() bool {
 	if w.retention == nil {
 		return true

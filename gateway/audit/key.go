@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/rand"
@@ -17,18 +18,13 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// Key is the audit log's identity: one 32-byte secret kept outside the
-// database folder, from which two independent subkeys are derived, the
-// Ed25519 seed that signs checkpoints and the HMAC key of the receipts'
-// params_hash/result_hash. The holder of the database folder has neither,
-// so it can neither re-sign a rewritten log nor test guesses against the
-// digests.
+// Key is the audit log's identity: a 32-byte secret kept outside the
+// database folder, from which the checkpoint signing key and the HMAC key
+// of the receipts' digests are derived.
 type Key struct {
 	signer   note.Signer
 	verifier note.Verifier
-	// VerifierKey is the public key in signed-note verifier form
-	// (name+hash+base64), what `audit key` prints and
-	// /.well-known/accords-audit-key serves.
+	// VerifierKey is the public key in signed-note verifier form.
 	VerifierKey string
 	digest      []byte
 	// Source is "env" or the key file path, for diagnostics.
@@ -44,8 +40,8 @@ const (
 	labelDigest  = "accords-mcp audit receipt digests v1"
 )
 
-// KeyName is the signer name in notes: a fixed prefix and the first 8 hex
-// digits of the public key's SHA-256, so two installs are told apart by eye.
+// keyName is the signer name in notes: a prefix and the first 8 hex digits
+// of the public key's SHA-256.
 func keyName(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	return "accords-mcp-audit-" + hex.EncodeToString(sum[:4])
@@ -69,8 +65,6 @@ func NewKey(master []byte, source string) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The signer key string repeats the verifier's name and key hash; the
-	// note package checks the hash against the derived public key.
 	parts := strings.Split(vkey, "+")
 	skey := fmt.Sprintf("PRIVATE+KEY+%s+%s+%s", name, parts[1],
 		base64.StdEncoding.EncodeToString(append([]byte{1}, priv.Seed()...)))
@@ -163,15 +157,11 @@ func LoadKey(spec KeySpec, create bool) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create audit key file %s: %w", spec.File, err)
 	}
-	if _, err := f.WriteString(hex.EncodeToString(master) + "\n"); err != nil {
-		f.Close()
-		return nil, err
+	_, err = f.WriteString(hex.EncodeToString(master) + "\n")
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := cmp.Or(err, f.Close()); err != nil {
 		return nil, err
 	}
 	return NewKey(master, spec.File)

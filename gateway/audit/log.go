@@ -2,6 +2,7 @@ package audit
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,8 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 )
 
-// Layout inside the top-level "audit" bucket (sub-buckets from migration
-// v2; receipts from v1).
+// Layout inside the top-level "audit" bucket.
 var (
 	bucketReceipts    = []byte("receipts")    // big-endian seq -> receipt JSON (the leaf bytes)
 	bucketTree        = []byte("tree")        // big-endian storage position -> 32-byte subtree hash
@@ -29,8 +29,8 @@ var (
 	keyLegacyCheckpoint = []byte("checkpoint")
 )
 
-// Head is the position of the newest receipt. It is written in the same
-// transaction as the receipt, so removing receipts from the tail is visible.
+// Head is the position of the newest receipt, written in the receipt's
+// transaction so that removing receipts from the tail is visible.
 type Head struct {
 	Seq       uint64 `json:"seq"`
 	Hash      string `json:"hash"`
@@ -63,9 +63,8 @@ const (
 // Errors of appends.
 var (
 	ErrClosed = errors.New("audit log is closed")
-	// ErrBacklog means commits have been failing for so long that the
-	// receipts waiting in memory hit Options.MaxBacklog; the receipt was
-	// not numbered, so the chain has no gap.
+	// ErrBacklog: failing commits left Options.MaxBacklog receipts in
+	// memory; the receipt was not numbered, so the chain has no gap.
 	ErrBacklog = errors.New("audit log backlog full: receipts cannot be committed")
 )
 
@@ -76,62 +75,46 @@ type Options struct {
 	Retention Retention
 	Cadence   Cadence
 	// Anchor receives each signed checkpoint (nil: none); OnAnchor learns
-	// the outcome of each hand-over (metrics, logs).
+	// the outcome of each hand-over.
 	Anchor   Anchor
 	OnAnchor func(target string, err error)
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-	// QueueSize bounds receipts waiting for the writer (default 4096); a full
-	// queue makes appends wait, never drops a receipt.
+	Now      func() time.Time // time.Now when nil
+	// QueueSize bounds receipts waiting for the writer (default 4096); a
+	// full queue makes appends wait, never drops a receipt.
 	QueueSize int
-	// MaxBacklog bounds receipts kept in memory while commits fail (default
-	// 65536).
+	// MaxBacklog bounds receipts kept in memory while commits fail.
 	MaxBacklog int
 	// PruneEvery is the number of commits between retention passes
 	// (default 256); a pass also runs at Open.
 	PruneEvery int
-	// Linger is how long the writer waits to gather more receipts into one
-	// commit when nobody is waiting for the commit (default 5ms; negative
-	// disables). It bounds how long a read tool's receipt can sit in memory.
+	// Linger is how long the writer gathers receipts nobody waits for
+	// into one commit (negative disables).
 	Linger time.Duration
-	// StartupStretch is how many of the newest receipts Open verifies
-	// (default 4096).
+	// StartupStretch is how many of the newest receipts Open verifies.
 	StartupStretch int
-	// VerifyDelay is how long after Open that verification begins
-	// (default 0: at once). A server sets it so that a launching client's
-	// handshake does not share the machine with thousands of receipt
-	// hashes; Integrity (a write tool's admission, a health check) and
-	// Close cut the wait short, and nothing is committed before the
-	// verification has run.
+	// VerifyDelay postpones the start-up verification; Integrity and Close
+	// cut it short, and nothing is committed before it has run.
 	VerifyDelay time.Duration
-	// OnStartProblem, when set, is told of a verification failure found
-	// at start, before Integrity reports it.
+	// OnStartProblem is told of a verification failure found at start.
 	OnStartProblem func(*Problem)
-	// OnPrune, when set, is told of each retention pass that removed
-	// receipts (on the writer's goroutine: keep it short).
+	// OnPrune is told of each retention pass that removed receipts (on
+	// the writer's goroutine).
 	OnPrune func(PruneEvent)
-	// CheckAnchor makes the start-up verification read the newest
-	// checkpoint of an anchor that can be read back (a file anchor) and
-	// flag a log that does not extend it as it flags a damaged log, unless
-	// a signed restore record accounts for it. Servers set it; tools that
-	// open the log for a moment (acknowledge, restore) do not.
+	// CheckAnchor makes the start-up verification flag a log that does not
+	// extend the newest checkpoint of a readable anchor, unless a signed
+	// restore record accounts for it.
 	CheckAnchor bool
-	// Shared means other processes append to the same log (replicas on
-	// one etcd store). Each commit then starts from the head, tree
-	// frontier, base and last checkpoint as stored, and numbers and chains
-	// its receipts there, so the replicas write one linear chain (two
-	// commits from the same head conflict and the later one runs again
-	// on the new head). A receipt's number is known only once committed:
-	// AppendSync waits for the commit and returns it; Append returns at
-	// once without a reference (the receipt is found by its call id).
+	// Shared means other processes append to the same log (replicas on one
+	// etcd store): each commit numbers and chains its receipts from the
+	// stored position, so a receipt's number is known only once committed
+	// (AppendSync returns it; Append returns no reference).
 	Shared bool
 }
 
 // Log appends receipts through one writer goroutine that group-commits
-// whatever is queued in one bbolt transaction (one fsync per group, not per
-// call). Appends are numbered and chained as they are queued, so a caller
-// gets its receipt reference at once; the writer commits in that order and
-// grows the Merkle tree in the same transaction.
+// whatever is queued in one transaction, with the Merkle tree. Appends are
+// numbered and chained as they are queued, so a caller gets its receipt
+// reference at once.
 type Log struct {
 	db     *store.DB
 	opts   Options
@@ -146,22 +129,16 @@ type Log struct {
 	done    chan struct{}
 	backlog atomic.Int64
 	// verified is closed once the start-up verification has finished:
-	// Integrity waits for it and the writer commits nothing before it, so
-	// no receipt is signed and no write tool admitted before the newest
-	// stretch is known to be intact, while start-up itself does not wait.
+	// Integrity waits for it and the writer commits nothing before it.
 	verified chan struct{}
-	// nudge wakes a writer that lingers: it sleeps without receiving, so
-	// a receipt nobody waits for is queued without waking it (a futex
-	// wake on the caller's path), and callers that wait, a closing log or
-	// a half-full queue nudge it.
-	nudge chan struct{}
-	// hurry, closed once, ends VerifyDelay's wait.
-	hurry     chan struct{}
+	// nudge wakes a lingering writer (callers that wait, a closing log, a
+	// half-full queue).
+	nudge     chan struct{}
+	hurry     chan struct{} // closed once: ends VerifyDelay's wait
 	hurryOnce sync.Once
-	// attempted is closed once the start-up verification has run or
-	// failed to reach the store; waiting holds the store's error while the
-	// verification waits for it, and stopping (closed by Close) makes it
-	// give up after one last attempt.
+	// attempted is closed once the start-up verification has run or failed
+	// to reach the store; waiting holds the store's error meanwhile, and
+	// stopping (closed by Close) makes it give up after one last attempt.
 	attempted     chan struct{}
 	attemptedOnce sync.Once
 	waiting       atomic.Pointer[UnverifiedError]
@@ -183,20 +160,17 @@ type Log struct {
 	anchors  *anchorQueue
 	stale    bool // shared: the frontier must be read again
 	// knownRev is, on a shared log, the store revision of this writer's
-	// last commit while nothing says the stored position moved since
-	// (0: read it); specSkip counts commits left before relying on it
-	// again after another replica's commit proved it stale.
-	knownRev  int64
-	specSkip  int
-	afterSign func(Checkpoint) // tests
-	// beforeCommit lets tests make commits fail.
-	beforeCommit func() error
+	// last commit while the stored position is believed unmoved (0: read
+	// it); specSkip counts commits left before relying on it again.
+	knownRev     int64
+	specSkip     int
+	afterSign    func(Checkpoint) // tests
+	beforeCommit func() error     // tests: make commits fail
 }
 
-// Open starts the log on db (its "audit" bucket and sub-buckets must exist:
-// migrations v1 and v2). A log written before signed audit is adopted: its
-// tree is built and a base and checkpoint are signed. The newest stretch is
-// verified; a failure does not stop Open but is reported by Integrity.
+// Open starts the log on db (migrated). A log written before signed audit
+// is adopted. The newest stretch is verified beside start-up; a failure
+// does not stop Open but is reported by Integrity.
 func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Key == nil {
 		return nil, errors.New("open audit log: a signing key is required")
@@ -204,27 +178,15 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.QueueSize <= 0 {
-		opts.QueueSize = 4096
-	}
-	if opts.MaxBacklog <= 0 {
-		opts.MaxBacklog = DefaultMaxBacklog
-	}
-	if opts.PruneEvery <= 0 {
-		opts.PruneEvery = 256
-	}
 	if opts.Linger == 0 {
-		opts.Linger = DefaultLinger
+		opts.Linger = DefaultLinger // negative disables
 	}
-	if opts.Cadence.Every == 0 {
-		opts.Cadence.Every = DefaultCheckpointEvery
-	}
-	if opts.Cadence.Interval <= 0 {
-		opts.Cadence.Interval = DefaultCheckpointInterval
-	}
-	if opts.StartupStretch <= 0 {
-		opts.StartupStretch = DefaultStartupStretch
-	}
+	orDefault(&opts.QueueSize, 4096)
+	orDefault(&opts.MaxBacklog, DefaultMaxBacklog)
+	orDefault(&opts.PruneEvery, 256)
+	orDefault(&opts.Cadence.Every, DefaultCheckpointEvery)
+	orDefault(&opts.Cadence.Interval, DefaultCheckpointInterval)
+	orDefault(&opts.StartupStretch, DefaultStartupStretch)
 	l := &Log{db: db, opts: opts, key: opts.Key, queue: make(chan item, opts.QueueSize), done: make(chan struct{}),
 		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1),
 		attempted: make(chan struct{}), stopping: make(chan struct{})}
@@ -234,18 +196,8 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		if err != nil {
 			return err
 		}
-		if err := l.load(b); err != nil {
-			return err
-		}
-		if b.root.Get(keyIntegrity) != nil {
-			// A failure found earlier stays until it is acknowledged.
-			var p Problem
-			if _, err := store.GetJSON(b.root, keyIntegrity, &p); err != nil || p.Kind == "" {
-				p = Problem{Kind: ProblemCorrupt, Message: "a verification failure was recorded"}
-			}
-			startProblem = &p
-		}
-		return nil
+		startProblem = recorded(b.root) // stays until acknowledged
+		return l.load(b)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
@@ -257,11 +209,15 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	if opts.Anchor != nil {
 		l.anchors = newAnchorQueue(opts.Anchor, opts.OnAnchor)
 	}
-	// Verifying the newest stretch reads and re-hashes thousands of
-	// receipts: it runs beside start-up instead of before it.
 	go l.verifyStart(startProblem)
 	go l.run()
 	return l, nil
+}
+
+func orDefault[T int | uint64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // buckets are the audit sub-buckets of one transaction.
@@ -281,9 +237,7 @@ func auditBuckets(tx store.Tx) (buckets, error) {
 	b.restores = b.root.Bucket(bucketRestores)
 	if b.receipts == nil || b.tree == nil || b.checkpoints == nil || b.bases == nil || b.restores == nil {
 		if !tx.Writable() {
-			// A file of an older schema read in place (backup checks):
-			// what is missing reads as empty.
-			return b, nil
+			return b, nil // an older schema read in place: missing reads as empty
 		}
 		for _, p := range []struct {
 			dst  *store.Bucket
@@ -319,28 +273,20 @@ func (l *Log) load(b buckets) error {
 	if l.head.Hash == "" {
 		l.head.Hash = Genesis
 	}
-	c := b.bases.Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-			l.base = base
-			break
-		}
-	}
+	l.base, _ = newestStart(b.bases)
 	if k, _ := b.checkpoints.Cursor().Last(); k != nil {
 		l.lastCP = u64(k)
 	}
 	rng, err := loadRange(b.tree, l.head.Seq)
 	if err != nil {
-		// A broken tree is reported by checkStretch; keep appending onto
-		// what the receipts say, without signing, until acknowledged.
-		rng = rebuildRange(b, l.head.Seq)
+		rng = rebuildRange(b, l.head.Seq) // flagged by checkStretch
 	}
 	l.rng = rng
 	return l.loadTenants(b)
 }
 
 // rebuildRange recomputes the frontier from receipt bytes where the stored
-// tree is unusable (used only to keep appending while the log is flagged).
+// tree is unusable, to keep appending while the log is flagged.
 func rebuildRange(b buckets, size uint64) *compact.Range {
 	r := factory.NewEmptyRange(0)
 	c := b.receipts.Cursor()
@@ -403,26 +349,35 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// deleteFrom deletes keys >= from.
-func deleteFrom(bk store.Bucket, from uint64) error {
-	var doomed [][]byte
-	c := bk.Cursor()
-	for k, _ := c.Seek(store.U64(from)); k != nil; k, _ = c.Next() {
-		doomed = append(doomed, append([]byte(nil), k...))
-	}
-	for _, k := range doomed {
-		if err := bk.Delete(k); err != nil {
-			return err
+// newestStart is the newest base that moves the start of verification
+// (retention or adoption).
+func newestStart(bases store.Bucket) (Base, bool) {
+	c := bases.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
+			return base, true
 		}
 	}
-	return nil
+	return Base{}, false
 }
 
-// deleteBelow deletes keys < limit except those in keep.
-func deleteBelow(bk store.Bucket, limit uint64, keep map[uint64]bool) error {
+// recorded is the stored, unacknowledged verification failure, if any.
+func recorded(root store.Bucket) *Problem {
+	if root.Get(keyIntegrity) == nil {
+		return nil
+	}
+	var p Problem
+	if _, err := store.GetJSON(root, keyIntegrity, &p); err != nil || p.Kind == "" {
+		p = Problem{Kind: ProblemCorrupt, Message: "a verification failure was recorded"}
+	}
+	return &p
+}
+
+// deleteKeys deletes keys in [from, to) except those in keep.
+func deleteKeys(bk store.Bucket, from, to uint64, keep map[uint64]bool) error {
 	var doomed [][]byte
 	c := bk.Cursor()
-	for k, _ := c.First(); k != nil && u64(k) < limit; k, _ = c.Next() {
+	for k, _ := c.Seek(store.U64(from)); k != nil && u64(k) < to; k, _ = c.Next() {
 		if !keep[u64(k)] {
 			doomed = append(doomed, append([]byte(nil), k...))
 		}
@@ -439,6 +394,5 @@ func u64(k []byte) uint64 {
 	if len(k) != 8 {
 		return 0
 	}
-	return uint64(k[0])<<56 | uint64(k[1])<<48 | uint64(k[2])<<40 | uint64(k[3])<<32 |
-		uint64(k[4])<<24 | uint64(k[5])<<16 | uint64(k[6])<<8 | uint64(k[7])
+	return binary.BigEndian.Uint64(k)
 }

@@ -56,7 +56,7 @@ func buildLog(tb testing.TB, n int) *store.DB {
 				var perr error
 				if err := rng.Append(LeafHash(raw), func(id compact.NodeID, h []byte) {
 					if perr == nil {
-						perr = b.tree.Put(keyBytes(nodeKey(id)), h)
+						perr = b.tree.Put(store.U64(nodeKey(id)), h)
 					}
 				}); err != nil {
 					return err

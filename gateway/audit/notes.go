@@ -13,26 +13,17 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// Two kinds of signed notes (golang.org/x/mod/sumdb/note, Ed25519):
-//
-//   - checkpoints, in the C2SP tlog-checkpoint format: origin, tree size,
-//     base64 root hash;
-//   - base notes, which move the start of verification forward: a
-//     retention prune (receipts up to Size were removed on purpose), an
-//     operator's acknowledgement of a broken stretch, or the adoption of a
-//     log written before signed audit. Without the key nobody can write
-//     one, so deleting the oldest receipts is told apart from retention.
-//     A restored note (same format, kept apart from the bases) marks where
-//     a restored backup's log went on and names the log it replaced.
+// Signed notes (golang.org/x/mod/sumdb/note, Ed25519): C2SP checkpoints,
+// and base notes that move the start of verification forward (retention,
+// acknowledgement, adoption; only the key can write one, so deleting the
+// oldest receipts is told apart from retention) or record a restore.
 
 // Base kinds.
 const (
 	BaseRetention    = "retention"
 	BaseAcknowledged = "acknowledged"
 	BaseAdopted      = "adopted"
-	// BaseRestored records a restore; it does not move the start of
-	// verification.
-	BaseRestored = "restored"
+	BaseRestored     = "restored" // records a restore; does not move the start
 )
 
 const baseHeader = "accords-mcp audit base v1"
@@ -90,8 +81,7 @@ func OpenCheckpoint(raw []byte, origin string, v note.Verifier) (Checkpoint, err
 	return Checkpoint{Origin: cp.Origin, Size: cp.Size, Root: cp.Hash, Note: raw}, nil
 }
 
-// parseCheckpointUnverified reads a checkpoint without a key (for reports
-// made without one).
+// parseCheckpointUnverified reads a checkpoint without a key.
 func parseCheckpointUnverified(raw []byte) (Checkpoint, error) {
 	text, _, ok := bytes.Cut(raw, []byte("\n\n"))
 	if !ok {
@@ -167,10 +157,8 @@ func openBase(raw []byte, v note.Verifier) (Base, error) {
 	return b, nil
 }
 
-// SplitNotes splits a file of concatenated signed notes (an anchor file, a
-// saved checkpoint) into notes. A note is text lines, a blank line, then
-// signature lines starting with an em dash; blank lines between notes are
-// ignored.
+// SplitNotes splits concatenated signed notes (an anchor file) into notes:
+// text lines, a blank line, then signature lines starting with an em dash.
 func SplitNotes(data []byte) [][]byte {
 	var out [][]byte
 	var cur bytes.Buffer

@@ -9,9 +9,7 @@ import (
 // commit what is queued (barrier), apply retention (prune) or sign a
 // checkpoint (sign); done, when set, is answered once it was handled.
 type item struct {
-	// rec and ref: a shared log's receipt, numbered at commit, and where
-	// its reference is handed back.
-	rec     Receipt
+	rec     Receipt // a shared log's receipt, numbered at commit (ref gets its reference)
 	ref     *Ref
 	seq     uint64
 	scope   string
@@ -30,16 +28,12 @@ type item struct {
 func (it *item) isReceipt() bool { return it.raw != nil }
 
 // Append numbers and chains r and queues it; it returns at once with the
-// receipt's reference. It fails when the log is closed or the backlog of
-// uncommittable receipts is full. On a shared log the number is given at
-// commit, so Append returns at once with an empty Ref: the receipt is
-// committed within Linger (with whatever else is queued) and is found by
-// its call id.
+// receipt's reference (empty on a shared log, which numbers at commit). It
+// fails when the log is closed or the backlog is full.
 func (l *Log) Append(r Receipt) (Ref, error) { return l.append(r, false, nil) }
 
-// AppendSync is Append that waits until the receipt is committed. On a
-// failed commit the receipt stays queued and is written by the next
-// successful commit, under the same reference.
+// AppendSync is Append that waits until the receipt is committed. After a
+// failed commit the receipt stays queued under the same reference.
 func (l *Log) AppendSync(r Receipt) (Ref, error) { return l.append(r, true, nil) }
 
 // append queues r; restore, when set, makes its commit sign a restored
@@ -63,37 +57,23 @@ func (l *Log) append(r Receipt, wait bool, restore *RestoreDiff) (Ref, error) {
 		l.mu.Unlock()
 		return Ref{}, ErrBacklog
 	}
+	var ref Ref
 	if l.opts.Shared {
-		// Numbered by the commit, from the stored head (write).
-		it.rec = r
-		it.raw = []byte{} // a receipt, not a control item
+		it.rec, it.raw = r, []byte{} // numbered by the commit (write)
 		if it.done != nil {
 			it.ref = &Ref{Origin: l.origin}
 		}
-		l.backlog.Add(1)
-		l.queue <- it
-		urgent := l.urgent(it)
-		l.mu.Unlock()
-		if urgent {
-			l.wake()
+	} else {
+		r.Seq, r.PrevHash = l.nextSeq, l.tip
+		raw, err := seal(&r)
+		if err != nil {
+			l.mu.Unlock()
+			return Ref{}, err
 		}
-		if it.done == nil {
-			// Nobody waits for its number (read calls): it is committed
-			// with the next group, or once commits succeed again.
-			return Ref{}, nil
-		}
-		err := <-it.done
-		return *it.ref, err
+		it.seq, it.raw, it.hash, it.leaf = r.Seq, raw, r.Hash, LeafHash(raw)
+		l.nextSeq, l.tip = l.nextSeq+1, r.Hash
+		ref = Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
 	}
-	r.Seq, r.PrevHash = l.nextSeq, l.tip
-	raw, err := seal(&r)
-	if err != nil {
-		l.mu.Unlock()
-		return Ref{}, err
-	}
-	it.seq, it.raw, it.hash, it.leaf = r.Seq, raw, r.Hash, LeafHash(raw)
-	l.nextSeq++
-	l.tip = r.Hash
 	l.backlog.Add(1)
 	l.queue <- it
 	urgent := l.urgent(it)
@@ -101,11 +81,14 @@ func (l *Log) append(r Receipt, wait bool, restore *RestoreDiff) (Ref, error) {
 	if urgent {
 		l.wake()
 	}
-	ref := Ref{Seq: it.seq, LeafHash: hex.EncodeToString(it.leaf), Origin: l.origin}
 	if it.done == nil {
 		return ref, nil
 	}
-	return ref, <-it.done
+	err := <-it.done
+	if it.ref != nil {
+		ref = *it.ref
+	}
+	return ref, err
 }
 
 // Flush waits until everything queued before it is committed.
@@ -144,10 +127,9 @@ func (l *Log) wake() {
 	}
 }
 
-// sanitize makes every string valid UTF-8: JSON encoding would otherwise
-// replace invalid bytes on the way out and the stored bytes would no longer
-// be the canonical form of the decoded receipt. Empty rule lists are nil so
-// they are omitted (an empty list would not survive a round trip).
+// sanitize makes every string valid UTF-8 (so the stored bytes stay the
+// canonical form of the decoded receipt) and empty rule lists nil (an
+// empty list would not survive a round trip).
 func sanitize(r Receipt) Receipt {
 	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Session, &r.Scope, &r.Tool,
 		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type, &r.TaskRef, &r.ParentCallID} {

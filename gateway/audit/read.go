@@ -44,25 +44,11 @@ func List(db *store.DB, f Filter) ([]Receipt, error) {
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("receipt %x unreadable: %w", k, err)
 			}
-			if f.Scope != "" && r.Scope != f.Scope {
-				continue
+			if (f.Scope == "" || r.Scope == f.Scope) && (f.CallID == "" || r.CallID == f.CallID) &&
+				(f.Tool == "" || r.Tool == f.Tool) && (f.Outcome == "" || r.Outcome == f.Outcome) &&
+				(f.Since.IsZero() || !olderThan(r.Timestamp, f.Since)) {
+				out = append(out, r)
 			}
-			if f.CallID != "" && r.CallID != f.CallID {
-				continue
-			}
-			if f.Tool != "" && r.Tool != f.Tool {
-				continue
-			}
-			if f.Outcome != "" && r.Outcome != f.Outcome {
-				continue
-			}
-			if !f.Since.IsZero() {
-				t, err := time.Parse(time.RFC3339Nano, r.Timestamp)
-				if err == nil && t.Before(f.Since) {
-					continue
-				}
-			}
-			out = append(out, r)
 		}
 		return nil
 	})
@@ -102,15 +88,9 @@ func (l *Log) List(f Filter) ([]Receipt, error) {
 func RecordedProblem(db *store.DB) (*Problem, error) {
 	var p *Problem
 	err := db.View(func(tx store.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
-		if b == nil || b.Get(keyIntegrity) == nil {
-			return nil
+		if b := tx.Bucket(store.BucketAudit); b != nil {
+			p = recorded(b)
 		}
-		var rec Problem
-		if _, err := store.GetJSON(b, keyIntegrity, &rec); err != nil || rec.Kind == "" {
-			rec = Problem{Kind: ProblemCorrupt, Message: "a verification failure was recorded"}
-		}
-		p = &rec
 		return nil
 	})
 	return p, err

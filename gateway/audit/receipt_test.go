@@ -60,7 +60,7 @@ func storeRaw(t *testing.T, db *store.DB, raws []string) {
 			var perr error
 			if err := rng.Append(LeafHash([]byte(raw)), func(id compact.NodeID, h []byte) {
 				if perr == nil {
-					perr = b.tree.Put(keyBytes(nodeKey(id)), h)
+					perr = b.tree.Put(store.U64(nodeKey(id)), h)
 				}
 			}); err != nil {
 				return err

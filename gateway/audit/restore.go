@@ -13,36 +13,23 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// A restore puts an older copy of the database in place. Its log goes on
-// from where the backup ended, so the receipts the replaced database held
-// beyond that are gone and their numbers are used again. The restore says
-// so (RestoreDiff) and records itself in the restored log: a signed
-// restored note, kept in its own bucket for good, names the replaced log,
-// where the two part and how far the replaced one went; a TypeRestore
-// receipt in the same commit carries the same text. Verification and the
-// start-up anchor check then take a checkpoint of the replaced history
-// (saved, or at the end of the anchor) for what it is instead of a
-// rollback; without the note, the same file swap is a rollback.
+// A restore records itself in the restored log: a signed restored note
+// (kept for good) names the replaced log, where the two part and how far
+// the replaced one went, so verification takes a checkpoint of the
+// replaced history for what it is; without the note it is a rollback.
 
 // RestoreDiff compares the log of a database about to be replaced by a
 // restore with the log of the backup restored into its place.
 type RestoreDiff struct {
-	// Source names the backup (a path, or "-" for stdin).
-	Source string `json:"source,omitempty"`
-	// PreviousLog and PreviousSize are the replaced log's origin and
-	// number of receipts ("" and 0 when there was none).
+	Source       string `json:"source,omitempty"` // a path, or "-" for stdin
 	PreviousLog  string `json:"previous_log,omitempty"`
 	PreviousSize uint64 `json:"previous_size"`
-	// RestoredLog and RestoredSize are the backup's.
 	RestoredLog  string `json:"restored_log,omitempty"`
 	RestoredSize uint64 `json:"restored_size"`
-	// Common is how many receipts from the start the two logs share (one
-	// log, the same receipt at that number; where the replaced log pruned
-	// that far it is taken as shared).
+	// Common is how many receipts from the start the two logs share
+	// (pruned receipts count as shared).
 	Common uint64 `json:"common"`
-	// Discarded counts the receipts the replaced database held past
-	// Common: the restore removes them, and the restored log numbers its
-	// next receipts from RestoredSize+1.
+	// Discarded counts the receipts the replaced database held past Common.
 	Discarded uint64 `json:"discarded"`
 }
 
@@ -64,11 +51,10 @@ func (d RestoreDiff) Summary() string {
 		src, d.RestoredSize, d.Discarded, d.Common, d.PreviousSize, d.RestoredSize+1)
 }
 
-// position is a log's origin, head and start, read from a database.
+// position is a log's origin and head, read from a database.
 type position struct {
 	origin string
 	head   Head
-	base   uint64
 }
 
 func readPosition(db *store.DB) (position, error) {
@@ -83,19 +69,8 @@ func readPosition(db *store.DB) (position, error) {
 			return err
 		}
 		p.origin = info.Origin
-		if _, err := store.GetJSON(b, keyHead, &p.head); err != nil {
-			return err
-		}
-		if bb := b.Bucket(bucketBases); bb != nil {
-			c := bb.Cursor()
-			for k, v := c.Last(); k != nil; k, v = c.Prev() {
-				if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-					p.base = base.Size
-					break
-				}
-			}
-		}
-		return nil
+		_, err := store.GetJSON(b, keyHead, &p.head)
+		return err
 	})
 	return p, err
 }
@@ -107,7 +82,7 @@ func receiptHash(db *store.DB, seq uint64) (string, bool) {
 		if b := tx.Bucket(store.BucketAudit); b != nil {
 			if rb := b.Bucket(bucketReceipts); rb != nil {
 				if v := rb.Get(store.U64(seq)); v != nil {
-					h = hashOf(v)
+					h = peek(v).Hash
 				}
 			}
 		}
@@ -139,7 +114,7 @@ func CompareForRestore(prev, restored *store.DB, source string) (RestoreDiff, er
 	d.PreviousLog, d.PreviousSize = pp.origin, pp.head.Seq
 	if pp.origin != "" && pp.origin == rp.origin {
 		// Walk back from the shorter end to the newest receipt both hold
-		// alike; where either pruned that far, take it as shared.
+		// alike (pruned counts as shared).
 		s := min(pp.head.Seq, rp.head.Seq)
 		for steps := 0; s > 0 && steps < maxCompareSteps; steps++ {
 			hp, okp := receiptHash(prev, s)
@@ -207,10 +182,9 @@ func parseReplaced(text string) (replaced, bool) {
 	return replaced{origin: f[0], size: size, common: common}, true
 }
 
-// restoreAccounts reports whether one of the restored notes accounts for
-// checkpoint cp of a log that does not match it: cp is of the history a
-// restore replaced (its log, beyond where the two parted, at most as far
-// as the replaced log went).
+// restoreAccounts reports whether a restored note says cp is of the
+// history a restore replaced (its log, past where the two parted, at most
+// as far as the replaced log went).
 func restoreAccounts(restores []Base, cp Checkpoint) bool {
 	for _, r := range restores {
 		rp, ok := parseReplaced(r.Text)
@@ -255,10 +229,9 @@ func (l *Log) writeRestored(b buckets, rng *compact.Range, head Head, d RestoreD
 	return b.restores.Put(store.U64(n), base.Signed)
 }
 
-// RecordRestore records in the log that a backup was restored into its
-// database: a signed restored note naming what d says, and a TypeRestore
-// receipt by operator, committed together, then a checkpoint (handed to
-// the anchor like any other).
+// RecordRestore records that a backup was restored into the log's
+// database: a signed restored note and a TypeRestore receipt, committed
+// together, then a checkpoint.
 func (l *Log) RecordRestore(d RestoreDiff, operator string) (Ref, error) {
 	if err := l.Flush(); err != nil {
 		return Ref{}, err
@@ -279,7 +252,7 @@ func (l *Log) RecordRestore(d RestoreDiff, operator string) (Ref, error) {
 // RecordRestoreIn opens the log of db with opts, records the restore and
 // closes it: the final checkpoint goes to opts.Anchor.
 func RecordRestoreIn(db *store.DB, opts Options, d RestoreDiff, operator string) (Ref, error) {
-	opts.CheckAnchor = false // the record is what the anchor's newest checkpoint needs
+	opts.CheckAnchor = false // the record is what makes the anchor consistent again
 	l, err := Open(db, opts)
 	if err != nil {
 		return Ref{}, err

@@ -14,12 +14,10 @@ import (
 type Retention struct {
 	MaxAge   time.Duration
 	MaxCount uint64
-	// Floor is the per-tenant floor of the count bound: of each tenant
-	// (receipt scope) the newest Floor receipts are never removed because
-	// the log holds more than MaxCount, whatever other tenants wrote. They
-	// stay, with the tree hashes of their inclusion proofs, below the
-	// signed retention base until they are older than MaxAge or no longer
-	// among their tenant's newest Floor. 0 is no floor.
+	// Floor is the per-tenant floor of the count bound: each tenant's
+	// (scope's) newest Floor receipts are never removed by MaxCount, whatever
+	// other tenants wrote; they stay below the signed retention base with
+	// their inclusion proofs until MaxAge removes them. 0 is no floor.
 	Floor uint64
 }
 
@@ -88,13 +86,10 @@ func parseAge(s string) (time.Duration, error) {
 
 // PruneEvent is one retention pass that removed receipts.
 type PruneEvent struct {
-	// From..To is the stretch the pass moved the start of the log over;
-	// Kept of those receipts (and of those kept by earlier passes) stay
-	// below the new base under the tenant floor.
+	// From..To is the stretch the start of the log moved over; Kept
+	// receipts stay below the new base under the tenant floor.
 	From, To uint64
-	// ByCount were removed because the log held more than MaxCount, ByAge
-	// for being older than the age bound; Dropped were kept under the
-	// floor before and are removed now.
+	// Removed by each bound; Dropped were kept under the floor before.
 	ByCount, ByAge, Dropped int
 	Kept                    int
 	MaxCount, Floor         uint64
@@ -104,21 +99,16 @@ type PruneEvent struct {
 func (e PruneEvent) Removed() int { return e.ByCount + e.ByAge + e.Dropped }
 
 // prune removes receipts beyond the retention bounds, oldest first, in
-// transactions that each examine at most pruneLimit receipts. Each
-// transaction signs a retention base at the new start, keeps the tree
-// hashes the retained receipts' proofs still need, and drops checkpoints
-// and bases before it; receipts under the tenant floor stay below the base
-// with their inclusion paths (pruneChunk). Nothing is pruned while a
-// verification failure stands.
+// transactions that each examine at most pruneLimit receipts and sign a
+// retention base at the new start. Nothing is pruned while a verification
+// failure stands.
 func (l *Log) prune() (int, error) {
 	ret := l.opts.Retention
 	if (ret.MaxAge <= 0 && ret.MaxCount == 0) || l.problem.Load() != nil {
 		return 0, nil
 	}
 	if !l.prunable(ret) {
-		// Nothing to remove: no write transaction, so a start that prunes
-		// nothing leaves the file as it was.
-		return 0, nil
+		return 0, nil // no write transaction: the file stays as it was
 	}
 	ev := PruneEvent{MaxCount: ret.MaxCount, Floor: ret.Floor}
 	var err error
@@ -148,13 +138,11 @@ func (l *Log) prune() (int, error) {
 const pruneChunk = 5000
 
 // prunable reports, reading only, whether retention would remove the
-// oldest receipt now (pruneChunk's first test), or a receipt kept under
-// the tenant floor has grown older than the age bound.
+// oldest receipt or one kept under the tenant floor now.
 func (l *Log) prunable(ret Retention) bool {
 	count := l.head.Seq - l.base.Size
 	if l.opts.Shared || (ret.MaxCount > 0 && count > ret.MaxCount) {
-		// A shared log's head is another replica's too: look in pruneChunk.
-		return true
+		return true // a shared log's head may be stale: pruneChunk reads it
 	}
 	if ret.MaxAge <= 0 {
 		return false
@@ -169,26 +157,23 @@ func (l *Log) prunable(ret Retention) bool {
 		}
 		c := b.receipts.Cursor()
 		if k, v := c.First(); k != nil && u64(k) <= l.base.Size {
-			old = olderThan(timestampOf(v), cutoff) // kept under the floor
+			old = olderThan(peek(v).Timestamp, cutoff) // kept under the floor
 		}
 		if k, v := c.Seek(store.U64(l.base.Size + 1)); k != nil && !old {
-			old = olderThan(timestampOf(v), cutoff)
+			old = olderThan(peek(v).Timestamp, cutoff)
 		}
 		return nil
 	})
 	return old
 }
 
-// sharedPruneChunk bounds one pruning transaction of a shared log: each
-// receipt removed takes its own deletion and about two tree hashes', plus
-// the hashes of the previous base's frontier and of one receipt dropped
-// from under the floor, under etcd's 128 operations.
-const sharedPruneChunk = 16
-
-// sharedFloorDrops is how many receipts kept under the floor one pruning
-// transaction of a shared log removes (the others stay kept a while
-// longer, which only keeps more).
-const sharedFloorDrops = 1
+// A shared log's pruning transaction stays under etcd's 128 operations: at
+// most sharedPruneChunk receipts examined (each a deletion and about two
+// tree hashes) and sharedFloorDrops formerly kept ones removed.
+const (
+	sharedPruneChunk = 16
+	sharedFloorDrops = 1
+)
 
 func (l *Log) pruneLimit() int {
 	if l.opts.Shared {
@@ -229,14 +214,13 @@ func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 				return err
 			}
 		}
-		start := l.base.Size // receipts 1..start are gone already, but for those kept
-		// The cut: receipts after the base beyond a bound, oldest first.
-		var last uint64
+		start := l.base.Size // receipts 1..start are gone, but for those kept
+		var last uint64      // the cut: receipts after the base beyond a bound
 		c := b.receipts.Cursor()
 		for k, v := c.Seek(store.U64(start + 1)); k != nil && res.examined < l.pruneLimit(); k, v = c.Next() {
 			seq := u64(k)
 			overCount := ret.MaxCount > 0 && seq <= l.head.Seq && l.head.Seq-seq >= ret.MaxCount
-			if !overCount && (cutoff.IsZero() || !olderThan(timestampOf(v), cutoff)) {
+			if !overCount && (cutoff.IsZero() || !olderThan(peek(v).Timestamp, cutoff)) {
 				break
 			}
 			last = seq
@@ -266,16 +250,14 @@ func (l *Log) pruneChunk(ret Retention) (chunkResult, error) {
 	return res, nil
 }
 
-// cutTo moves the start of the log to cut as plan says, in the pruning
-// transaction of b: it signs the retention base, removes the receipts and
-// tree hashes nothing needs any more, and returns the base and the receipt
-// counts by scope after it.
+// cutTo moves the start of the log to cut as plan says: it signs the
+// retention base, removes the receipts, tree hashes, checkpoints and bases
+// nothing needs any more, and returns the base and the counts by scope.
 func (l *Log) cutTo(b buckets, plan keepPlan, start, last, cut uint64) (Base, map[string]uint64, error) {
-	// The chain hash and tree at the new start.
 	chain, root := l.base.Chain, l.base.Root
 	if last > start {
 		raw := b.receipts.Get(store.U64(last))
-		chain = hashOf(raw)
+		chain = peek(raw).Hash
 		frontier, err := loadRange(b.tree, last)
 		if err != nil {
 			return Base{}, nil, fmt.Errorf("prune: %w", err)
@@ -309,13 +291,13 @@ func (l *Log) cutTo(b buckets, plan keepPlan, start, last, cut uint64) (Base, ma
 			keep[nodeKey(id)] = true
 		}
 	}
-	if err := deleteBelow(b.tree, leafKey(cut), keep); err != nil {
+	if err := deleteKeys(b.tree, 0, leafKey(cut), keep); err != nil {
 		return Base{}, nil, err
 	}
-	if err := deleteBelow(b.checkpoints, cut+1, nil); err != nil {
+	if err := deleteKeys(b.checkpoints, 0, cut+1, nil); err != nil {
 		return Base{}, nil, err
 	}
-	if err := deleteBelow(b.bases, cut+1, nil); err != nil {
+	if err := deleteKeys(b.bases, 0, cut+1, nil); err != nil {
 		return Base{}, nil, err
 	}
 	tenants := maps.Clone(l.tenants)

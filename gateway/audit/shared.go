@@ -8,11 +8,9 @@ import (
 	"github.com/accordsai/accords-mcp/store/kv"
 )
 
-// beginShared starts a shared log's commit: it reports whether the
-// previous attempt of these items landed although its answer was lost
-// (etcd timed out): then their exact bytes are stored at their number,
-// and writing them again would log them twice. Otherwise it reads the
-// stored position (syncShared).
+// beginShared reports whether the previous attempt of these items landed
+// although its answer was lost (writing them again would log them twice);
+// otherwise it reads the stored position.
 func (l *Log) beginShared(b buckets, items []item) (bool, error) {
 	if len(items) > 0 && items[0].hash != "" {
 		if got := b.receipts.Get(store.U64(items[0].seq)); got != nil && bytes.Equal(got, items[0].raw) {
@@ -33,10 +31,9 @@ func (it *item) number(head Head) error {
 	return nil
 }
 
-// syncShared reads the log's position as stored, which another replica
-// may have moved: the head, the newest base and checkpoint, and (when the
-// head moved) the tree frontier. It runs inside the commit's transaction,
-// so the commit conflicts if any of it changes before it lands.
+// syncShared reads the log's position as stored (another replica may have
+// moved it) inside the commit's transaction, so the commit conflicts if
+// any of it changes before it lands.
 func (l *Log) syncShared(b buckets) error {
 	if p, ok := b.root.(kv.Prefetcher); ok {
 		p.Prefetch([][]byte{keyHead, keyTenants})
@@ -60,14 +57,7 @@ func (l *Log) syncShared(b buckets) error {
 		}
 		l.rng, l.head, l.stale = rng, head, false
 	}
-	l.base = Base{}
-	c := b.bases.Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		if base, err := openBase(v, nil); err == nil && base.Kind != BaseAcknowledged {
-			l.base = base
-			break
-		}
-	}
+	l.base, _ = newestStart(b.bases)
 	l.lastCP = 0
 	if k, _ := b.checkpoints.Cursor().Last(); k != nil {
 		l.lastCP = u64(k)
@@ -75,9 +65,8 @@ func (l *Log) syncShared(b buckets) error {
 	return nil
 }
 
-// sharedChunk is how many receipts one commit of a shared log holds: a
-// receipt, its tree hashes (two on average) and the head, checkpoint and
-// counters stay under etcd's 128 operations per transaction.
+// sharedChunk is how many receipts one commit of a shared log holds, to
+// stay under etcd's 128 operations per transaction.
 const sharedChunk = 32
 
 // writeChunks writes items in one transaction, or for a shared log in
@@ -99,15 +88,12 @@ func (l *Log) writeChunks(items []item, forceSign bool) (int, error) {
 }
 
 // positionShared starts a shared log's commit from the stored position:
-// the one this writer's last commit left when it can rely on that (one
-// request less than reading, checked by the commit; *speculated says so,
-// and a conflict of such a run makes the next run read), else the one
-// read by beginShared, which also reports a commit that landed already.
+// the one this writer's last commit left when it can rely on that
+// (*speculated; the commit checks it), else the one beginShared reads.
 // *committedRev learns the commit's revision.
 func (l *Log) positionShared(tx store.Tx, b buckets, items []item, speculated *bool, committedRev *int64) (bool, error) {
 	if *speculated {
-		// The previous run relied on the position of our last commit
-		// and conflicted: another replica is writing.
+		// The previous run speculated and conflicted: another replica writes.
 		l.specSkip = specBackoff
 	}
 	rv, ok := tx.(kv.Revisioned)
@@ -120,18 +106,13 @@ func (l *Log) positionShared(tx store.Tx, b buckets, items []item, speculated *b
 	if !*speculated {
 		return l.beginShared(b, items)
 	}
-	// The head, bases and checkpoints are as this writer's last commit
-	// left them unless another replica wrote (every commit moves the
-	// head): rely on that instead of three reads, and let the commit
-	// check it.
+	// Every commit moves the head: the commit fails if another replica wrote.
 	rv.Unchanged(b.root, known)
 	rv.Unchanged(b.bases, known)
 	rv.Unchanged(b.checkpoints, known)
 	return false, nil
 }
 
-// specBackoff is how many commits a shared log's writer reads the stored
-// position before relying on its own last commit again, once another
-// replica's commit made that fail: under concurrent writers the
-// speculation would mostly cost a conflict.
+// specBackoff is how many commits read the stored position after a
+// speculation conflicted.
 const specBackoff = 8

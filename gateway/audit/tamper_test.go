@@ -120,7 +120,7 @@ func (f *tamperFixture) rewrite(t *testing.T, rs []Receipt, dropCheckpoints bool
 			require.NoError(t, err)
 			require.NoError(t, b.receipts.Put(store.U64(r.Seq), raw))
 			require.NoError(t, rng.Append(LeafHash(raw), func(id compact.NodeID, h []byte) {
-				require.NoError(t, b.tree.Put(keyBytes(nodeKey(id)), h))
+				require.NoError(t, b.tree.Put(store.U64(nodeKey(id)), h))
 			}))
 			prev = r.Hash
 			head = Head{Seq: r.Seq, Hash: r.Hash, Timestamp: r.Timestamp}

@@ -13,12 +13,10 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
-// The Merkle tree over receipts follows RFC 6962: leaf i is receipt seq i+1,
-// its leaf hash SHA-256(0x00 || stored receipt bytes). Only perfect
-// subtrees are stored, each once, at the position it is completed: the
-// hashes completed by leaf m follow those of leaf m-1, so the tree bucket is
-// written strictly in key order (appends fill bbolt pages completely) and
-// leaf m adds 1 + (trailing ones of m) hashes, at most 1+log2(n).
+// The Merkle tree over receipts follows RFC 6962: leaf i is receipt seq
+// i+1, its leaf hash SHA-256(0x00 || stored receipt bytes). Only perfect
+// subtrees are stored, each at the position it is completed, so the tree
+// bucket is written strictly in key order.
 
 var hasher = rfc6962.DefaultHasher
 
@@ -38,32 +36,25 @@ func nodeKey(id compact.NodeID) uint64 {
 // leafKey is where the hashes completed by leaf m begin.
 func leafKey(m uint64) uint64 { return nodeKey(compact.NewNodeID(0, m)) }
 
-func keyBytes(k uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], k)
-	return b[:]
-}
-
 // frontierIDs are the perfect subtrees covering leaves [0, size).
 func frontierIDs(size uint64) []compact.NodeID { return compact.RangeNodes(0, size, nil) }
 
 // loadRange rebuilds the compact range [0, size) from stored hashes.
 func loadRange(tb store.Bucket, size uint64) (*compact.Range, error) {
 	ids := frontierIDs(size)
-	hashes := make([][]byte, len(ids))
 	if p, ok := tb.(kv.Prefetcher); ok {
 		keys := make([][]byte, len(ids))
 		for i, id := range ids {
-			keys[i] = keyBytes(nodeKey(id))
+			keys[i] = store.U64(nodeKey(id))
 		}
-		p.Prefetch(keys)
+		p.Prefetch(keys) // one round trip on a remote store
 	}
+	read, hashes := bucketNodes(tb), make([][]byte, len(ids))
 	for i, id := range ids {
-		h := tb.Get(keyBytes(nodeKey(id)))
-		if len(h) != hashSize {
-			return nil, fmt.Errorf("tree hash of leaves %d..%d missing", firstLeaf(id)+1, lastLeaf(id)+1)
+		var err error
+		if hashes[i], err = read(id); err != nil {
+			return nil, err
 		}
-		hashes[i] = append([]byte(nil), h...)
 	}
 	return factory.NewRange(0, size, hashes)
 }
@@ -94,8 +85,7 @@ func rootOf(r *compact.Range) []byte {
 // from a frontier of identical placeholder leaves that nothing ever proves.
 var placeholderLeaf = hasher.HashLeaf([]byte("accords-mcp: receipt pruned before signed audit"))
 
-// placeholderRange is the compact range of size placeholder leaves,
-// computed by doubling (O(log size)).
+// placeholderRange is the compact range of size placeholder leaves.
 func placeholderRange(size uint64) *compact.Range {
 	perfect := [][]byte{placeholderLeaf}
 	for l := 1; l < 64 && uint64(1)<<l <= size; l++ {
@@ -111,11 +101,20 @@ func placeholderRange(size uint64) *compact.Range {
 	return r
 }
 
-// putRange stores the nodes of a compact range (the frontier of an adopted
-// log).
+// storeNodes is a compact.VisitFn that stores each completed subtree;
+// *err keeps the first failure.
+func storeNodes(tb store.Bucket, err *error) compact.VisitFn {
+	return func(id compact.NodeID, h []byte) {
+		if *err == nil {
+			*err = tb.Put(store.U64(nodeKey(id)), h)
+		}
+	}
+}
+
+// putRange stores the frontier of r (an adopted log's).
 func putRange(tb store.Bucket, r *compact.Range) error {
 	for i, id := range frontierIDs(r.End()) {
-		if err := tb.Put(keyBytes(nodeKey(id)), r.Hashes()[i]); err != nil {
+		if err := tb.Put(store.U64(nodeKey(id)), r.Hashes()[i]); err != nil {
 			return err
 		}
 	}
@@ -127,7 +126,7 @@ type nodeReader func(id compact.NodeID) ([]byte, error)
 
 func bucketNodes(tb store.Bucket) nodeReader {
 	return func(id compact.NodeID) ([]byte, error) {
-		h := tb.Get(keyBytes(nodeKey(id)))
+		h := tb.Get(store.U64(nodeKey(id)))
 		if len(h) != hashSize {
 			return nil, fmt.Errorf("tree hash of leaves %d..%d is not stored (pruned or missing)", firstLeaf(id)+1, lastLeaf(id)+1)
 		}
@@ -142,10 +141,6 @@ func inclusionProof(read nodeReader, index, size uint64) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fetchProof(read, nodes)
-}
-
-func fetchProof(read nodeReader, nodes proof.Nodes) ([][]byte, error) {
 	hashes := make([][]byte, len(nodes.IDs))
 	for i, id := range nodes.IDs {
 		h, err := read(id)
@@ -174,7 +169,7 @@ type treeChecker struct {
 
 func newTreeChecker(tb store.Bucket, fromLeaf uint64) *treeChecker {
 	t := &treeChecker{c: tb.Cursor()}
-	t.k, t.v = t.c.Seek(keyBytes(leafKey(fromLeaf)))
+	t.k, t.v = t.c.Seek(store.U64(leafKey(fromLeaf)))
 	return t
 }
 

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -16,25 +17,17 @@ import (
 
 // Problem kinds reported by Verify.
 const (
-	ProblemAltered   = "altered"
-	ProblemRemoved   = "removed"
-	ProblemReordered = "reordered"
-	ProblemTruncated = "truncated"
-	ProblemCorrupt   = "corrupt"
-	// ProblemTree: the stored tree hashes do not match the receipts.
-	ProblemTree = "tree"
-	// ProblemRewritten: the receipts are not the ones a signed checkpoint
-	// covers (history rewritten, re-chained or reordered).
-	ProblemRewritten = "rewritten"
-	// ProblemForged: a checkpoint or base note is not signed by the key.
-	ProblemForged = "forged"
-	// ProblemUnsigned: receipts that no signed checkpoint or base accounts
-	// for although the log signs from its first commit.
-	ProblemUnsigned = "unsigned"
-	// ProblemRolledBack: a saved checkpoint covers more than the log holds.
-	ProblemRolledBack = "rolled_back"
-	// ProblemForeign: a saved checkpoint of another log.
-	ProblemForeign = "foreign"
+	ProblemAltered    = "altered"
+	ProblemRemoved    = "removed"
+	ProblemReordered  = "reordered"
+	ProblemTruncated  = "truncated"
+	ProblemCorrupt    = "corrupt"
+	ProblemTree       = "tree"        // stored tree hashes do not match the receipts
+	ProblemRewritten  = "rewritten"   // receipts are not the ones a signed checkpoint covers
+	ProblemForged     = "forged"      // a checkpoint or base note not signed by the key
+	ProblemUnsigned   = "unsigned"    // receipts no signed checkpoint or base accounts for
+	ProblemRolledBack = "rolled_back" // a saved checkpoint covers more than the log holds
+	ProblemForeign    = "foreign"     // a saved checkpoint of another log
 )
 
 // Problem is the first inconsistency found.
@@ -56,9 +49,8 @@ type BaseInfo struct {
 	Size uint64 `json:"size"`
 	Time string `json:"time"`
 	Note string `json:"note"`
-	// RemovedByCount and RemovedByAge are what a retention base's pass
-	// removed by each bound; Kept the receipts it keeps below it under the
-	// tenant floor.
+	// What a retention base's pass removed by each bound, and kept below
+	// it under the tenant floor.
 	RemovedByCount int `json:"removed_by_count,omitempty"`
 	RemovedByAge   int `json:"removed_by_age,omitempty"`
 	Kept           int `json:"kept,omitempty"`
@@ -68,16 +60,13 @@ type BaseInfo struct {
 type SavedInfo struct {
 	Size uint64 `json:"size"`
 	Root string `json:"root"`
-	// Status: consistent (the log extends it), before_retention (its
-	// receipts were pruned under a signed retention base, so it cannot be
-	// compared), acknowledged (inside a stretch an operator acknowledged),
-	// replaced_by_restore (of the history a signed restore record says a
-	// restore replaced).
+	// Status: consistent, before_retention (pruned under a signed base),
+	// acknowledged, or SavedReplaced.
 	Status string `json:"status"`
 }
 
-// SavedReplaced is the status of a saved checkpoint of the history a
-// signed restore record says a restore replaced.
+// SavedReplaced: the saved checkpoint is of history a signed restore
+// record says a restore replaced.
 const SavedReplaced = "replaced_by_restore"
 
 // Signature statuses.
@@ -99,27 +88,23 @@ type Report struct {
 	// Checkpoints is how many signed checkpoints matched the receipts.
 	Checkpoints int             `json:"checkpoints"`
 	Newest      *CheckpointInfo `json:"newest_checkpoint,omitempty"`
-	// Unsigned counts receipts after the newest checkpoint (normal: they
-	// are signed at the next checkpoint).
+	// Unsigned counts receipts after the newest checkpoint.
 	Unsigned uint64    `json:"unsigned_receipts"`
 	Base     *BaseInfo `json:"base,omitempty"`
-	// Kept counts receipts below the retention base kept under the tenant
+	// Kept counts receipts kept below the retention base under the tenant
 	// floor, each proven against the base's signed root.
-	Kept         int        `json:"kept,omitempty"`
-	Acknowledged []BaseInfo `json:"acknowledged,omitempty"`
-	// Restores are the signed records of restores into this database.
-	Restores   []BaseInfo  `json:"restores,omitempty"`
-	Saved      []SavedInfo `json:"saved,omitempty"`
-	Signatures string      `json:"signatures"`
-	// Legacy: the log has no signed history (never opened by a server
-	// with signed audit).
+	Kept         int         `json:"kept,omitempty"`
+	Acknowledged []BaseInfo  `json:"acknowledged,omitempty"`
+	Restores     []BaseInfo  `json:"restores,omitempty"`
+	Saved        []SavedInfo `json:"saved,omitempty"`
+	Signatures   string      `json:"signatures"`
+	// Legacy: the log has no signed history yet.
 	Legacy  bool     `json:"legacy,omitempty"`
 	Problem *Problem `json:"problem,omitempty"`
 }
 
-// ChainOK reports whether the log verified, counting a log of an older
-// version with an intact chain and no signed history yet (adopted at the
-// next start) as verified: backups and restores of such files are valid.
+// ChainOK reports whether the log verified, counting an intact chain
+// without signed history yet (adopted at the next start) as verified.
 func (r Report) ChainOK() bool {
 	return r.OK || (r.Legacy && r.Problem != nil && r.Problem.Kind == ProblemUnsigned)
 }
@@ -134,12 +119,11 @@ func (r *Report) fail(kind string, seq uint64, format string, args ...any) {
 
 // VerifyOptions are the trust inputs of Verify.
 type VerifyOptions struct {
-	// Verifier is the audit public key. Without it signatures are not
-	// checked (structure, chain and tree only) and Report.Signatures says
-	// so.
+	// Verifier is the audit public key; without it signatures are not
+	// checked and Report.Signatures says so.
 	Verifier note.Verifier
-	// Saved are checkpoints recorded elsewhere earlier (an anchor file, a
-	// copy of `audit checkpoint`): the log must extend each.
+	// Saved are checkpoints recorded elsewhere (an anchor file, a copy of
+	// `audit checkpoint`): the log must extend each.
 	Saved [][]byte
 }
 
@@ -174,11 +158,9 @@ type source struct {
 	// frontier is the stored compact range [0, size).
 	frontier func(size uint64) (*compact.Range, error)
 	// tree returns a checker of stored tree hashes from leaf on, or nil.
-	tree func(fromLeaf uint64) *treeChecker
-	// hashAt reads the chain hash of receipt seq (stretch checks).
+	tree   func(fromLeaf uint64) *treeChecker
 	hashAt func(seq uint64) (string, bool)
-	// path is the inclusion proof of receipt seq, kept under the tenant
-	// floor, in the tree of size (the retention base's).
+	// path is the inclusion proof of kept receipt seq in the tree of size.
 	path func(seq, size uint64) ([][]byte, error)
 }
 
@@ -240,16 +222,16 @@ func dbSource(tx store.Tx) (*source, error) {
 		if v == nil {
 			return "", false
 		}
-		return hashOf(v), true
+		return peek(v).Hash, true
 	}
 	return src, nil
 }
 
 func readKeyed(bk store.Bucket) []keyed {
-	var out []keyed
 	if bk == nil {
 		return nil
 	}
+	var out []keyed
 	c := bk.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		out = append(out, keyed{key: u64(k), raw: append([]byte(nil), v...)})
@@ -276,8 +258,8 @@ type walker struct {
 	acks     []Base
 	restores []Base
 
-	// full is a walk of every receipt (not the start-up stretch);
-	// retention is the base it starts from, kept what it found below it.
+	// full: a walk of every receipt, not the start-up stretch; kept are
+	// the receipts found below the retention base.
 	full      bool
 	retention *Base
 	kept      []uint64
@@ -327,11 +309,11 @@ func verify(src *source, opts VerifyOptions, from uint64) Report {
 		w.tree = src.tree(w.rng.End())
 	}
 	w.skipCheckpoints()
+	first := w.next
 	if from == 0 {
-		if err := src.receipts(0, w.receipt); err != nil {
-			rep.fail(ProblemCorrupt, 0, "%v", err)
-		}
-	} else if err := src.receipts(w.next, w.receipt); err != nil {
+		first = 0 // receipts kept below the base too
+	}
+	if err := src.receipts(first, w.receipt); err != nil {
 		rep.fail(ProblemCorrupt, 0, "%v", err)
 	}
 	w.finish()
@@ -464,18 +446,8 @@ func (w *walker) readNotes() *Base {
 		}
 		w.saved = append(w.saved, cp)
 	}
-	slices.SortFunc(w.saved, func(a, b Checkpoint) int { return compareU64(a.Size, b.Size) })
+	slices.SortFunc(w.saved, func(a, b Checkpoint) int { return cmp.Compare(a.Size, b.Size) })
 	return retention
-}
-
-func compareU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func keyLabel(v note.Verifier) string {
@@ -629,8 +601,6 @@ func (w *walker) receipt(keySeq uint64, raw []byte) bool {
 		}
 		w.problem(ProblemRemoved, w.next, "%s: the next receipt present is %d", what, keySeq)
 	case r.PrevHash != w.prev:
-		// Both receipts are self-consistent, so the predecessor was
-		// rewritten with a recomputed hash (or replaced).
 		w.problem(ProblemAltered, keySeq-1, "receipt %d altered: its hash was recomputed and no longer matches the prev_hash of receipt %d", keySeq-1, keySeq)
 	default:
 		return w.accept(keySeq, raw, r.Hash)
@@ -763,45 +733,19 @@ func (w *walker) legacyWalk() {
 }
 
 // verifyLegacy checks the chain of a log being adopted.
-func verifyLegacy(b buckets) Report {
-	var lc legacyCheckpoint
-	var head Head
-	src := &source{}
-	if ok, _ := store.GetJSON(b.root, keyLegacyCheckpoint, &lc); ok {
-		src.legacy = &lc
+func verifyLegacy(b buckets) (Report, error) {
+	src, err := dbSource(b.root.Tx())
+	if err != nil {
+		return Report{}, err
 	}
-	if ok, _ := store.GetJSON(b.root, keyHead, &head); ok {
-		src.head = &head
-	}
-	src.receipts = func(from uint64, yield func(uint64, []byte) bool) error {
-		c := b.receipts.Cursor()
-		for k, v := c.Seek(store.U64(from)); k != nil; k, v = c.Next() {
-			if !yield(u64(k), v) {
-				return nil
-			}
-		}
-		return nil
-	}
-	rep := Report{OK: true}
-	w := &walker{rep: &rep, src: src, prev: Genesis, next: 1}
-	if src.legacy != nil {
-		w.start, w.prev, w.next = lc.Seq, lc.Hash, lc.Seq+1
-	}
-	w.rng = placeholderRange(w.start)
-	_ = src.receipts(0, w.receipt)
-	if rep.Problem == nil {
-		w.finish()
-		if rep.Problem != nil && rep.Problem.Kind == ProblemUnsigned {
-			rep.OK, rep.Problem = true, nil
-		}
-	}
-	return rep
+	src.hasInfo = false
+	return verify(src, VerifyOptions{}, 0), nil
 }
 
 // checkStretch is the start-up check: the newest stretch of receipts, the
 // tree under the newest checkpoint and the signatures.
 func (l *Log) checkStretch(b buckets) *Problem {
-	src, err := dbSourceFromBuckets(b)
+	src, err := dbSource(b.root.Tx())
 	if err != nil {
 		return &Problem{Kind: ProblemCorrupt, Message: err.Error()}
 	}
@@ -809,27 +753,18 @@ func (l *Log) checkStretch(b buckets) *Problem {
 	if n := uint64(l.opts.StartupStretch); l.head.Seq > n {
 		from = l.head.Seq - n + 1
 	}
-	rep := verify(src, VerifyOptions{Verifier: l.key.Verifier()}, from)
-	return rep.Problem
+	return verify(src, VerifyOptions{Verifier: l.key.Verifier()}, from).Problem
 }
 
-func dbSourceFromBuckets(b buckets) (*source, error) {
-	return dbSource(b.root.Tx())
+// stored is what retention and verification read of stored receipt bytes.
+type stored struct {
+	Hash      string `json:"hash"`
+	Timestamp string `json:"timestamp"`
+	Scope     string `json:"scope"`
 }
 
-// hashOf and timestampOf read one field of stored receipt bytes.
-func hashOf(raw []byte) string {
-	var r struct {
-		Hash string `json:"hash"`
-	}
+func peek(raw []byte) stored {
+	var r stored
 	_ = json.Unmarshal(raw, &r)
-	return r.Hash
-}
-
-func timestampOf(raw []byte) string {
-	var r struct {
-		Timestamp string `json:"timestamp"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	return r.Timestamp
+	return r
 }

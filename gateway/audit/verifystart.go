@@ -8,9 +8,7 @@ import (
 )
 
 // UnverifiedError is Integrity's answer while the start-up verification
-// cannot read the store (a shared store out of reach): the log is not
-// known to be damaged, only not yet checked. It wraps the store's error,
-// so it is retryable (MCP_STORE_UNAVAILABLE).
+// cannot read the store; it wraps the store's error, so it is retryable.
 type UnverifiedError struct{ Cause error }
 
 func (e *UnverifiedError) Error() string {
@@ -25,12 +23,10 @@ const (
 	verifyRetryMax = 5 * time.Second
 )
 
-// verifyStart verifies the newest stretch (in a read transaction; the
-// writer waits for it) and records a failure; a failure recorded earlier
-// (recorded) stands unless a new one replaces it. It applies retention
-// when the log is intact, then lets Integrity and the writer go on. A
-// store out of reach is not a failure: the verification tries again
-// until it can read, or gives up when the log closes.
+// verifyStart verifies the newest stretch and records a failure (one
+// recorded earlier stands unless a new one replaces it), applies retention
+// when the log is intact, then lets Integrity and the writer go on. A store
+// out of reach is retried until the log closes.
 func (l *Log) verifyStart(recorded *Problem) {
 	defer close(l.verified)
 	defer l.attemptedOnce.Do(func() { close(l.attempted) })
@@ -93,8 +89,8 @@ func (l *Log) verifyStart(recorded *Problem) {
 	}
 }
 
-// checkStart runs checkStretch in a read transaction. A transaction
-// error wins over what checkStretch made of reads that failed.
+// checkStart runs checkStretch in a read transaction; a transaction error
+// wins over what checkStretch made of failed reads.
 func (l *Log) checkStart() (*Problem, error) {
 	var p *Problem
 	err := l.db.View(func(tx store.Tx) error {
@@ -111,8 +107,7 @@ func (l *Log) checkStart() (*Problem, error) {
 	return p, nil
 }
 
-// unverified is the error the start-up verification gave up with (the
-// log closed while the store was out of reach), or nil once verified.
+// unverified is the error the start-up verification gave up with, if any.
 func (l *Log) unverified() error {
 	if u := l.waiting.Load(); u != nil {
 		return u
@@ -120,20 +115,16 @@ func (l *Log) unverified() error {
 	return nil
 }
 
-// Verified is closed once the start-up verification has finished (after
-// VerifyDelay, unless something cut that short).
+// Verified is closed once the start-up verification has finished.
 func (l *Log) Verified() <-chan struct{} { return l.verified }
 
-// verifyNow starts the start-up verification if VerifyDelay still holds
-// it back.
+// verifyNow ends VerifyDelay's wait.
 func (l *Log) verifyNow() { l.hurryOnce.Do(func() { close(l.hurry) }) }
 
-// Integrity reports the unacknowledged verification failure, if any: write
-// tools are refused while it stands and no checkpoint is signed. It waits
-// for the start-up verification; while that cannot reach the store it
-// returns an *UnverifiedError instead (retryable: the log is not known to
-// be damaged, and write tools wait for the verification as they would for
-// the store).
+// Integrity reports the unacknowledged verification failure, if any (write
+// tools are refused and no checkpoint is signed while it stands). It waits
+// for the start-up verification, or returns an *UnverifiedError while that
+// cannot reach the store.
 func (l *Log) Integrity() (*Problem, error) {
 	l.verifyNow()
 	select {

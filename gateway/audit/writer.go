@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/store"
-	"github.com/transparency-dev/merkle/compact"
 )
 
 func (l *Log) run() {
@@ -60,10 +59,8 @@ func (l *Log) run() {
 				continue
 			default:
 			}
-			// Queue empty. Commit now if someone waits (write tools,
-			// flushes); otherwise gather more receipts into this commit,
-			// for at most Linger from the first empty queue, asleep until
-			// then or until nudged (see nudge), then take what came.
+			// Queue empty: commit now if someone waits, else linger once
+			// (until nudged) and take what came.
 			if waited || lingered || l.opts.Linger < 0 {
 				break gather
 			}
@@ -85,9 +82,8 @@ func (l *Log) run() {
 }
 
 // holdUntilVerified takes what is queued until the start-up verification
-// has finished, so that callers never block on a full queue while it
-// waits for an unreachable store (receipts are bounded by MaxBacklog, as
-// those of commits that fail). open is false when the queue was closed.
+// has finished, so callers never block on a full queue meanwhile (receipts
+// are bounded by MaxBacklog). open is false when the queue was closed.
 func (l *Log) holdUntilVerified() (held []item, open bool) {
 	attempted := l.attempted
 	for {
@@ -107,10 +103,8 @@ func (l *Log) holdUntilVerified() (held []item, open bool) {
 	}
 }
 
-// answerWaiting tells whoever waits on items, while the verification waits
-// for the store, that their commit did not happen, as a failed commit
-// does: a receipt stays held and is committed once the log is verified; a
-// flush, checkpoint or prune is dropped. It returns what stays held.
+// answerWaiting answers waiters, while the verification waits for the
+// store, as a failed commit does; it returns the receipts, which stay held.
 func (l *Log) answerWaiting(items []item) []item {
 	u := l.waiting.Load()
 	if u == nil {
@@ -141,8 +135,8 @@ func (l *Log) refuse(items []item, err error) {
 	}
 }
 
-// tick retries receipts whose commit failed and signs a checkpoint when
-// the interval has passed since the last one and the tree grew.
+// tick retries failed commits and signs a checkpoint when the interval has
+// passed and the tree grew.
 func (l *Log) tick() {
 	if len(l.pending) > 0 {
 		l.commit(nil)
@@ -204,8 +198,8 @@ func (l *Log) commit(batch []item) {
 	}
 }
 
-// write commits items in order, with their tree hashes, the new head and,
-// when due, a signed checkpoint, in one transaction.
+// write commits items with their tree hashes, the new head and, when due,
+// a signed checkpoint, in one transaction.
 func (l *Log) write(items []item, forceSign bool) error {
 	rng := cloneRange(l.rng)
 	head := l.head
@@ -237,11 +231,7 @@ func (l *Log) write(items []item, forceSign bool) error {
 		b.receipts.SetFillPercent(1)
 		b.tree.SetFillPercent(1)
 		var perr error
-		visit := func(id compact.NodeID, h []byte) {
-			if perr == nil {
-				perr = b.tree.Put(keyBytes(nodeKey(id)), h)
-			}
-		}
+		visit := storeNodes(b.tree, &perr)
 		for i := range items {
 			it := &items[i]
 			if l.opts.Shared {
@@ -310,8 +300,8 @@ func (l *Log) write(items []item, forceSign bool) error {
 	return nil
 }
 
-// committed hands the references of committed items back and passes a
-// checkpoint signed in the commit on.
+// committed hands back the items' references and passes a signed
+// checkpoint on.
 func (l *Log) committed(items []item, cp *Checkpoint) {
 	for _, it := range items {
 		if it.ref != nil {

@@ -1,7 +1,6 @@
 // Package policy loads the gateway policy file: who may call (HTTP bearer
 // tokens stored as SHA-256 digests), for which tenant, with which
-// capabilities and rate limits. It knows nothing of MCP; the gateway asks it
-// questions about callers, capabilities and limits.
+// capabilities and rate limits. It knows nothing of MCP.
 package policy
 
 import (
@@ -29,10 +28,9 @@ const (
 	DefaultCallsPerMinute = 60
 	DefaultBurst          = 20
 	// DefaultStdioExecuteCallsPerMinute and DefaultStdioExecuteBurst limit
-	// the stdio caller's calls of each tool that starts work in Vault
-	// (Known.Executing) unless the [stdio] table sets calls_per_minute or
-	// the tool's own entry: an agent looping on such a call over stdio
-	// stops at this rate instead of filling Vault with pending approvals.
+	// the stdio caller's calls of each Known.Executing tool unless the
+	// [stdio] table sets calls_per_minute or the tool's own entry, so a
+	// looping agent cannot fill Vault with pending approvals.
 	DefaultStdioExecuteCallsPerMinute = 20
 	DefaultStdioExecuteBurst          = 10
 	// AllCapabilities in a capabilities list grants every capability.
@@ -48,26 +46,13 @@ type Known struct {
 	Capabilities []string
 	Tools        []string
 	// Shared are the capabilities whose tools change state every tenant
-	// shares (the one catalog, D24). "*" and an absent list grant them to
-	// the stdio and anonymous callers only: an authenticated HTTP caller
-	// ([[callers]]) holds one only when its list names it, so one tenant's
-	// grant of "everything" never lets it change what another tenant
-	// renders or executes.
+	// shares (D24): "*" and an absent list grant them to the stdio and
+	// anonymous callers only; a [[callers]] entry holds one only when its
+	// list names it.
 	Shared []string
-	// Executing are the tools that start work in Vault (an execution, a
-	// job, a plan run): the stdio caller's default limit applies to them.
+	// Executing are the tools that start work in Vault: the stdio caller's
+	// default limit applies to them.
 	Executing []string
-}
-
-// stdioExecuteDefaults are the stdio caller's built-in limits: one entry
-// per tool of known that starts work in Vault.
-func stdioExecuteDefaults(known Known) map[string]LimitSpec {
-	rate, burst := float64(DefaultStdioExecuteCallsPerMinute), DefaultStdioExecuteBurst
-	out := make(map[string]LimitSpec, len(known.Executing))
-	for _, t := range known.Executing {
-		out[t] = LimitSpec{CallsPerMinute: &rate, Burst: &burst}
-	}
-	return out
 }
 
 // Caller is one resolved principal of the policy: the stdio caller, the
@@ -102,7 +87,7 @@ func (c *Caller) Withholds(capability string) bool {
 }
 
 // Capabilities returns the granted capabilities sorted, or ["*"] followed
-// by "-name" for each shared capability "*" did not grant.
+// by "-name" for each withheld one.
 func (c *Caller) Capabilities() []string {
 	if c.caps == nil {
 		out := []string{AllCapabilities}
@@ -174,9 +159,8 @@ func (p *Policy) CallerIDs() []string {
 }
 
 // Default is the policy without a file: stdio and anonymous HTTP hold every
-// capability; HTTP is limited to 60 calls a minute per tool, burst 20;
-// stdio only in the tools of known that start work in Vault, to 20 calls a
-// minute per tool, burst 10.
+// capability; HTTP is limited per tool by the HTTP defaults, stdio only in
+// the Known.Executing tools.
 func Default(known Known) *Policy {
 	httpLimit := ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst}
 	stdio := &Caller{ID: LocalID, Tenant: "default", tools: map[string]ratelimit.Limit{}}
@@ -197,41 +181,32 @@ func HashToken(token string) string {
 	return hex.EncodeToString(d[:])
 }
 
-// --- file format ---
-
 // LimitSpec is a rate limit as written in the file; absent keys inherit.
 type LimitSpec struct {
 	CallsPerMinute *float64 `toml:"calls_per_minute" json:"calls_per_minute"`
 	Burst          *int     `toml:"burst" json:"burst"`
 }
 
-// DefaultsSpec is the [defaults] table: limits of every HTTP caller.
+// DefaultsSpec is the [defaults] table (limits of every HTTP caller) and
+// the limits of a principal.
 type DefaultsSpec struct {
-	CallsPerMinute *float64             `toml:"calls_per_minute" json:"calls_per_minute"`
-	Burst          *int                 `toml:"burst" json:"burst"`
-	Tools          map[string]LimitSpec `toml:"tools" json:"tools"`
+	LimitSpec
+	Tools map[string]LimitSpec `toml:"tools" json:"tools"`
 }
 
 // PrincipalSpec is the [stdio] and [anonymous] tables.
 type PrincipalSpec struct {
-	Capabilities   []string             `toml:"capabilities" json:"capabilities"`
-	ReadOnly       bool                 `toml:"read_only" json:"read_only"`
-	Tenant         string               `toml:"tenant" json:"tenant"`
-	CallsPerMinute *float64             `toml:"calls_per_minute" json:"calls_per_minute"`
-	Burst          *int                 `toml:"burst" json:"burst"`
-	Tools          map[string]LimitSpec `toml:"tools" json:"tools"`
+	Capabilities []string `toml:"capabilities" json:"capabilities"`
+	ReadOnly     bool     `toml:"read_only" json:"read_only"`
+	Tenant       string   `toml:"tenant" json:"tenant"`
+	DefaultsSpec
 }
 
 // CallerSpec is one [[callers]] entry.
 type CallerSpec struct {
-	ID             string               `toml:"id" json:"id"`
-	TokenSHA256    string               `toml:"token_sha256" json:"token_sha256"`
-	Tenant         string               `toml:"tenant" json:"tenant"`
-	Capabilities   []string             `toml:"capabilities" json:"capabilities"`
-	ReadOnly       bool                 `toml:"read_only" json:"read_only"`
-	CallsPerMinute *float64             `toml:"calls_per_minute" json:"calls_per_minute"`
-	Burst          *int                 `toml:"burst" json:"burst"`
-	Tools          map[string]LimitSpec `toml:"tools" json:"tools"`
+	ID          string `toml:"id" json:"id"`
+	TokenSHA256 string `toml:"token_sha256" json:"token_sha256"`
+	PrincipalSpec
 }
 
 // File is the whole policy file.
@@ -325,55 +300,39 @@ func ruleLines(raw []byte, format string) []int {
 // top-level "rules" array and their "deny_if" keys.
 func jsonRuleLines(raw []byte) []int {
 	lineAt := func(off int64) int { return bytes.Count(raw[:min(int(off), len(raw))], []byte("\n")) + 1 }
-	type frame struct {
-		obj     bool
-		wantKey bool
-		key     string // object: last key; array: the key it is the value of
-	}
-	var stack []frame
-	inRulesArray := func() bool {
-		return len(stack) == 2 && stack[0].obj && !stack[1].obj && stack[1].key == "rules"
-	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	var out []int
+	var stack []json.Delim // the open objects and arrays
+	topKey := ""           // the current key of the top-level object
+	keyNext := false       // in an object, the next token is a key
 	for {
 		off := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return out
 		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				f := frame{obj: d == '{', wantKey: d == '{'}
-				if len(stack) > 0 && stack[len(stack)-1].obj {
-					f.key = stack[len(stack)-1].key
+		depth := len(stack)
+		switch d, _ := tok.(json.Delim); d {
+		case '{', '[':
+			if d == '{' && depth == 2 && stack[1] == '[' && topKey == "rules" {
+				out = append(out, lineAt(off))
+			}
+			stack, keyNext = append(stack, d), d == '{'
+		case '}', ']':
+			stack = stack[:depth-1]
+			keyNext = depth > 1 && stack[depth-2] == '{'
+		default:
+			if keyNext {
+				key, _ := tok.(string)
+				if depth == 1 {
+					topKey = key
 				}
-				if d == '{' && inRulesArray() {
-					out = append(out, lineAt(off))
-				}
-				stack = append(stack, f)
-			default:
-				stack = stack[:len(stack)-1]
-				if len(stack) > 0 && stack[len(stack)-1].obj {
-					stack[len(stack)-1].wantKey = true
+				if key == "deny_if" && depth == 3 && len(out) > 0 {
+					out[len(out)-1] = lineAt(dec.InputOffset())
 				}
 			}
-			continue
+			keyNext = !keyNext && depth > 0 && stack[depth-1] == '{'
 		}
-		if len(stack) == 0 || !stack[len(stack)-1].obj {
-			continue
-		}
-		top := &stack[len(stack)-1]
-		if top.wantKey {
-			top.key, _ = tok.(string)
-			top.wantKey = false
-			if top.key == "deny_if" && len(stack) == 3 && len(out) > 0 {
-				out[len(out)-1] = lineAt(dec.InputOffset())
-			}
-			continue
-		}
-		top.wantKey = true
 	}
 }
 
@@ -385,8 +344,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 		return nil, fmt.Errorf("version: unsupported policy version %d (this binary reads version 1)", f.Version)
 	}
 	v := validator{caps: set(known.Capabilities), tools: set(known.Tools), shared: set(known.Shared)}
-	httpBase, err := v.limit("defaults", LimitSpec{f.Defaults.CallsPerMinute, f.Defaults.Burst},
-		ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst})
+	httpBase, err := v.limit("defaults", f.Defaults.LimitSpec, ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst})
 	if err != nil {
 		return nil, err
 	}
@@ -402,20 +360,20 @@ func (f *File) compile(known Known) (*Policy, error) {
 	// stdio: unlimited unless its own table sets limits, but for the tools
 	// that start work in Vault, which keep the built-in limit until the
 	// table sets calls_per_minute (0 lifts it) or the tool's own entry.
-	var stdioTools map[string]LimitSpec
+	stdioTools := map[string]LimitSpec{}
 	if f.Stdio.CallsPerMinute == nil {
-		stdioTools = stdioExecuteDefaults(known)
+		rate, burst := float64(DefaultStdioExecuteCallsPerMinute), DefaultStdioExecuteBurst
+		for _, t := range known.Executing {
+			stdioTools[t] = LimitSpec{CallsPerMinute: &rate, Burst: &burst}
+		}
 	}
-	p.Stdio, err = v.principal("stdio", LocalID, f.Stdio.Capabilities, f.Stdio.ReadOnly, f.Stdio.Tenant,
-		LimitSpec{f.Stdio.CallsPerMinute, f.Stdio.Burst}, f.Stdio.Tools, ratelimit.Limit{Burst: DefaultBurst}, stdioTools)
-	if err != nil {
+	if p.Stdio, err = v.principal("stdio", LocalID, f.Stdio, ratelimit.Limit{Burst: DefaultBurst}, stdioTools); err != nil {
 		return nil, err
 	}
 	if p.Stdio.Tenant == "" {
 		p.Stdio.Tenant = "default"
 	}
-	p.Anonymous, err = v.principal("anonymous", AnonymousID, f.Anonymous.Capabilities, f.Anonymous.ReadOnly, f.Anonymous.Tenant,
-		LimitSpec{f.Anonymous.CallsPerMinute, f.Anonymous.Burst}, f.Anonymous.Tools, httpBase, defaultTools)
+	p.Anonymous, err = v.principal("anonymous", AnonymousID, f.Anonymous, httpBase, defaultTools)
 	if err != nil {
 		return nil, err
 	}
@@ -438,13 +396,10 @@ func (f *File) compile(known Known) (*Policy, error) {
 		if _, dup := p.callers[digest]; dup {
 			return nil, fmt.Errorf("%s.token_sha256: the same token digest is used by another caller", where)
 		}
-		tenant := cs.Tenant
-		if tenant == "" {
-			// Separate callers never share data by accident.
-			tenant = cs.ID
+		if cs.Tenant == "" {
+			cs.Tenant = cs.ID // separate callers never share data by accident
 		}
-		c, err := v.principal(where, cs.ID, cs.Capabilities, cs.ReadOnly, tenant,
-			LimitSpec{cs.CallsPerMinute, cs.Burst}, cs.Tools, httpBase, defaultTools)
+		c, err := v.principal(where, cs.ID, cs.PrincipalSpec, httpBase, defaultTools)
 		if err != nil {
 			return nil, err
 		}
@@ -494,13 +449,12 @@ func (v validator) tool(where, name string) error {
 // defaultTools (HTTP: the [defaults.tools] entries; stdio: the built-in
 // limits of the tools that start work in Vault), then the caller's own
 // limit, then the inherited base.
-func (v validator) principal(where, id string, caps []string, readOnly bool, tenant string, own LimitSpec,
-	tools map[string]LimitSpec, base ratelimit.Limit, defaultTools map[string]LimitSpec) (*Caller, error) {
-	c := &Caller{ID: id, ReadOnly: readOnly, Tenant: strings.TrimSpace(tenant), tools: map[string]ratelimit.Limit{}}
-	if tenant != "" && (c.Tenant == "" || len(c.Tenant) > 128) {
+func (v validator) principal(where, id string, ps PrincipalSpec, base ratelimit.Limit, defaultTools map[string]LimitSpec) (*Caller, error) {
+	c := &Caller{ID: id, ReadOnly: ps.ReadOnly, Tenant: strings.TrimSpace(ps.Tenant), tools: map[string]ratelimit.Limit{}}
+	if ps.Tenant != "" && (c.Tenant == "" || len(c.Tenant) > 128) {
 		return nil, fmt.Errorf("%s.tenant: must be 1 to 128 non-blank characters", where)
 	}
-	if caps != nil {
+	if caps := ps.Capabilities; caps != nil {
 		c.caps = map[string]bool{}
 		for _, cp := range caps {
 			if cp == AllCapabilities {
@@ -516,7 +470,7 @@ func (v validator) principal(where, id string, caps []string, readOnly bool, ten
 		}
 	}
 	var err error
-	if c.limit, err = v.limit(where, own, base); err != nil {
+	if c.limit, err = v.limit(where, ps.LimitSpec, base); err != nil {
 		return nil, err
 	}
 	for tool, spec := range defaultTools {
@@ -524,7 +478,7 @@ func (v validator) principal(where, id string, caps []string, readOnly bool, ten
 			return nil, err
 		}
 	}
-	for tool, spec := range tools {
+	for tool, spec := range ps.Tools {
 		if err := v.tool(where+".tools", tool); err != nil {
 			return nil, err
 		}

@@ -1,10 +1,6 @@
-// Package ratelimit keeps token buckets keyed by an arbitrary string (the
-// gateway uses caller-or-tenant plus tool). Each bucket is a
-// golang.org/x/time/rate Limiter; this package adds the keyed map with its
-// memory bound, limits that change on a policy reload, and the wait a
-// refused caller is told. Every rate call is given the time explicitly, so
-// the clock stays injectable and refusal and recovery are tested without
-// sleeping.
+// Package ratelimit keeps golang.org/x/time/rate token buckets keyed by a
+// string, with a memory bound, limits that change on a policy reload and
+// the wait a refused caller is told; the clock is injectable.
 package ratelimit
 
 import (
@@ -18,11 +14,8 @@ import (
 // Limit is a refill rate and a bucket size. The zero Limit (or a
 // non-positive rate) means unlimited.
 type Limit struct {
-	// PerMinute is the sustained number of calls per minute.
-	PerMinute float64
-	// Burst is the bucket size: calls allowed back to back from a full
-	// bucket. Values below 1 are treated as 1 for a limited bucket.
-	Burst int
+	PerMinute float64 // sustained calls per minute
+	Burst     int     // bucket size (below 1 counts as 1)
 }
 
 // Unlimited reports whether the limit lets everything through.
@@ -52,7 +45,7 @@ type Limiter struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	buckets map[string]*bucket
-	// sweepAt is the map size that triggers dropping idle full buckets, so
+	// sweepAt is the map size that triggers dropping full buckets, so
 	// memory stays bounded by the number of active callers.
 	sweepAt int
 }
@@ -83,16 +76,12 @@ func (lm *Limiter) Allow(key string, l Limit) (bool, time.Duration) {
 		b = newBucket(l)
 		lm.buckets[key] = b
 	}
-	if b.limit != l {
-		// rate caps the tokens at the new burst on its next advance, so a
-		// smaller bucket keeps what it had, never more.
+	if b.limit != l { // a smaller bucket keeps what it had, never more
 		b.lim.SetLimitAt(now, l.rate())
 		b.lim.SetBurstAt(now, int(l.capacity()))
 		b.limit = l
 	}
-	// A refused AllowN leaves the bucket untouched; rate also treats a
-	// time before its last update as no elapsed time, so a clock stepping
-	// back never grants tokens.
+	// A clock stepping back never grants tokens (rate sees no elapsed time).
 	if b.lim.AllowN(now, 1) {
 		return true, 0
 	}
@@ -121,12 +110,10 @@ func (lm *Limiter) Len() int {
 	return len(lm.buckets)
 }
 
-// Share is one replica's part of l when n replicas behind a load balancer
-// enforce it together: the rate divided by n and the burst rounded up (at
-// least 1). With calls spread evenly the fleet then admits at most the
-// rate plus Burst+n-1 calls over any window (the rounding allows one extra
-// call per replica); a replica that gets more than its share refuses
-// early, never late. docs/scale-out.md states the bound.
+// Share is one replica's part of l when n replicas enforce it together:
+// the rate divided by n and the burst rounded up (at least 1), so the fleet
+// admits at most the rate plus Burst+n-1 calls over any window; a replica
+// sent more than its share refuses early, never late.
 func (l Limit) Share(n int) Limit {
 	if n <= 1 || l.Unlimited() {
 		return l

@@ -1,8 +1,6 @@
 // Package rules evaluates the policy file's pre-execution rules: CEL
-// expressions (the language of Kubernetes admission policies) that deny a
-// tool call before anything reaches Vault. Rules are compiled once, when
-// the policy file is loaded; a call evaluates only the rules whose tool
-// globs name its tool. It knows nothing of MCP; the gateway calls it.
+// expressions, compiled when the policy is loaded, that deny a tool call
+// before anything reaches Vault. It knows nothing of MCP.
 package rules
 
 import (
@@ -30,8 +28,8 @@ type Spec struct {
 	Tools   []string `toml:"tools" json:"tools"`
 	DenyIf  string   `toml:"deny_if" json:"deny_if"`
 	Message string   `toml:"message" json:"message"`
-	// OnError is what an expression that fails to evaluate (a missing
-	// key, a type mismatch) decides: "deny" (default) or "allow".
+	// OnError decides for an expression that fails to evaluate: "deny"
+	// (default) or "allow".
 	OnError string `toml:"on_error" json:"on_error"`
 }
 
@@ -51,9 +49,8 @@ type Rule struct {
 	ID      string
 	Message string
 	Tools   []string
-	// Rendered: the expression reads `rendered`, so it runs when the
-	// request to Vault has been built (plan and template paths) rather
-	// than before the tool starts.
+	// Rendered: the expression reads `rendered`, so it runs once the
+	// request to Vault is built rather than before the tool starts.
 	Rendered   bool
 	allowOnErr bool
 	prg        cel.Program
@@ -61,8 +58,7 @@ type Rule struct {
 
 // Set is a compiled, immutable rule set.
 type Set struct {
-	rules  []*Rule
-	byTool map[string][]*Rule
+	rules []*Rule
 }
 
 // Violation names a rule that denied a call.
@@ -105,8 +101,7 @@ type Input struct {
 	Capability string
 	// Args are the call's arguments as given (JSON).
 	Args json.RawMessage
-	// Rendered is the request that would be sent to Vault (plan and
-	// template paths), in the rendered phase only.
+	// Rendered is the request that would be sent to Vault (rendered phase).
 	Rendered any
 	Now      time.Time
 }
@@ -134,11 +129,9 @@ var (
 )
 
 // Env is the CEL environment of rules: the variables above, the strings
-// extension, url_host(string) / email_domain(string), which extract a URL's
-// lowercase host name and an address's lowercase domain (safer than a
-// regular expression over a URL with user info or a port), and
-// local_hour(timestamp, zone) / local_weekday(timestamp, zone) (0 is
-// Sunday) with cached time zones.
+// extension, url_host(string) and email_domain(string) (a URL's lowercase
+// host name, an address's lowercase domain), and local_hour(timestamp,
+// zone) / local_weekday(timestamp, zone) (0 is Sunday).
 func Env() (*cel.Env, error) {
 	envOnce.Do(func() {
 		env, envErr = cel.NewEnv(
@@ -151,54 +144,47 @@ func Env() (*cel.Env, error) {
 			cel.Variable(VarNow, cel.TimestampType),
 			ext.Strings(),
 			cel.CrossTypeNumericComparisons(true),
-			cel.Function("url_host", cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
-				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					s, ok := v.Value().(string)
-					if !ok {
-						return types.NewErr("url_host: not a string")
-					}
-					return types.String(urlHost(s))
-				}))),
-			cel.Function("local_hour", cel.Overload("local_hour_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
-				cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
-					return inZone(ts, tz, func(t time.Time) int64 { return int64(t.Hour()) })
-				}))),
-			cel.Function("local_weekday", cel.Overload("local_weekday_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
-				cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
-					return inZone(ts, tz, func(t time.Time) int64 { return int64(t.Weekday()) })
-				}))),
-			cel.Function("email_domain", cel.Overload("email_domain_string", []*cel.Type{cel.StringType}, cel.StringType,
-				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					s, ok := v.Value().(string)
-					if !ok {
-						return types.NewErr("email_domain: not a string")
-					}
-					return types.String(emailDomain(s))
-				}))),
+			stringFunc("url_host", urlHost),
+			stringFunc("email_domain", emailDomain),
+			zoneFunc("local_hour", func(t time.Time) int64 { return int64(t.Hour()) }),
+			zoneFunc("local_weekday", func(t time.Time) int64 { return int64(t.Weekday()) }),
 		)
 	})
 	return env, envErr
 }
 
-// zones caches time zones: the standard getHours(tz) loads the zone file on
-// every call, which would cost a rule more than the 20-rule budget.
+func stringFunc(name string, f func(string) string) cel.EnvOption {
+	return cel.Function(name, cel.Overload(name+"_string", []*cel.Type{cel.StringType}, cel.StringType,
+		cel.UnaryBinding(func(v ref.Val) ref.Val {
+			s, ok := v.Value().(string)
+			if !ok {
+				return types.NewErr("%s: not a string", name)
+			}
+			return types.String(f(s))
+		})))
+}
+
+// zones caches time zones: time.LoadLocation reads the zone file each time.
 var zones sync.Map // name -> *time.Location
 
-func inZone(ts, tz ref.Val, f func(time.Time) int64) ref.Val {
-	t, ok := ts.Value().(time.Time)
-	name, ok2 := tz.Value().(string)
-	if !ok || !ok2 {
-		return types.NewErr("expects a timestamp and a time zone name")
-	}
-	loc, found := zones.Load(name)
-	if !found {
-		l, err := time.LoadLocation(name)
-		if err != nil {
-			return types.NewErr("unknown time zone %q", name)
-		}
-		loc, _ = zones.LoadOrStore(name, l)
-	}
-	return types.Int(f(t.In(loc.(*time.Location))))
+func zoneFunc(name string, f func(time.Time) int64) cel.EnvOption {
+	return cel.Function(name, cel.Overload(name+"_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
+		cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
+			t, ok := ts.Value().(time.Time)
+			zone, ok2 := tz.Value().(string)
+			if !ok || !ok2 {
+				return types.NewErr("expects a timestamp and a time zone name")
+			}
+			loc, found := zones.Load(zone)
+			if !found {
+				l, err := time.LoadLocation(zone)
+				if err != nil {
+					return types.NewErr("unknown time zone %q", zone)
+				}
+				loc, _ = zones.LoadOrStore(zone, l)
+			}
+			return types.Int(f(t.In(loc.(*time.Location))))
+		})))
 }
 
 func urlHost(s string) string {
@@ -235,7 +221,7 @@ func Compile(specs []Spec, known []string, lines []int) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)
 	}
-	s := &Set{byTool: map[string][]*Rule{}}
+	s := &Set{}
 	seen := map[string]bool{}
 	for i, sp := range specs {
 		where := fmt.Sprintf("rules[%d]", i)
@@ -255,21 +241,11 @@ func Compile(specs []Spec, known []string, lines []int) (*Set, error) {
 		seen[r.ID] = true
 		s.rules = append(s.rules, r)
 	}
-	for _, t := range known {
-		s.byTool[t] = s.match(t)
-	}
 	return s, nil
 }
 
-type fieldError struct {
-	field string
-	err   error
-}
-
-func (f fieldError) Error() string { return f.field + ": " + f.err.Error() }
-
 func fieldErr(field, format string, args ...any) error {
-	return fieldError{field: field, err: fmt.Errorf(format, args...)}
+	return fmt.Errorf(field+": "+format, args...)
 }
 
 func compileOne(e *cel.Env, sp Spec, known []string) (*Rule, error) {
@@ -321,8 +297,11 @@ func compileOne(e *cel.Env, sp Spec, known []string) (*Rule, error) {
 	return r, nil
 }
 
-// match lists the rules whose globs name tool.
-func (s *Set) match(tool string) []*Rule {
+// forTool lists the rules whose globs name tool.
+func (s *Set) forTool(tool string) []*Rule {
+	if s == nil {
+		return nil
+	}
 	var out []*Rule
 	for _, r := range s.rules {
 		for _, g := range r.Tools {
@@ -341,16 +320,6 @@ func (s *Set) Rules() []*Rule {
 		return nil
 	}
 	return s.rules
-}
-
-func (s *Set) forTool(tool string) []*Rule {
-	if s == nil || len(s.rules) == 0 {
-		return nil
-	}
-	if rs, ok := s.byTool[tool]; ok {
-		return rs
-	}
-	return s.match(tool)
 }
 
 // Applies reports whether any rule names tool in phase.
@@ -394,7 +363,7 @@ func (s *Set) Evaluate(in Input, phase Phase) Decision {
 	return d
 }
 
-// activation resolves variables lazily: arguments are decoded only when an
+// activation decodes arguments and the rendered request only when an
 // expression reads them, once per call.
 type activation struct {
 	in       Input
@@ -453,30 +422,7 @@ func decodeArgs(raw json.RawMessage) any {
 	if !ok {
 		return map[string]any{}
 	}
-	normalizeInPlace(m)
-	return m
-}
-
-// normalizeInPlace is normalize for values the activation owns.
-func normalizeInPlace(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			switch e.(type) {
-			case map[string]any, []any:
-				normalizeInPlace(e)
-			case json.Number:
-				x[k] = normalize(e)
-			}
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeInPlace(e)
-		}
-	case json.Number:
-		return normalize(x)
-	}
-	return v
+	return normalize(m)
 }
 
 // normalize gives CEL integers where JSON has whole numbers (so
