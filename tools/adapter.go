@@ -36,6 +36,7 @@ func (t Tool) MCPTool() *mcp.Tool {
 		Description:  t.Description,
 		InputSchema:  in,
 		OutputSchema: envelope.OutputSchema(t.Output),
+		Meta:         clientMeta(t.Name),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Hints.ReadOnly,
 			DestructiveHint: new(t.Hints.Destructive),
