@@ -356,6 +356,7 @@ func (a *App) init() error {
 		PolicyFile:      a.Config.PolicyFile,
 		ReadOnly:        a.Config.ReadOnly,
 		Toolsets:        a.Config.Toolsets,
+		Listed:          tools.Agent,
 		DynamicToolsets: a.Config.DynamicToolsets,
 		Audit:           &a.audit,
 		Hasher:          hasher,

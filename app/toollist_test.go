@@ -21,8 +21,10 @@ import (
 // What every agent pays on every start: the tools/list result, compact
 // JSON, as a client receives it.
 const (
-	// fullListBudget is the whole list (42 tools, no filters): 24 KB.
-	fullListBudget = 24 * 1024
+	// fullListBudget is the whole list (42 tools, ACCORDS_MCP_TOOLSETS=all)
+	// with every tool's client hints in _meta: 27 KB. The default list has
+	// its own, smaller budget (tokens_test.go).
+	fullListBudget = 27 * 1024
 	// dynamicStartBudget is a dynamic session's first list.
 	dynamicStartBudget = 5 * 1024
 	// descriptionMax bounds a tool's description; its first sentence says
@@ -33,6 +35,9 @@ const (
 type listing struct {
 	bytes   int
 	perTool map[string]int
+	// tools are the listed tools as sent; instructions is initialize's.
+	tools        []json.RawMessage
+	instructions string
 }
 
 // listTools opens an app with env and returns the result of its stdio
@@ -74,7 +79,10 @@ func listTools(t *testing.T, env ...string) listing {
 		return nil
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"size","version":"1"}}}`)
-	reply(1)
+	var init struct {
+		Instructions string `json:"instructions"`
+	}
+	require.NoError(t, json.Unmarshal(reply(1), &init))
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	raw := reply(2)
@@ -82,7 +90,7 @@ func listTools(t *testing.T, env ...string) listing {
 		Tools []json.RawMessage `json:"tools"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &res))
-	l := listing{bytes: len(raw), perTool: map[string]int{}}
+	l := listing{bytes: len(raw), perTool: map[string]int{}, tools: res.Tools, instructions: init.Instructions}
 	for _, tl := range res.Tools {
 		var named struct {
 			Name string `json:"name"`
@@ -101,7 +109,7 @@ func tokens(bytes int) int { return (bytes + 3) / 4 }
 // start, in bytes and in tokens at 4 characters each.
 func TestToolListBudget(t *testing.T) {
 	t.Parallel()
-	full := listTools(t)
+	full := listTools(t, "ACCORDS_MCP_TOOLSETS=all")
 	require.Len(t, full.perTool, 42, "the full list is the predecessor's 40 tools and 2 more, without the discovery tools")
 	type row struct {
 		name  string
@@ -109,7 +117,9 @@ func TestToolListBudget(t *testing.T) {
 		tools int
 	}
 	rows := []row{{"full", full.bytes, len(full.perTool)}}
-	ro := listTools(t, "ACCORDS_MCP_READ_ONLY=true")
+	def := listTools(t)
+	rows = append(rows, row{"default", def.bytes, len(def.perTool)})
+	ro := listTools(t, "ACCORDS_MCP_READ_ONLY=true", "ACCORDS_MCP_TOOLSETS=all")
 	rows = append(rows, row{"--read-only", ro.bytes, len(ro.perTool)})
 	for _, ts := range tools.SelectableToolsets {
 		l := listTools(t, "ACCORDS_MCP_TOOLSETS="+ts)

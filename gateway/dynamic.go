@@ -115,7 +115,7 @@ func (s *liveSession) listed(ctx context.Context, pol *policy.Policy) []string {
 	c := s.g.callerFor(pol, p)
 	var out []string
 	for _, t := range s.g.visible.Tools() {
-		if s.g.refusalIn(ctx, c, t) == nil && s.shows(t) {
+		if s.g.refusalIn(ctx, c, t) == nil && s.shows(t) && s.g.listed(ctx, s, t) {
 			out = append(out, t.Name)
 		}
 	}

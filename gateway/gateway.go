@@ -81,6 +81,10 @@ type Options struct {
 	ReadOnly bool
 	// Toolsets, when not empty, keeps only tools of these toolsets.
 	Toolsets []string
+	// Listed, when not empty, is what a session that is not dynamic lists
+	// while neither Toolsets nor the client's view selects toolsets (D23:
+	// the agent's tools, tools.Agent); every other tool stays callable.
+	Listed []string
 	// DynamicToolsets starts every stdio session with tools.Core and lets
 	// each enable toolsets (vaultclaw_toolset_enable); Toolsets stays the
 	// upper bound. An attached client's View can ask for it alone.

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
@@ -94,7 +96,7 @@ func (g *Gateway) filterList(ctx context.Context, s *liveSession, res mcp.Result
 	c := g.callerFor(g.policy.Load(), caller.From(ctx))
 	kept := make([]*mcp.Tool, 0, len(lr.Tools))
 	for _, mt := range lr.Tools {
-		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusalIn(ctx, c, t) == nil && s.shows(t) {
+		if t, ok := g.reg.Lookup(mt.Name); ok && g.refusalIn(ctx, c, t) == nil && s.shows(t) && g.listed(ctx, s, t) {
 			kept = append(kept, mt)
 		}
 	}
@@ -105,4 +107,33 @@ func (g *Gateway) filterList(ctx context.Context, s *liveSession, res mcp.Result
 		return &out
 	}
 	return &encodedList{ListToolsResult: &out, tools: raw}
+}
+
+// listed reports whether tools/list names t (D23): without a toolset
+// selection (--toolsets, ACCORDS_MCP_TOOLSETS, or the client's own) a
+// session that is not dynamic lists Options.Listed, when set; "all" or any
+// selection lists every tool it selects. Listing is all this decides: a
+// tool left off the default list stays callable by name.
+func (g *Gateway) listed(ctx context.Context, s *liveSession, t tools.Tool) bool {
+	if len(g.opts.Listed) == 0 || (s != nil && s.dynamic) {
+		return true
+	}
+	if selects(g.opts.Toolsets) {
+		return true
+	}
+	if v, ok := viewFrom(ctx); ok && selects(v.Toolsets) {
+		return true
+	}
+	return t.Toolset == tools.ToolsetDynamic || slices.Contains(g.opts.Listed, t.Name)
+}
+
+// selects reports whether a toolsets setting names any toolset ("all"
+// included).
+func selects(toolsets []string) bool {
+	for _, ts := range toolsets {
+		if strings.TrimSpace(ts) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 
 	"github.com/accordsai/accords-mcp/domain/approval"
 	"github.com/accordsai/accords-mcp/platform/apperr"
@@ -36,6 +35,7 @@ func (t Tool) MCPTool() *mcp.Tool {
 		Description:  t.Description,
 		InputSchema:  in,
 		OutputSchema: envelope.OutputSchema(t.Output),
+		Meta:         clientMeta(t.Name),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Hints.ReadOnly,
 			DestructiveHint: new(t.Hints.Destructive),
@@ -157,8 +157,9 @@ func failure(err error) envelope.Envelope {
 	return envelope.Failure(withNextStep(apperr.As(err)))
 }
 
-// render is the one place an envelope becomes a CallToolResult. An
-// approval handoff adds a human-readable summary as a second text item.
+// render is the one place an envelope becomes a CallToolResult: the
+// envelope serialised once as structured content, and the text the model
+// reads (envelope.Text, D22), isError when not ok.
 func render(ctx context.Context, env envelope.Envelope, appr *approval.Approval) *mcp.CallToolResult {
 	raw, err := json.Marshal(env)
 	if err != nil {
@@ -167,28 +168,9 @@ func render(ctx context.Context, env envelope.Envelope, appr *approval.Approval)
 	}
 	res := &mcp.CallToolResult{
 		StructuredContent: json.RawMessage(raw),
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: envelope.Text(raw)}},
 		IsError:           !env.OK,
-	}
-	if appr != nil && env.Error != nil && env.Error.Code == apperr.CodeApprovalRequired {
-		res.Content = append(res.Content, &mcp.TextContent{Text: approvalText(appr)})
 	}
 	record(ctx, &env, appr, raw)
 	return res
-}
-
-// approvalText tells a person what to do about a handoff.
-func approvalText(a *approval.Approval) string {
-	lines := []string{"Approval required before execution can continue.", "Kind: " + a.Kind}
-	if a.ChallengeID != "" {
-		lines = append(lines, "Challenge ID: "+a.ChallengeID)
-	}
-	if a.PendingID != "" {
-		lines = append(lines, "Pending ID: "+a.PendingID)
-	}
-	if url := a.AttestationURL(); url != "" {
-		lines = append(lines, fmt.Sprintf("Attestation URL: [%s](%s)", url, url))
-	}
-	lines = append(lines, "Next action: call `"+approval.WaitTool+"` with the provided handle.")
-	return strings.Join(lines, "\n")
 }

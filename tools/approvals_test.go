@@ -75,10 +75,10 @@ func TestExecuteJobApprovalResolvedA1(t *testing.T) {
 	pend := s.callsTo("GET", pathPending)
 	require.Len(t, pend, 1)
 	assert.Equal(t, "challenge_id=ach_1&limit=200&"+allStatesQuery, pend[0].Query)
-	require.Len(t, r.Result.Content, 2)
-	text := r.Result.Content[1].(*mcp.TextContent).Text
-	assert.Contains(t, text, "Kind: JOB")
-	assert.Contains(t, text, "Pending ID: apj_1")
+	require.Len(t, r.Result.Content, 1)
+	text := r.Result.Content[0].(*mcp.TextContent).Text
+	assert.Contains(t, text, "approve this JOB")
+	assert.Contains(t, text, "pending_id apj_1")
 
 	// The handoff is a durable handle of this scope.
 	h := e.call("vaultclaw_approval_handles_list", map[string]any{})
@@ -126,8 +126,8 @@ func TestExecuteJobDirectPendingIDAndAttestationA5(t *testing.T) {
 	assert.Equal(t, true, a["pending_id_resolved"])
 	assert.Equal(t, "https://a.example/x", a["remote_attestation_url"])
 	assert.Equal(t, "[https://a.example/x](https://a.example/x)", a["remote_attestation_link_markdown"])
-	require.Len(t, r.Result.Content, 2)
-	assert.Contains(t, r.Result.Content[1].(*mcp.TextContent).Text, "Attestation URL: [https://a.example/x](https://a.example/x)")
+	require.Len(t, r.Result.Content, 1)
+	assert.Equal(t, 1, strings.Count(r.Result.Content[0].(*mcp.TextContent).Text, "https://a.example/x"), "the link once (D22)")
 }
 
 func TestExecuteJobSuccessA6A7(t *testing.T) {
@@ -170,7 +170,7 @@ func TestExecuteJobHTTPErrorWithPendingDetailsIsAHandoff(t *testing.T) {
 	assert.Equal(t, map[string]any{"kind": "JOB", "job_id": "job_s", "run_id": "", "challenge_id": "ach_s", "pending_id": "apj_s"}, at(r.Details(), "approval", "next_action", "arguments", "handle"))
 	assert.Equal(t, "apj_s", at(r.Details(), "vault_error", "details", "pending_approval", "pending_id"))
 	assert.Equal(t, 409.0, at(r.Raw, "meta", "vault_http_status"))
-	require.Len(t, r.Result.Content, 2)
+	require.Len(t, r.Result.Content, 1)
 }
 
 func TestExecuteJobGmailModuleHash(t *testing.T) {

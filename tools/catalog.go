@@ -22,6 +22,7 @@ type cookbooksListFilter struct {
 type cookbooksListIn struct {
 	Filter     *cookbooksListFilter `json:"filter,omitempty"`
 	LatestOnly bool                 `json:"latest_only,omitempty"`
+	Full       bool                 `json:"full,omitempty" jsonschema:"with entries and root_dir"`
 	Limit      int                  `json:"limit,omitempty"`
 	Cursor     string               `json:"cursor,omitempty"`
 }
@@ -83,7 +84,21 @@ func listCookbooks(ctx context.Context, d *Deps, _ *Call, in cookbooksListIn) (R
 	if err != nil {
 		return Result{}, err
 	}
-	return OK(map[string]any{"items": page.Items, "next_cursor": page.NextCursor, "root_dir": d.Catalog.DBPath()})
+	out := map[string]any{"items": page.Items, "next_cursor": page.NextCursor}
+	if in.Full {
+		out["root_dir"] = d.Catalog.DBPath()
+	} else {
+		// A listing names cookbooks; their entries are a search or a
+		// cookbook_get away, and the server's path is nobody's business
+		// unless asked.
+		items := make([]catalog.Item, len(page.Items))
+		for i, it := range page.Items {
+			it.Entries = nil
+			items[i] = it
+		}
+		out["items"] = items
+	}
+	return OK(out)
 }
 
 var cookbookGet = Define(Tool{
@@ -205,7 +220,53 @@ var recipesSearch = Define(Tool{
 }, func(s *jsonschema.Schema) {
 	Enum(s, "entry_type", catalog.EntryTypes...)
 	Range(s, "limit", 0, index.MaxLimit)
+	Default(s, "limit", searchDefaultLimit)
 }, searchRecipes)
+
+// A search answers the question asked: searchDefaultLimit hits unless the
+// caller asks for more, and with free text none scoring below
+// searchRelativeCutoff of the best hit (a hit that far below matched a
+// stray word). The order is the index's (D7).
+const (
+	searchDefaultLimit   = 10
+	searchRelativeCutoff = 0.25
+)
+
+// searchHit is a hit as the tool returns it: what identifies the entry and
+// says what it does; latest only when all_versions mixes versions.
+type searchHit struct {
+	CookbookID  string  `json:"cookbook_id"`
+	Version     string  `json:"version"`
+	EntryID     string  `json:"entry_id"`
+	EntryType   string  `json:"entry_type"`
+	Title       string  `json:"title,omitempty"`
+	ConnectorID string  `json:"connector_id,omitempty"`
+	Verb        string  `json:"verb,omitempty"`
+	Latest      *bool   `json:"latest,omitempty"`
+	Score       float64 `json:"score"`
+}
+
+// shapeHits applies the relative cut-off (with free text) and the compact
+// hit form, keeping the order.
+func shapeHits(hits []index.Hit, text string, allVersions bool) []searchHit {
+	floor := 0.0
+	if strings.TrimSpace(text) != "" && len(hits) > 0 {
+		floor = hits[0].Score * searchRelativeCutoff
+	}
+	out := make([]searchHit, 0, len(hits))
+	for _, h := range hits {
+		if h.Score < floor {
+			continue
+		}
+		sh := searchHit{CookbookID: h.CookbookID, Version: h.Version, EntryID: h.EntryID, EntryType: h.EntryType,
+			Title: h.Title, ConnectorID: h.ConnectorID, Verb: h.Verb, Score: h.Score}
+		if allVersions {
+			sh.Latest = &h.Latest
+		}
+		out = append(out, sh)
+	}
+	return out
+}
 
 func searchRecipes(ctx context.Context, d *Deps, _ *Call, in recipesSearchIn) (Result, error) {
 	res, err := d.Catalog.Search(ctx, index.Query{
@@ -216,7 +277,7 @@ func searchRecipes(ctx context.Context, d *Deps, _ *Call, in recipesSearchIn) (R
 	if err != nil {
 		return Result{}, err
 	}
-	return OK(res)
+	return OK(map[string]any{"items": shapeHits(res.Items, in.Query, in.AllVersions), "total": res.Total})
 }
 
 var templateRender = Define(Tool{

@@ -21,6 +21,24 @@ var Core = []string{
 	"vaultclaw_toolsets_list", "vaultclaw_toolset_enable",
 }
 
+// Agent are the tools a session lists when no toolsets are selected
+// (D23): what the seed workflows use (session, search, render, validate,
+// execute, approvals, routing). Catalog writes, remote sources, profile
+// and slot administration and audit listing are operator work, listed
+// with ACCORDS_MCP_TOOLSETS=all or their toolset and callable by name
+// either way.
+var Agent = []string{
+	"vaultclaw_session_configure", "vaultclaw_session_status",
+	"vaultclaw_connectors_list", "vaultclaw_connector_get", "vaultclaw_connector_validate",
+	"vaultclaw_connector_execute", "vaultclaw_connector_execute_job",
+	"vaultclaw_plan_validate", "vaultclaw_plan_execute", "vaultclaw_passport_email_workflow",
+	"vaultclaw_approval_wait", "vaultclaw_approval_handles_list", "vaultclaw_approvals_pending_list",
+	"vaultclaw_job_get", "vaultclaw_plan_run_get",
+	"vaultclaw_recipes_search", "vaultclaw_recipe_get", "vaultclaw_template_render",
+	"vaultclaw_cookbooks_list", "vaultclaw_cookbook_get",
+	"vaultclaw_route_resolve",
+}
+
 // ToolsetDescriptions say what each toolset is for (vaultclaw_toolsets_list,
 // docs).
 var ToolsetDescriptions = map[string]string{

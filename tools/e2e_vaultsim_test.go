@@ -46,7 +46,8 @@ func handoffHandle(t *testing.T, r mcptest.Envelope, kind string) map[string]any
 	assert.Equal(t, kind, a["kind"])
 	assert.Equal(t, true, a["pending_id_resolved"], "the pending id is resolved through the pending list")
 	assert.NotZero(t, a["pending_expires_at_unix_ms"])
-	require.Len(t, r.Result.Content, 2)
+	require.Len(t, r.Result.Content, 1)
+	assert.Contains(t, r.Result.Content[0].(*mcp.TextContent).Text, "vaultclaw_approval_wait", "the text names the next step (D22)")
 	return at(a, "next_action", "arguments", "handle").(map[string]any)
 }
 

@@ -156,12 +156,17 @@ func TestRenderApprovalText(t *testing.T) {
 	h.PendingApproval["remote_attestation_url"] = "https://att.example/x"
 	res := Fail(context.Background(), h.Err())
 	require.True(t, res.IsError)
-	require.Len(t, res.Content, 2)
-	require.Equal(t, "Approval required before execution can continue.\nKind: JOB\nChallenge ID: ch_1\n"+
-		"Attestation URL: [https://att.example/x](https://att.example/x)\n"+
-		"Next action: call `vaultclaw_approval_wait` with the provided handle.", res.Content[1].(*mcp.TextContent).Text)
-	// A plain error with the approval code but no handoff has no summary.
-	require.Len(t, Render(envelope.Failure(apperr.New(apperr.CodeApprovalRequired, "approval required"))).Content, 1)
+	// One text item (D22): the kind, the ids, the link once, the wait call.
+	require.Len(t, res.Content, 1)
+	require.Equal(t, "MCP_APPROVAL_REQUIRED: a person must approve this JOB in Vaultclaw before it runs.\n"+
+		"job_id job_1, challenge_id ch_1\n"+
+		"Show the user this link to approve: https://att.example/x\n"+
+		`Then call vaultclaw_approval_wait with {"handle":{"challenge_id":"ch_1","job_id":"job_1","kind":"JOB","pending_id":"","run_id":""}}; do not retry the call.`,
+		res.Content[0].(*mcp.TextContent).Text)
+	// A plain error with the approval code but no handoff is a plain error.
+	plain := Render(envelope.Failure(apperr.New(apperr.CodeApprovalRequired, "approval required")))
+	require.Len(t, plain.Content, 1)
+	require.True(t, strings.HasPrefix(plain.Content[0].(*mcp.TextContent).Text, "MCP_APPROVAL_REQUIRED: approval required"))
 }
 
 // Arguments keep the predecessor's reading of an explicit null: zero for a

@@ -604,8 +604,8 @@ func TestSyncExecuteApproval(t *testing.T) {
 	assert.Equal(t, pend[0].PendingID, approval["pending_id"])
 	assert.Equal(t, true, approval["pending_id_resolved"])
 	assert.Equal(t, "vaultclaw_approval_wait", approval["next_action"].(map[string]any)["tool"])
-	require.Len(t, e.Result.Content, 2)
-	assert.Contains(t, e.Result.Content[1].(*mcp.TextContent).Text, "Pending ID: "+pend[0].PendingID)
+	require.Len(t, e.Result.Content, 1)
+	assert.Contains(t, e.Result.Content[0].(*mcp.TextContent).Text, "pending_id "+pend[0].PendingID)
 	assert.Empty(t, h.sim.SentMessages())
 
 	require.NoError(t, h.sim.Approve(pend[0].PendingID))

@@ -50,7 +50,7 @@ func TestSessionToolsInMemory(t *testing.T) {
 
 func TestToolsListSortedWithSchemas(t *testing.T) {
 	t.Parallel()
-	a := testenv.Open(t, testenv.Config(t))
+	a := testenv.Open(t, testenv.Config(t, "ACCORDS_MCP_TOOLSETS=all"))
 	cs := mcptest.Connect(t, a.MCPServer(), nil)
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", "4194304", "largest cookbook bundle stored by any path (tools, CLI import, remote install, legacy import), in canonical JSON bytes"},
 	{"ACCORDS_MCP_POLICY_FILE", "(none: stdio and loopback HTTP hold every capability)", "gateway policy file (TOML, or JSON with a .json name): HTTP callers as token digests, tenants, capabilities, rate limits, pre-execution [[rules]] (CEL); SIGHUP reloads it (docs/gateway.md)"},
 	{"ACCORDS_MCP_READ_ONLY", "false", "remove every tool that changes state (serve --read-only): for the one client when a stdio launch attaches to a daemon, for every client in the daemon's own environment"},
-	{"ACCORDS_MCP_TOOLSETS", "(all)", "comma-separated toolsets to expose: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
+	{"ACCORDS_MCP_TOOLSETS", "(the agent's 21 tools listed, all callable)", "comma-separated toolsets to expose, or `all`: session, vault, approvals, catalog, remote, routing, audit (serve --toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_DYNAMIC_TOOLSETS", "false", "a stdio session starts with a few core tools and adds toolsets on demand (vaultclaw_toolsets_list, vaultclaw_toolset_enable; serve --dynamic-toolsets); per client like ACCORDS_MCP_READ_ONLY"},
 	{"ACCORDS_MCP_AUDIT_RETENTION", "90d,100000", "audit receipts kept: an age (90d, 720h), a count (100000), both comma-separated, or off"},
 	{"ACCORDS_MCP_AUDIT_TENANT_FLOOR", "1000", "each tenant's newest N audit receipts are never removed by the count bound of ACCORDS_MCP_AUDIT_RETENTION, whatever other tenants write (only by its age); 0 turns the floor off (docs/gateway.md#retention)"},

@@ -10,11 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -104,9 +104,8 @@ func Decode(res *mcp.CallToolResult) (Envelope, error) {
 	if !ok {
 		return Envelope{}, fmt.Errorf("%w: first content item is %T, not text", ErrNoEnvelope, res.Content[0])
 	}
-	var mirror any
-	if err := json.Unmarshal([]byte(text.Text), &mirror); err != nil || !reflect.DeepEqual(mirror, any(env.Raw)) {
-		return Envelope{}, fmt.Errorf("%w: the text item does not mirror the structured content: %s", ErrNoEnvelope, text.Text)
+	if want := envelope.Text(raw); text.Text != want || len(res.Content) != 1 {
+		return Envelope{}, fmt.Errorf("%w: the text is not the envelope's text (D22): %s, want %s", ErrNoEnvelope, text.Text, want)
 	}
 	if res.IsError == env.OK {
 		return Envelope{}, fmt.Errorf("%w: isError %v with ok %v", ErrNoEnvelope, res.IsError, env.OK)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ const (
 )
 
 func TestDecode(t *testing.T) {
-	env, err := Decode(result(okEnv, okEnv, false))
+	env, err := Decode(result(okEnv, envelope.Text([]byte(okEnv)), false))
 	require.NoError(t, err)
 	assert.True(t, env.OK)
 	assert.Equal(t, map[string]any{"n": 1.0}, env.Object())
@@ -36,7 +37,7 @@ func TestDecode(t *testing.T) {
 	assert.Equal(t, true, env.Raw["ok"])
 	assert.NotNil(t, env.Result)
 
-	env, err = Decode(result(failEnv, failEnv, true))
+	env, err = Decode(result(failEnv, envelope.Text([]byte(failEnv)), true))
 	require.NoError(t, err)
 	assert.Equal(t, &Error{Code: "MCP_X", Category: "validation", Message: "m", Retryable: true, VaultCode: "V",
 		Details: map[string]any{"field": "f"}}, env.Error)
@@ -52,8 +53,8 @@ func TestDecode(t *testing.T) {
 		"no content":        {StructuredContent: json.RawMessage(okEnv)},
 		"image first":       {StructuredContent: json.RawMessage(okEnv), Content: []mcp.Content{&mcp.ImageContent{}}},
 		"text differs":      result(okEnv, `{"ok":true}`, false),
-		"isError with ok":   result(okEnv, okEnv, true),
-		"no isError failed": result(failEnv, failEnv, false),
+		"isError with ok":   result(okEnv, envelope.Text([]byte(okEnv)), true),
+		"no isError failed": result(failEnv, envelope.Text([]byte(failEnv)), false),
 	} {
 		env, err := Decode(res)
 		assert.ErrorIs(t, err, ErrNoEnvelope, name)
@@ -70,9 +71,9 @@ func server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		if in.Fail {
-			return result(failEnv, failEnv, true), nil, nil
+			return result(failEnv, envelope.Text([]byte(failEnv)), true), nil, nil
 		}
-		return result(okEnv, okEnv, false), nil, nil
+		return result(okEnv, envelope.Text([]byte(okEnv)), false), nil, nil
 	})
 	return s
 }
@@ -117,7 +118,7 @@ func TestPost(t *testing.T) {
 		_ = json.NewDecoder(r.Body).Decode(&got)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":` + failEnv +
-			`,"content":[{"type":"text","text":` + strconv.Quote(failEnv) + `}],"isError":true}}`))
+			`,"content":[{"type":"text","text":` + strconv.Quote(envelope.Text([]byte(failEnv))) + `}],"isError":true}}`))
 	}))
 	defer srv.Close()
 
@@ -143,7 +144,7 @@ func TestValidateOutputChecksTheListedSchema(t *testing.T) {
 		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var e struct{ OK bool }
 			_ = json.Unmarshal([]byte(env), &e)
-			return result(env, env, !e.OK), nil
+			return result(env, envelope.Text([]byte(env)), !e.OK), nil
 		}
 	}
 	in := json.RawMessage(`{"type":"object"}`)

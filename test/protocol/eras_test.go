@@ -83,7 +83,8 @@ func connectStdio(t *testing.T, e *approvaltest.Env, c *mcp.Client, version stri
 // transport and protocol version; every call comes back as an envelope,
 // never as a protocol error.
 func TestEveryToolOnEveryEraAndTransport(t *testing.T) {
-	e := approvaltest.NewEnv(t, vaultsim.Options{})
+	// Every tool listed (D23: a start without a selection lists the agent's).
+	e := approvaltest.NewEnv(t, vaultsim.Options{}, "ACCORDS_MCP_TOOLSETS=all")
 	// What a session lists (the discovery tools come with dynamic toolsets).
 	want := len(e.App.Gateway.Visible().Tools())
 	for name, connect := range transports {

@@ -724,12 +724,11 @@ func daemonError(kind failKind, cause error, tool string, mayHaveRun bool) *appe
 }
 
 // toolResult is a tools/call result carrying the failure envelope, as
-// every tool returns it: structured content, the same JSON as text, and
-// isError.
+// every tool returns it: structured content, its text (D22), and isError.
 func toolResult(e *apperr.Error) json.RawMessage {
 	env, _ := json.Marshal(envelope.Failure(e))
 	out, _ := json.Marshal(map[string]any{
-		"content":           []any{map[string]any{"type": "text", "text": string(env)}},
+		"content":           []any{map[string]any{"type": "text", "text": envelope.Text(env)}},
 		"structuredContent": json.RawMessage(env),
 		"isError":           true,
 	})
