@@ -35,7 +35,7 @@ func startDevVault(t *testing.T, args ...string) (*syncbuf.Buffer, func() int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, testEnv(out, errOut), append([]string{"dev-vault"}, args...)) }()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "agent token: ") }, 5*time.Second, 10*time.Millisecond, errOut.String())
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Admin endpoints: ") }, 5*time.Second, 10*time.Millisecond, errOut.String())
 	return out, func() int { cancel(); return <-done }
 }
 
