@@ -111,7 +111,11 @@ func (t *target) options(dir string, transport string) mcpproc.Options {
 // alternating between the binaries, then HTTP.
 func measure(ctx context.Context, o options) (*report, error) {
 	rep := &report{Bundles: o.bundles, Calls: o.calls, Seed: o.seed, CPUs: runtime.NumCPU(), LoadAverage: loadAverage()}
-	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin, Ops: map[string]stats{}}, env: o.env, seed: true}}
+	// Ours lists every tool (D23 lists the agent's 21 by default), so
+	// tools-list measures the full list and seeding finds the upsert tool;
+	// an --env of the same name wins.
+	ours := append([]string{"ACCORDS_MCP_TOOLSETS=all"}, o.env...)
+	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin, Ops: map[string]stats{}}, env: ours, seed: true}}
 	if o.compare != "" {
 		targets = append(targets, &target{rep: &targetReport{Name: "compare", Bin: o.compare, Ops: map[string]stats{}},
 			args: o.cmpArgs, env: o.cmpEnv, seed: o.compareSeed})
