@@ -375,7 +375,7 @@ func (a *App) init() error {
 	}
 	// Servers are built on demand, once the list is complete.
 	a.Builder.Middleware = a.middleware()
-	a.Tasks.SetGate(taskGate{a.Gateway})
+	a.Tasks.SetGate(a.Gateway)
 	if err := a.Tasks.Start(); err != nil {
 		a.Logger.Warn("resuming tasks failed", "error", err)
 	}

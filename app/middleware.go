@@ -1,7 +1,6 @@
 package app
 
 import (
-	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/transport/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,13 +42,4 @@ func (a *App) middleware() []mcp.Middleware {
 		// (innermost: nothing between it and the tool), then its receipt.
 		a.Gateway.Calls,
 	}
-}
-
-// taskGate is the gateway as the Tasks extension checks and records its
-// tasks.
-type taskGate struct{ *gateway.Gateway }
-
-func (g taskGate) Record(e tasks.Event) map[string]any {
-	return g.RecordTask(gateway.TaskEvent{Kind: e.Kind, Caller: e.Owner.Caller, Scope: e.Owner.Scope, Transport: e.Transport,
-		Tool: e.Tool, TaskRef: e.TaskRef, ParentCallID: e.ParentCallID, Outcome: e.Outcome, Envelope: e.Envelope, Duration: e.Duration})
 }

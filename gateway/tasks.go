@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/accordsai/accords-mcp/domain/approval/task"
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/caller"
@@ -61,37 +62,18 @@ func (g *Gateway) Allowed(p caller.Principal, tool string) error {
 	return nil
 }
 
-// TaskEvent is what a task's receipt records: how it ended, or that its
-// owner cancelled it.
-type TaskEvent struct {
-	// Kind is the task's new status: completed, failed or cancelled.
-	Kind      string
-	Caller    string
-	Scope     string
-	Transport string
-	Tool      string
-	TaskRef   string
-	// ParentCallID is the tools/call that created the task.
-	ParentCallID string
-	// Outcome is the envelope's outcome (ok or its error code) for a
-	// completed task, else the status.
-	Outcome  string
-	Envelope json.RawMessage
-	Duration time.Duration
-}
-
-// RecordTask writes the receipt of a task event: a task that finished,
+// Record writes the receipt of a task event: a task that finished,
 // with its result's digest and outcome, or one its owner cancelled. The
 // receipt names the tools/call that created the task; the returned _meta
 // entries reference it as a tool call's result does.
-func (g *Gateway) RecordTask(e TaskEvent) map[string]any {
+func (g *Gateway) Record(e task.Event) map[string]any {
 	rec := audit.Receipt{
 		Type:         audit.TypeTask,
 		CallID:       newCallID(),
 		Timestamp:    g.opts.Now().UTC().Format(time.RFC3339Nano),
-		Caller:       e.Caller,
+		Caller:       e.Owner.Caller,
 		Transport:    e.Transport,
-		Scope:        e.Scope,
+		Scope:        e.Owner.Scope,
 		Tool:         truncate(e.Tool, MaxToolNameInReceipt),
 		ResultHash:   g.opts.Hasher.Sum(e.Envelope),
 		Outcome:      truncate(e.Outcome, 64),

@@ -58,24 +58,6 @@ type Checker interface {
 // decided (terminal res).
 type Finisher func(ctx context.Context, scope string, c approval.Continuation, res approval.WaitResult) envelope.Envelope
 
-// Event is what a task's receipt records: how it ended, or that its owner
-// cancelled it.
-type Event struct {
-	// Kind is the task's new status: completed, failed or cancelled.
-	Kind      string
-	Owner     task.Owner
-	Transport string
-	Tool      string
-	TaskRef   string
-	// ParentCallID is the tools/call that created the task.
-	ParentCallID string
-	// Outcome is the envelope's outcome (ok or its error code) for a
-	// completed task, else the status.
-	Outcome  string
-	Envelope json.RawMessage
-	Duration time.Duration
-}
-
 // Gate is the policy layer as tasks need it (the gateway).
 type Gate interface {
 	// Allowed re-checks on every tasks/* request that the caller may still
@@ -83,7 +65,7 @@ type Gate interface {
 	Allowed(p caller.Principal, tool string) error
 	// Record writes the receipt of e and returns the _meta entries that
 	// reference it.
-	Record(e Event) map[string]any
+	Record(e task.Event) map[string]any
 }
 
 // Options configure the extension. Store, Keys, Sessions, Checker and
@@ -518,7 +500,7 @@ func (x *Extension) record(t task.Task, outcome string, env json.RawMessage) map
 	if x.o.Gate == nil {
 		return nil
 	}
-	return x.o.Gate.Record(Event{Kind: t.Status, Owner: t.Owner, Transport: t.Transport, Tool: t.Tool, TaskRef: t.Ref,
+	return x.o.Gate.Record(task.Event{Kind: t.Status, Owner: t.Owner, Transport: t.Transport, Tool: t.Tool, TaskRef: t.Ref,
 		ParentCallID: t.CallID, Outcome: outcome, Envelope: env, Duration: t.UpdatedAt.Sub(t.CreatedAt)})
 }
 

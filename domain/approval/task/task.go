@@ -41,6 +41,24 @@ type Owner struct {
 	Env    string `json:"env,omitempty"`
 }
 
+// Event is what a task's receipt records: how it ended, or that its owner
+// cancelled it.
+type Event struct {
+	// Kind is the task's new status: completed, failed or cancelled.
+	Kind      string
+	Owner     Owner
+	Transport string
+	Tool      string
+	TaskRef   string
+	// ParentCallID is the tools/call that created the task.
+	ParentCallID string
+	// Outcome is the envelope's outcome (ok or its error code) for a
+	// completed task, else the status.
+	Outcome  string
+	Envelope json.RawMessage
+	Duration time.Duration
+}
+
 // Task is one stored task.
 type Task struct {
 	// Ref is the hex SHA-256 of the task id.
