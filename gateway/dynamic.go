@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ type liveSession struct {
 	mu        sync.Mutex
 	principal caller.Principal
 	enabled   map[string]bool // toolsets enabled in dynamic mode
+	single    map[string]bool // tools enabled one by one in dynamic mode
 }
 
 // boundServer is what a stdio server tells the gateway about itself.
@@ -77,7 +79,7 @@ func (g *Gateway) sessionOf(ctx context.Context, req mcp.Request) *liveSession {
 		s.mu.Unlock()
 		return s
 	}
-	s := &liveSession{g: g, srv: b.srv, dynamic: b.dynamic, principal: caller.From(ctx), enabled: map[string]bool{}}
+	s := &liveSession{g: g, srv: b.srv, dynamic: b.dynamic, principal: caller.From(ctx), enabled: map[string]bool{}, single: map[string]bool{}}
 	if v, ok := viewFrom(ctx); ok {
 		s.view = v
 	}
@@ -104,7 +106,7 @@ func (s *liveSession) shows(t tools.Tool) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.enabled[t.Toolset]
+	return s.enabled[t.Toolset] || s.single[t.Name]
 }
 
 // listed are the names the session's tools/list holds under pol.
@@ -133,7 +135,8 @@ func (s *liveSession) notEnabled(t tools.Tool) *apperr.Error {
 		return nil
 	}
 	return apperr.New(apperr.CodePermissionDenied,
-		"tool %s is in toolset %s, which this session has not enabled; call vaultclaw_toolset_enable with toolset %q first", t.Name, t.Toolset, t.Toolset).
+		"tool %s is in toolset %s, which this session has not enabled; call vaultclaw_toolset_enable with toolset %q first, or with tools [%q] for this tool alone",
+		t.Name, t.Toolset, t.Toolset, t.Name).
 		With("tool", t.Name).With("toolset", t.Toolset).With("reason", "toolset_not_enabled").
 		With("next_action", map[string]any{"tool": "vaultclaw_toolset_enable", "arguments": map[string]any{"toolset": t.Toolset}})
 }
@@ -182,28 +185,58 @@ func (c control) state(name string) tools.ToolsetState {
 	return st
 }
 
-// Enable implements tools.ToolsetControl.
-func (c control) Enable(name string) (tools.ToolsetState, []string, error) {
-	offered := c.s.offeredToolsets()
-	if !slices.Contains(offered, name) {
-		return tools.ToolsetState{}, nil, apperr.Validation("toolset", "toolset %s is not offered by this server; offered: %s", name, strings.Join(offered, ", ")).
-			With("allowed", offered)
-	}
-	pol := c.s.g.policy.Load()
-	before := c.s.listed(c.ctx, pol)
-	c.s.mu.Lock()
-	c.s.enabled[name] = true
-	c.s.mu.Unlock()
-	var added []string
-	for _, n := range c.s.listed(c.ctx, pol) {
-		if !slices.Contains(before, n) {
-			added = append(added, n)
+// Enable implements tools.ToolsetControl. Names are checked before
+// anything changes: an unoffered toolset or a tool the inventory does not
+// have enables nothing. A named tool the caller may not call (its
+// capabilities, read-only mode, the server's or the view's toolsets) is
+// recorded like a toolset is, so it stays hidden until the caller may
+// call it, and the answer names it with the reason.
+func (c control) Enable(toolset string, names []string) (tools.Enabled, error) {
+	g := c.s.g
+	if toolset != "" {
+		if offered := c.s.offeredToolsets(); !slices.Contains(offered, toolset) {
+			return tools.Enabled{}, apperr.Validation("toolset", "toolset %s is not offered by this server; offered: %s", toolset, strings.Join(offered, ", ")).
+				With("allowed", offered)
 		}
 	}
-	if len(added) > 0 {
-		c.s.g.announce(c.s.srv)
+	for i, n := range names {
+		if _, ok := g.reg.Lookup(n); !ok {
+			return tools.Enabled{}, apperr.Validation(fmt.Sprintf("tools[%d]", i), "tool %s does not exist; vaultclaw_toolsets_list names the tools of each toolset", n)
+		}
 	}
-	return c.state(name), added, nil
+	pol := g.policy.Load()
+	callr := g.callerFor(pol, caller.From(c.ctx))
+	before := c.s.listed(c.ctx, pol)
+	c.s.mu.Lock()
+	if toolset != "" {
+		c.s.enabled[toolset] = true
+	}
+	for _, n := range names {
+		c.s.single[n] = true
+	}
+	c.s.mu.Unlock()
+	en := tools.Enabled{Toolset: toolset, Tools: []string{}, Added: []string{}}
+	if toolset != "" {
+		en.Tools = append(en.Tools, c.state(toolset).Tools...)
+	}
+	for _, n := range names {
+		t, _ := g.reg.Lookup(n)
+		if refusal := g.refusalIn(c.ctx, callr, t); refusal != nil {
+			reason, _ := refusal.Details["reason"].(string)
+			en.Hidden = append(en.Hidden, tools.HiddenTool{Tool: n, Reason: reason})
+		} else if !slices.Contains(en.Tools, n) {
+			en.Tools = append(en.Tools, n)
+		}
+	}
+	for _, n := range c.s.listed(c.ctx, pol) {
+		if !slices.Contains(before, n) {
+			en.Added = append(en.Added, n)
+		}
+	}
+	if len(en.Added) > 0 {
+		g.announce(c.s.srv)
+	}
+	return en, nil
 }
 
 // offeredToolsets are the selectable toolsets the server-wide settings

@@ -163,3 +163,69 @@ func TestReloadTellsStdioSessionsWhoseToolsChanged(t *testing.T) {
 	waitChanged(t, changed, "making the stdio caller read-only")
 	assert.NotContains(t, listNames(t, cs), "vaultclaw_session_configure")
 }
+
+// A session enables single tools, so an execute conversation lists what it
+// uses and not the rest of the toolset.
+func TestDynamicSessionEnablesSingleTools(t *testing.T) {
+	h := newHarness(t, setup{dynamic: true})
+	cs, changed := h.watched(h.gw.StdioServer())
+	core := listNames(t, cs)
+
+	en := call(t, cs, "vaultclaw_toolset_enable", map[string]any{"tools": []string{"vaultclaw_connector_execute"}})
+	require.True(t, en.OK, "%+v", en.Error)
+	waitChanged(t, changed, "enabling one tool")
+	assert.Equal(t, []any{"vaultclaw_connector_execute"}, en.Object()["added"])
+	assert.Equal(t, []any{"vaultclaw_connector_execute"}, en.Object()["tools"])
+	assert.NotContains(t, en.Object(), "hidden")
+	got := listNames(t, cs)
+	assert.ElementsMatch(t, append(slices.Clone(core), "vaultclaw_connector_execute"), got, "exactly one more tool")
+	env := call(t, cs, "vaultclaw_connector_get", map[string]any{"connector_id": "google"})
+	assert.Equal(t, "toolset_not_enabled", env.Details()["reason"], "the rest of its toolset stays hidden")
+	assert.Contains(t, env.Error.Message, `or with tools ["vaultclaw_connector_get"] for this tool alone`)
+
+	// Again: nothing added, no one told.
+	again := call(t, cs, "vaultclaw_toolset_enable", map[string]any{"tools": []string{"vaultclaw_connector_execute"}})
+	require.True(t, again.OK)
+	assert.Empty(t, again.Object()["added"])
+	noChange(t, changed, "enabling an enabled tool")
+
+	// A toolset and tools in one call.
+	both := call(t, cs, "vaultclaw_toolset_enable", map[string]any{"toolset": "session", "tools": []string{"vaultclaw_approval_wait"}})
+	require.True(t, both.OK, "%+v", both.Error)
+	assert.Equal(t, "session", both.Object()["toolset"])
+	assert.Contains(t, both.Object()["added"], "vaultclaw_approval_wait")
+	assert.Contains(t, both.Object()["added"], "vaultclaw_session_configure")
+	waitChanged(t, changed, "enabling a toolset and a tool")
+
+	// An unknown name enables nothing and names the field.
+	before := listNames(t, cs)
+	bad := call(t, cs, "vaultclaw_toolset_enable", map[string]any{"tools": []string{"vaultclaw_job_get", "vaultclaw_nope"}})
+	require.Equal(t, apperr.CodeValidation, bad.Code())
+	assert.Equal(t, "tools[1]", bad.Details()["field"])
+	assert.Contains(t, bad.Error.Message, "tool vaultclaw_nope does not exist")
+	assert.Equal(t, before, listNames(t, cs), "a rejected call enables nothing")
+
+	none := call(t, cs, "vaultclaw_toolset_enable", map[string]any{})
+	require.Equal(t, apperr.CodeValidation, none.Code())
+	assert.Equal(t, "toolset", none.Details()["field"])
+}
+
+// A named tool the caller may not call stays hidden, and the answer says
+// why.
+func TestDynamicSingleToolKeepsTheCallersBounds(t *testing.T) {
+	h := newHarness(t, setup{dynamic: true, readOnly: true, policy: "[stdio]\ncapabilities = [\"session_admin\", \"approvals_view\"]\n"})
+	cs := h.stdio()
+	core := listNames(t, cs)
+	en := call(t, cs, "vaultclaw_toolset_enable", map[string]any{"tools": []string{
+		"vaultclaw_connectors_list", "vaultclaw_session_clear", "vaultclaw_approval_wait"}})
+	require.True(t, en.OK, "%+v", en.Error)
+	assert.Equal(t, []any{"vaultclaw_approval_wait"}, en.Object()["added"])
+	assert.Equal(t, []any{
+		map[string]any{"tool": "vaultclaw_connectors_list", "reason": "missing_capability"},
+		map[string]any{"tool": "vaultclaw_session_clear", "reason": "read_only"},
+	}, en.Object()["hidden"])
+	assert.ElementsMatch(t, append(slices.Clone(core), "vaultclaw_approval_wait"), listNames(t, cs))
+	env := call(t, cs, "vaultclaw_connectors_list", nil)
+	assert.Equal(t, apperr.CodePermissionDenied, env.Code())
+	assert.Equal(t, "missing_capability", env.Details()["reason"])
+}

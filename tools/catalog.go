@@ -2,10 +2,13 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/index"
+	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/envelope"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -101,15 +104,82 @@ func listCookbooks(ctx context.Context, d *Deps, _ *Call, in cookbooksListIn) (R
 	return OK(out)
 }
 
+type cookbookGetIn struct {
+	CookbookID string `json:"cookbook_id"`
+	Version    string `json:"version,omitempty"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"entries per page"`
+	Cursor     string `json:"cursor,omitempty" jsonschema:"a next_cursor"`
+}
+
 var cookbookGet = Define(Tool{
 	Name:        "vaultclaw_cookbook_get",
-	Description: "Return one stored cookbook bundle.",
+	Description: "Return one stored cookbook bundle, its entries a page at a time.",
 	Toolset:     ToolsetCatalog,
 	Capability:  CapCatalogView,
 	Effect:      ReadsLocal,
 	Needs:       NeedCatalog,
-	Output:      obj("bundle", obj()),
-}, nil, getCookbook)
+	Output:      obj("bundle", obj(), "next_cursor", str()),
+}, func(s *jsonschema.Schema) {
+	Default(s, "limit", cookbookPage)
+	Range(s, "limit", 1, 500)
+}, getCookbookPage)
+
+// cookbookPage is the default number of entries per vaultclaw_cookbook_get
+// page: a cookbook that fits is returned whole, as stored.
+const cookbookPage = 50
+
+// getCookbookPage returns the bundle with at most in.Limit of its entries,
+// from the cursor on. The cursor is "<offset>@<version>", so every page
+// of one listing comes from the same version even if a newer one lands.
+// next_cursor is present only when entries remain.
+func getCookbookPage(ctx context.Context, d *Deps, _ *Call, in cookbookGetIn) (Result, error) {
+	offset, version := 0, in.Version
+	if in.Cursor != "" {
+		o, v, ok := strings.Cut(in.Cursor, "@")
+		n, err := strconv.Atoi(o)
+		if !ok || err != nil || n < 0 || v == "" || (version != "" && version != v) {
+			return Result{}, apperr.Validation("cursor", "cursor %q is not a next_cursor of this cookbook; call again without cursor to start over", in.Cursor)
+		}
+		offset, version = n, v
+	}
+	raw, err := d.Catalog.Export(ctx, in.CookbookID, version)
+	if err != nil {
+		return Result{}, err
+	}
+	var bundle map[string]json.RawMessage
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &bundle); err != nil {
+		return Result{}, apperr.Internal("reading the stored cookbook", err)
+	}
+	if e, ok := bundle["entries"]; ok {
+		if err := json.Unmarshal(e, &entries); err != nil {
+			return Result{}, apperr.Internal("reading the stored cookbook's entries", err)
+		}
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = cookbookPage
+	}
+	if offset == 0 && len(entries) <= limit {
+		return OK(map[string]any{"bundle": raw})
+	}
+	if offset > len(entries) {
+		return Result{}, apperr.Validation("cursor", "cursor %q is past the cookbook's %d entries; call again without cursor to start over", in.Cursor, len(entries))
+	}
+	end := min(offset+limit, len(entries))
+	page, err := json.Marshal(entries[offset:end])
+	if err != nil {
+		return Result{}, apperr.Internal("paging the cookbook", err)
+	}
+	bundle["entries"] = page
+	out := map[string]any{"bundle": bundle}
+	if end < len(entries) {
+		var ver string
+		_ = json.Unmarshal(bundle["version"], &ver)
+		out["next_cursor"] = strconv.Itoa(end) + "@" + ver
+	}
+	return OK(out)
+}
 
 var cookbookExport = Define(Tool{
 	Name:        "vaultclaw_cookbook_export",
@@ -121,7 +191,7 @@ var cookbookExport = Define(Tool{
 	Output:      obj("bundle", obj()),
 }, nil, getCookbook)
 
-// getCookbook serves get and export: the stored form is the export form.
+// getCookbook serves export whole: the stored form is the export form.
 func getCookbook(ctx context.Context, d *Deps, _ *Call, in cookbookRefIn) (Result, error) {
 	raw, err := d.Catalog.Export(ctx, in.CookbookID, in.Version)
 	if err != nil {

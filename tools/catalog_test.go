@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,4 +204,66 @@ func TestTemplateRenderWarnsOfUnknownInputs(t *testing.T) {
 	env = callCatalog(t, reg, "vaultclaw_template_render", `{"cookbook_id":"net.http","template_id":"tpl_get","inputs":{"url":"https://x"}}`)
 	require.Equal(t, true, env["ok"], env)
 	assert.NotContains(t, env["meta"], "warnings", "no warnings key when every input is known")
+}
+
+// vaultclaw_cookbook_get pages a large cookbook's entries; a cookbook that
+// fits one page comes back whole, as stored, without next_cursor.
+func TestCookbookGetPagesEntries(t *testing.T) {
+	t.Parallel()
+	reg := catalogRegistry(t)
+	var entries []string
+	for i := range 5 {
+		entries = append(entries, fmt.Sprintf(`{"entry_id":"tpl_%d","entry_type":"template.verb.v1","title":"Fetch %d",
+		 "connector_id":"generic.http","verb":"generic.http.request.v1",
+		 "base_request":{"connector_id":"generic.http","verb":"generic.http.request.v1","request":{"method":"GET"}},
+		 "bindings":[{"target_path":"/request/url","input_key":"url"}]}`, i, i))
+	}
+	big := `{"type":"accords.cookbook.bundle.v1","cookbook_id":"net.many","version":"2.0.0","title":"Many","x_extra":{"kept":true},"entries":[` +
+		strings.Join(entries, ",") + `]}`
+	env := callCatalog(t, reg, "vaultclaw_cookbook_upsert", `{"bundle":`+big+`}`)
+	require.Equal(t, true, env["ok"], env["error"])
+
+	ids := func(env map[string]any) []any {
+		var out []any
+		for _, e := range env["data"].(map[string]any)["bundle"].(map[string]any)["entries"].([]any) {
+			out = append(out, e.(map[string]any)["entry_id"])
+		}
+		return out
+	}
+	whole := callCatalog(t, reg, "vaultclaw_cookbook_get", `{"cookbook_id":"net.many"}`)
+	assert.Len(t, ids(whole), 5, "the default page holds a small cookbook whole")
+	assert.NotContains(t, whole["data"], "next_cursor")
+
+	var got []any
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 5, "paging ends")
+		args := `{"cookbook_id":"net.many","limit":2}`
+		if cursor != "" {
+			args = fmt.Sprintf(`{"cookbook_id":"net.many","limit":2,"cursor":%q}`, cursor)
+		}
+		env := callCatalog(t, reg, "vaultclaw_cookbook_get", args)
+		require.Equal(t, true, env["ok"], env["error"])
+		b := env["data"].(map[string]any)["bundle"].(map[string]any)
+		assert.Equal(t, "2.0.0", b["version"])
+		assert.Equal(t, map[string]any{"kept": true}, b["x_extra"], "every page keeps the bundle's other fields")
+		assert.LessOrEqual(t, len(ids(env)), 2)
+		got = append(got, ids(env)...)
+		next, _ := env["data"].(map[string]any)["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	assert.Equal(t, ids(whole), got, "the pages together are the entries, in order")
+
+	for _, bad := range []string{`"cursor":"x"`, `"version":"2.0.0","cursor":"2@1.0.0"`, `"cursor":"99@2.0.0"`} {
+		env := callCatalog(t, reg, "vaultclaw_cookbook_get", `{"cookbook_id":"net.many",`+bad+`}`)
+		require.Equal(t, "MCP_VALIDATION_ERROR", errCode(env), bad)
+		assert.Equal(t, "cursor", env["error"].(map[string]any)["details"].(map[string]any)["field"], bad)
+	}
+
+	// Export stays whole: it is what import takes.
+	exp := callCatalog(t, reg, "vaultclaw_cookbook_export", `{"cookbook_id":"net.many"}`)
+	assert.Len(t, exp["data"].(map[string]any)["bundle"].(map[string]any)["entries"], 5)
 }

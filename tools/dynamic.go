@@ -68,10 +68,29 @@ type ToolsetControl interface {
 	Toolsets() []ToolsetState
 	// Always are the core tools the session lists whatever it enables.
 	Always() []string
-	// Enable shows a toolset's tools to the session and tells it so; added
-	// are the tools it did not see before. An unknown or unoffered toolset
-	// is an error.
-	Enable(name string) (st ToolsetState, added []string, err error)
+	// Enable shows a toolset's tools, single tools, or both to the session
+	// and tells it so. An unoffered toolset or an unknown tool is a
+	// validation error and enables nothing.
+	Enable(toolset string, tools []string) (Enabled, error)
+}
+
+// Enabled is what one vaultclaw_toolset_enable call changed.
+type Enabled struct {
+	// Toolset is the toolset named, if any.
+	Toolset string `json:"toolset,omitempty"`
+	// Tools are the named toolset's and the named tools the caller may call.
+	Tools []string `json:"tools"`
+	// Added are the tools the session did not list before.
+	Added []string `json:"added"`
+	// Hidden are named tools the caller may not call: they stay unlisted.
+	Hidden []HiddenTool `json:"hidden,omitempty"`
+}
+
+// HiddenTool is a named tool the session does not list, and why (the
+// reason a call of it would be refused with).
+type HiddenTool struct {
+	Tool   string `json:"tool"`
+	Reason string `json:"reason"`
 }
 
 type toolsetControlKey struct{}
@@ -92,7 +111,7 @@ func toolsetControl(ctx context.Context) (ToolsetControl, error) {
 
 var toolsetsList = Define(Tool{
 	Name:        "vaultclaw_toolsets_list",
-	Description: "List the toolsets and their tools, to find one to enable.",
+	Description: "List the toolsets and their tools; enable a toolset, or single tools to keep the list short.",
 	Toolset:     ToolsetDynamic,
 	Capability:  CapToolDiscovery,
 	Effect:      ReadsLocal,
@@ -108,7 +127,8 @@ func listToolsets(ctx context.Context, _ *Deps, _ *Call, _ Empty) (Result, error
 }
 
 type toolsetEnableIn struct {
-	Toolset string `json:"toolset"`
+	Toolset string   `json:"toolset,omitempty"`
+	Tools   []string `json:"tools,omitempty"`
 }
 
 // ToolsetEnableName names vaultclaw_toolset_enable: the stdio front end
@@ -118,11 +138,11 @@ const ToolsetEnableName = "vaultclaw_toolset_enable"
 
 var toolsetEnable = Define(Tool{
 	Name:        ToolsetEnableName,
-	Description: "Add a toolset's tools to this session, when a task needs them.",
+	Description: "Add a toolset's tools, or single tools by name, to this session when a task needs them.",
 	Toolset:     ToolsetDynamic,
 	Capability:  CapToolDiscovery,
 	Effect:      ChangesView,
-	Output:      obj("toolset", str(), "tools", strs(), "added", strs()),
+	Output:      obj("toolset", str(), "tools", strs(), "added", strs(), "hidden", objs()),
 }, func(s *jsonschema.Schema) {
 	Enum(s, "toolset", SelectableToolsets...)
 }, enableToolset)
@@ -132,12 +152,18 @@ func enableToolset(ctx context.Context, _ *Deps, _ *Call, in toolsetEnableIn) (R
 	if err != nil {
 		return Result{}, err
 	}
-	st, added, err := c.Enable(in.Toolset)
+	if in.Toolset == "" && len(in.Tools) == 0 {
+		return Result{}, apperr.Validation("toolset", "name a toolset or tools to enable; vaultclaw_toolsets_list shows both")
+	}
+	en, err := c.Enable(in.Toolset, in.Tools)
 	if err != nil {
 		return Result{}, err
 	}
-	if added == nil {
-		added = []string{}
+	if en.Tools == nil {
+		en.Tools = []string{}
 	}
-	return OK(map[string]any{"toolset": st.Name, "tools": st.Tools, "added": added})
+	if en.Added == nil {
+		en.Added = []string{}
+	}
+	return OK(en)
 }

@@ -30,7 +30,7 @@ func TestUnknownArgumentsAreWarnedAbout(t *testing.T) {
 		{"vaultclaw_session_status", m("verbose", true),
 			[]string{`unknown argument "verbose" is ignored; this tool takes no arguments`}},
 		{"vaultclaw_cookbook_get", m("cookbook_id", "nope", "zzzzzz", 1),
-			[]string{`unknown argument "zzzzzz" is ignored; known here: cookbook_id, version`}},
+			[]string{`unknown argument "zzzzzz" is ignored; known here: cookbook_id, cursor, limit, version`}},
 		// Failures carry them too: the misspelt name is why token is missing.
 		{"vaultclaw_session_configure", m("tokn", "x"),
 			[]string{`unknown argument "tokn"; did you mean "token"?`}},
