@@ -3,13 +3,12 @@ package tools_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/tools"
 	"github.com/accordsai/accords-mcp/vault/vaultsim"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -204,7 +203,7 @@ func TestResultTokens(t *testing.T) {
 func TestNarrowSearchTokens(t *testing.T) {
 	_, e := newSimEnv(t)
 	for _, v := range []string{"1.1.0", "1.2.0", "1.3.0"} {
-		imp := e.call("vaultclaw_cookbook_import", map[string]any{"bundle": obj(predecessorFixture(t, v)), "conflict_policy": "OVERWRITE"})
+		imp := e.call("vaultclaw_cookbook_import", map[string]any{"bundle": obj(tools.PredecessorBundle(t, v)), "conflict_policy": "OVERWRITE"})
 		require.True(t, imp.OK, imp.Raw)
 	}
 	enc := o200k(t)
@@ -220,23 +219,4 @@ func TestNarrowSearchTokens(t *testing.T) {
 	n := textTokens(t, enc, r.Result)
 	t.Logf("\"send gmail draft\": %d tokens, %d hits", n, len(at(r.Object(), "items").([]any)))
 	assert.LessOrEqual(t, n, narrowBudget)
-}
-
-// predecessorFixture reads a predecessor Gmail cookbook from shared/fixtures
-// beside the repository, skipping the test when it is absent.
-func predecessorFixture(t *testing.T, version string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		raw, err := os.ReadFile(filepath.Join(dir, "shared", "fixtures", "predecessor", "cookbooks", "google.workspace", version+".json"))
-		if err == nil {
-			return string(raw)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("predecessor fixtures not found (shared/fixtures)")
-		}
-		dir = parent
-	}
 }
