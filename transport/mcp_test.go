@@ -103,3 +103,21 @@ func TestHealthReportsBrokenDB(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, false, body["ok"])
 }
+
+// TestDefaultListLeavesEveryToolCallable: a default start lists the agent's
+// tools only (D23), and a tool outside that list still answers by name.
+func TestDefaultListLeavesEveryToolCallable(t *testing.T) {
+	t.Parallel()
+	a := testenv.Open(t, testenv.Config(t))
+	cs := mcptest.Connect(t, a.MCPServer(), nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	listed := map[string]bool{}
+	for _, tool := range res.Tools {
+		listed[tool.Name] = true
+	}
+	require.Len(t, listed, 21)
+	require.False(t, listed["vaultclaw_catalog_sources_list"], "operator tools are not in the default list")
+	env := mcptest.Call(t, cs, "vaultclaw_catalog_sources_list", nil)
+	mcptest.RequireOK(t, env)
+}
