@@ -166,7 +166,8 @@ type tsReport struct {
 func TestTypeScriptClient(t *testing.T) {
 	rt := install(t)
 	client := rt.script(t, "client.mjs")
-	e := approvaltest.NewEnv(t, vaultsim.Options{})
+	// Every tool listed (D23: a start without a selection lists the agent's).
+	e := approvaltest.NewEnv(t, vaultsim.Options{}, "ACCORDS_MCP_TOOLSETS=all")
 	srv := httptest.NewServer(e.App.HTTPHandler())
 	defer srv.Close()
 	// What a session lists (the discovery tools come with dynamic toolsets).
@@ -176,7 +177,7 @@ func TestTypeScriptClient(t *testing.T) {
 	stdioEnv := func(db string) []string {
 		return []string{"ACCORDS_MCP_DB=" + db, "ACCORDS_MCP_SECRET_KEY=" + strings.Repeat("cd", 32),
 			"ACCORDS_MCP_AUDIT_KEY_FILE=" + filepath.Join(t.TempDir(), "audit.key"),
-			"VC_BASE_URL=" + e.Sim.URL, "VC_AGENT_TOKEN=" + approvaltest.SimToken}
+			"VC_BASE_URL=" + e.Sim.URL, "VC_AGENT_TOKEN=" + approvaltest.SimToken, "ACCORDS_MCP_TOOLSETS=all"}
 	}
 	// The daemon's socket sits beside its database: a short path.
 	daemonDir, err := os.MkdirTemp("", "accords-ts")
