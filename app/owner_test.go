@@ -126,6 +126,20 @@ func TestAttachedClientsAreTheirOwnSessions(t *testing.T) {
 	assert.Len(t, sessions, 2, "one session per client")
 }
 
+// TestAttachedClientChoosingAllListsEveryTool: ACCORDS_MCP_TOOLSETS=all on
+// a launch attached to a daemon lists every tool for that client, while a
+// client that chose nothing lists the default list (D23).
+func TestAttachedClientChoosingAllListsEveryTool(t *testing.T) {
+	t.Parallel()
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	all := attach(t, w, "all", control.Hello{View: control.View{Toolsets: []string{"all"}}})
+	plain := attach(t, w, "plain", control.Hello{})
+	assert.Len(t, toolNames(t, all), len(a.Gateway.Visible().Tools()))
+	assert.Contains(t, toolNames(t, all), "vaultclaw_cookbook_upsert")
+	assert.NotContains(t, toolNames(t, plain), "vaultclaw_cookbook_upsert")
+	assert.Less(t, len(toolNames(t, plain)), len(toolNames(t, all)))
+}
+
 // TestRestoreInPlaceWhileClientsCall restores a backup through the owner
 // while two attached clients call tools: nothing fails, and both see the
 // restored data without reconnecting.

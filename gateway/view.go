@@ -23,8 +23,10 @@ type View struct {
 	Dynamic bool `json:"dynamic,omitempty"`
 }
 
-// narrows reports whether the view hides anything at all.
-func (v View) narrows() bool { return v.ReadOnly || len(v.toolsets()) > 0 }
+// chosen reports whether the client chose anything: read-only or any
+// toolset selection, "all" included (which hides nothing but lists every
+// tool, D23).
+func (v View) chosen() bool { return v.ReadOnly || selects(v.Toolsets) }
 
 // toolsets is the set of toolsets kept; empty means all ("all" included).
 func (v View) toolsets() map[string]bool {
@@ -45,7 +47,7 @@ type viewKey struct{}
 // WithView returns ctx carrying the client's view; the gateway applies it
 // to tools/list and tools/call.
 func WithView(ctx context.Context, v View) context.Context {
-	if !v.narrows() {
+	if !v.chosen() {
 		return ctx
 	}
 	return context.WithValue(ctx, viewKey{}, v)

@@ -215,8 +215,9 @@ func TestTypeScriptClient(t *testing.T) {
 			h := rep.Handoff
 			assert.True(t, h.IsError)
 			assert.Equal(t, "MCP_APPROVAL_REQUIRED", h.StructuredContent["error"].(map[string]any)["code"])
-			require.Len(t, h.Content, 2, "the envelope and the text for the person")
-			assert.Contains(t, h.Content[1]["text"], "vaultclaw_approval_wait")
+			require.Len(t, h.Content, 1, "one text block: the compact envelope with the words for the person (D22)")
+			assert.Contains(t, h.Content[0]["text"], "MCP_APPROVAL_REQUIRED")
+			assert.Contains(t, h.Content[0]["text"], "vaultclaw_approval_wait")
 			if name == "stdio-daemon" {
 				// The launch went through the daemon it started, which
 				// outlives it (until its idle exit or the stop above).
