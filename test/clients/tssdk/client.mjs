@@ -47,7 +47,7 @@ function strictCompile(tools) {
 }
 
 async function main() {
-  const c = await connect('full', {});
+  const c = await connect('full', { ACCORDS_MCP_TOOLSETS: 'all' });
   const { tools } = await c.listTools();
   report.toolCount = tools.length;
   const strict = strictCompile(tools);
