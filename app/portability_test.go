@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 	"github.com/accordsai/accords-mcp/tools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -126,37 +127,16 @@ func lint(where, path string, v any, errs *[]string) {
 		}
 	}
 	for _, e := range asList(s["enum"]) {
-		if t != "" && jsonKind(e) != t {
+		if t != "" && jsonscan.Type(e) != t {
 			report("enum value %v is not a %s", e, t)
 		}
 	}
-	if d, ok := s["default"]; ok && t != "" && jsonKind(d) != t && !(t == "number" && jsonKind(d) == "integer") {
+	if d, ok := s["default"]; ok && t != "" && jsonscan.Type(d) != t && !(t == "number" && jsonscan.Type(d) == "integer") {
 		report("default %v is not a %s", d, t)
 	}
 }
 
 func asList(v any) []any { l, _ := v.([]any); return l }
-
-func jsonKind(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case float64:
-		if x == float64(int64(x)) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
 
 // The check itself catches what it claims to.
 func TestPortabilityCheckCatchesTheUnportable(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,7 +319,7 @@ func (a *argSchema) refusal(s *jsonschema.Schema, v any, path string) error {
 	if len(s.AnyOf) > 0 {
 		// Branches of one type each: the value's own type picks the
 		// branch that says what is wrong with it.
-		got := jsonType(v)
+		got := jsonscan.Type(v)
 		var want []string
 		var match []*jsonschema.Schema
 		for _, b := range s.AnyOf {
@@ -408,35 +407,12 @@ func innermost(err error) error {
 // integer is meant says the number ("got 2.5"): it is refused, not
 // truncated (D2).
 func typeError(path string, want []string, v any) error {
-	f, got := fieldName(path), jsonType(v)
+	f, got := fieldName(path), jsonscan.Type(v)
 	if len(want) == 1 && want[0] == "integer" && got == "number" {
 		return apperr.Validation(f, "%s must be an integer, got %v", f, v).With("expected", "integer").With("actual", got)
 	}
 	w := strings.Join(want, " or ")
 	return apperr.Validation(f, "%s must be %s, got %s", f, article(w), got).With("expected", w).With("actual", got)
-}
-
-// jsonType is the JSON Schema type of a decoded JSON value (whole numbers
-// are integers, as jsonschema-go reads them).
-func jsonType(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case float64:
-		if x == math.Trunc(x) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // typeAllowed: integer and number pick each other's branch, so that a

@@ -366,18 +366,13 @@ func (s *Server) BaseURL() string {
 }
 
 // Close stops the server, dropping open connections.
-func (s *Server) Close() error {
-	err := s.srv.Close()
-	<-s.done
-	if s.Socket != "" {
-		_ = os.Remove(s.Socket)
-	}
-	return err
-}
+func (s *Server) Close() error { return s.stopped(s.srv.Close()) }
 
 // Shutdown stops gracefully within ctx.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
+func (s *Server) Shutdown(ctx context.Context) error { return s.stopped(s.srv.Shutdown(ctx)) }
+
+// stopped waits for Serve to return and removes the socket file.
+func (s *Server) stopped(err error) error {
 	<-s.done
 	if s.Socket != "" {
 		_ = os.Remove(s.Socket)

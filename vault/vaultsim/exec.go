@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 var executeEnvelope = schema{"type": "object", "properties": map[string]any{
@@ -116,12 +118,12 @@ func checkAST(node map[string]any, path string, errs *[]FieldError) {
 		}
 		args, _ := b["args"].([]any)
 		if len(args) == 0 {
-			*errs = append(*errs, FieldError{Path: path + "/bool/args", Code: FieldRequired, Message: "bool.args must list sub-queries", Expected: "array", Actual: jsonTypeOf(b["args"])})
+			*errs = append(*errs, FieldError{Path: path + "/bool/args", Code: FieldRequired, Message: "bool.args must list sub-queries", Expected: "array", Actual: jsonscan.Type(b["args"])})
 		}
 		for i, a := range args {
 			m, ok := a.(map[string]any)
 			if !ok {
-				*errs = append(*errs, FieldError{Path: fmt.Sprintf("%s/bool/args/%d", path, i), Code: FieldTypeMismatch, Message: "query node must be an object", Expected: "object", Actual: jsonTypeOf(a)})
+				*errs = append(*errs, FieldError{Path: fmt.Sprintf("%s/bool/args/%d", path, i), Code: FieldTypeMismatch, Message: "query node must be an object", Expected: "object", Actual: jsonscan.Type(a)})
 				continue
 			}
 			checkAST(m, fmt.Sprintf("%s/bool/args/%d", path, i), errs)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // PlanType is the only plan type Vaultclaw accepts.
@@ -79,7 +81,7 @@ func (s *Sim) checkPlan(plan map[string]any) *apiError {
 	}
 	steps, ok := plan["steps"].([]any)
 	if !ok || len(steps) == 0 {
-		return planFail("PLAN_INVALID", "/plan/steps", "plan needs at least one step", "non-empty array", jsonTypeOf(plan["steps"]))
+		return planFail("PLAN_INVALID", "/plan/steps", "plan needs at least one step", "non-empty array", jsonscan.Type(plan["steps"]))
 	}
 	ids := map[string]bool{}
 	for i, st := range steps {
@@ -94,7 +96,7 @@ func (s *Sim) checkPlan(plan map[string]any) *apiError {
 func (s *Sim) checkStep(p string, st any, ids map[string]bool) *apiError {
 	m, ok := st.(map[string]any)
 	if !ok {
-		return planFail("PLAN_STEP_INVALID", p, "step must be an object", "object", jsonTypeOf(st))
+		return planFail("PLAN_STEP_INVALID", p, "step must be an object", "object", jsonscan.Type(st))
 	}
 	id := getStr(m, "step_id")
 	if id == "" || ids[id] {
@@ -115,7 +117,7 @@ func (s *Sim) checkStep(p string, st any, ids map[string]bool) *apiError {
 	}
 	if rb, present := m["request_base"]; present && rb != nil {
 		if _, ok := rb.(map[string]any); !ok {
-			return planFail("PLAN_STEP_INVALID", p+"/request_base", "request_base must be an object", "object", jsonTypeOf(rb))
+			return planFail("PLAN_STEP_INVALID", p+"/request_base", "request_base must be an object", "object", jsonscan.Type(rb))
 		}
 	}
 	binds, _ := m["request_bindings"].([]any)

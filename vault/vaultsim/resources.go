@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/platform/ident"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // E1
@@ -407,7 +409,7 @@ func (s *Sim) handleProfileUpsert(c *call) (int, any, *apiError) {
 	p := getMap(c.body, "profile")
 	var errs []FieldError
 	if p == nil {
-		errs = append(errs, FieldError{Path: "/profile", Code: FieldRequired, Message: "profile object is required", Expected: "object", Actual: jsonTypeOf(c.body["profile"])})
+		errs = append(errs, FieldError{Path: "/profile", Code: FieldRequired, Message: "profile object is required", Expected: "object", Actual: jsonscan.Type(c.body["profile"])})
 	} else {
 		validate(profileSchema, p, "/profile", &errs)
 		if id := getStr(p, "profile_id"); id != "" && !profileIDRE.Valid(id) {

@@ -3,11 +3,12 @@ package vaultsim
 import (
 	"fmt"
 	"maps"
-	"math"
 	"net/mail"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/accordsai/accords-mcp/platform/jsonscan"
 )
 
 // FieldError is one schema violation, in Vaultclaw's shape.
@@ -35,27 +36,6 @@ const (
 // schema is a JSON Schema subset, with x-deprecated (property → hint) for
 // fields Vaultclaw used to accept.
 type schema = map[string]any
-
-func jsonTypeOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case float64:
-		if x == math.Trunc(x) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
 
 func fieldName(path string) string {
 	if path == "" {
@@ -97,7 +77,7 @@ func checkType(sc schema, v any, path string, errs *[]FieldError) bool {
 	if !ok {
 		return true
 	}
-	got := jsonTypeOf(v)
+	got := jsonscan.Type(v)
 	if want == got || (want == "number" && got == "integer") {
 		return true
 	}
@@ -186,13 +166,13 @@ func checkObject(sc schema, x map[string]any, path string, errs *[]FieldError) {
 			continue
 		}
 		if hint, ok := deprecated[k].(string); ok {
-			*errs = append(*errs, FieldError{Path: p, Code: FieldUnknown, Message: fmt.Sprintf("%s is not supported (deprecated): %s", fieldName(p), hint), Expected: "absent", Actual: jsonTypeOf(x[k])})
+			*errs = append(*errs, FieldError{Path: p, Code: FieldUnknown, Message: fmt.Sprintf("%s is not supported (deprecated): %s", fieldName(p), hint), Expected: "absent", Actual: jsonscan.Type(x[k])})
 			continue
 		}
 		switch ap := sc["additionalProperties"].(type) {
 		case bool:
 			if !ap {
-				*errs = append(*errs, FieldError{Path: p, Code: FieldUnknown, Message: fmt.Sprintf("%s is not a known field", fieldName(p)), Expected: "absent", Actual: jsonTypeOf(x[k])})
+				*errs = append(*errs, FieldError{Path: p, Code: FieldUnknown, Message: fmt.Sprintf("%s is not a known field", fieldName(p)), Expected: "absent", Actual: jsonscan.Type(x[k])})
 			}
 		case schema:
 			validate(ap, x[k], p, errs)
