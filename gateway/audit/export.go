@@ -296,7 +296,7 @@ func Prove(db *store.DB, seq uint64) (Proof, error) {
 		if k == nil {
 			return fmt.Errorf("%w: the log has no checkpoint", ErrNotCovered)
 		}
-		cp, err := parseCheckpointUnverified(cpRaw)
+		cp, err := OpenCheckpoint(cpRaw, "", nil)
 		if err != nil {
 			return err
 		}
