@@ -100,13 +100,14 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		rec.CapabilityUsed = t.Capability
 		s := g.sessionOf(ctx, req)
 		pol := g.policy.Load()
-		if refused := g.admit(ctx, pol, p, t); refused != nil {
+		refused := g.admit(ctx, pol, p, t)
+		if refused == nil {
+			refused = s.notEnabled(t)
+		}
+		if refused != nil {
 			res = tools.Fail(ctx, refused)
 			summary = g.summarise(p, t.Name, t.Capability, refused)
-		} else if refused := s.notEnabled(t); refused != nil {
-			res = tools.Fail(ctx, refused)
-			summary = g.summarise(p, t.Name, t.Capability, refused)
-		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
+		} else if refused := g.rulesBefore(pol.Rules, p, t, args, &decision); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else {
 			if t.Renders && pol.Rules.Applies(t.Name, rules.PhaseRendered) {
@@ -122,12 +123,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
 	if summary != "" {
-		if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
-			if ctr.Meta == nil {
-				ctr.Meta = mcp.Meta{}
-			}
-			ctr.Meta["accords/call_id"] = summary
-		}
+		setMeta(res, summary, audit.Ref{})
 		return res, err
 	}
 	// Write tools wait for the commit so their result is never returned
@@ -145,16 +141,24 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	if aerr != nil {
 		g.logger.Error("audit receipt not written", "tool", rec.Tool, "call_id", rec.CallID, "error", aerr.Error())
 	}
-	if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
-		if ctr.Meta == nil {
-			ctr.Meta = mcp.Meta{}
-		}
-		ctr.Meta["accords/call_id"] = rec.CallID
-		if ref.Seq != 0 {
-			ctr.Meta[MetaReceipt] = ref
-		}
-	}
+	setMeta(res, rec.CallID, ref)
 	return res, err
+}
+
+// setMeta puts the call id, and the receipt reference once numbered, into
+// a tool result's _meta.
+func setMeta(res mcp.Result, callID string, ref audit.Ref) {
+	ctr, ok := res.(*mcp.CallToolResult)
+	if !ok || ctr == nil {
+		return
+	}
+	if ctr.Meta == nil {
+		ctr.Meta = mcp.Meta{}
+	}
+	ctr.Meta["accords/call_id"] = callID
+	if ref.Seq != 0 {
+		ctr.Meta[MetaReceipt] = ref
+	}
 }
 
 // MetaReceipt is the _meta key of a tool result's receipt reference
@@ -166,10 +170,7 @@ const MetaReceipt = "accords/receipt"
 // tool into its window's summary, returning the summary's call id, or ""
 // when the refusal gets a receipt of its own.
 func (g *Gateway) summarise(p caller.Principal, tool, capability string, refused *apperr.Error) string {
-	id, ok := g.refusals.count(refusalKeyOf(p, tool, refused.Code), capability)
-	if !ok {
-		return ""
-	}
+	id, _ := g.refusals.count(refusalKeyOf(p, tool, refused.Code), capability)
 	return id
 }
 
@@ -181,7 +182,7 @@ func (g *Gateway) ruleInput(p caller.Principal, t tools.Tool, args json.RawMessa
 // rulesBefore evaluates, before the tool runs (so a denial reaches
 // nothing), the rules that read only the call; for a tool that builds no
 // request to hand over, every rule (`rendered` is then empty).
-func (g *Gateway) rulesBefore(_ context.Context, set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) *apperr.Error {
+func (g *Gateway) rulesBefore(set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) *apperr.Error {
 	phase := rules.PhaseArgs
 	if !t.Renders {
 		phase = rules.PhaseAll
