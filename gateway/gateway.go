@@ -139,8 +139,6 @@ type Gateway struct {
 	tenants *tenantGate
 	// sessions are the live sessions of stdio servers (dynamic.go).
 	sessions sync.Map // *mcp.ServerSession -> *liveSession
-	// lists holds encoded tools/list answers (listcache.go).
-	lists listCache
 	// refusals summarises repeated refusals (refusals.go).
 	refusals *refusals
 }

@@ -61,13 +61,7 @@ func viewFrom(ctx context.Context) (View, bool) {
 // CheckView refuses a view naming an unknown toolset, with the message a
 // standalone server gives at start-up.
 func (g *Gateway) CheckView(v View) error {
-	known := map[string]bool{}
-	for _, ts := range KnownToolsets {
-		known[ts] = true
-	}
-	for _, t := range g.reg.Tools() {
-		known[t.Toolset] = true
-	}
+	_, known := knownNames(g.reg.Tools())
 	for ts := range v.toolsets() {
 		if !known[ts] {
 			return fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
