@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -155,10 +156,17 @@ func setMeta(res mcp.Result, callID string, ref audit.Ref) {
 	if ctr.Meta == nil {
 		ctr.Meta = mcp.Meta{}
 	}
-	ctr.Meta["accords/call_id"] = callID
+	maps.Copy(ctr.Meta, receiptMeta(callID, ref))
+}
+
+// receiptMeta are the _meta entries naming a call's receipt: its call id
+// and, once numbered, its reference.
+func receiptMeta(callID string, ref audit.Ref) map[string]any {
+	meta := map[string]any{"accords/call_id": callID}
 	if ref.Seq != 0 {
-		ctr.Meta[MetaReceipt] = ref
+		meta[MetaReceipt] = ref
 	}
+	return meta
 }
 
 // MetaReceipt is the _meta key of a tool result's receipt reference

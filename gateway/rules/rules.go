@@ -164,9 +164,6 @@ func stringFunc(name string, f func(string) string) cel.EnvOption {
 		})))
 }
 
-// zones caches time zones: time.LoadLocation reads the zone file each time.
-var zones sync.Map // name -> *time.Location
-
 func zoneFunc(name string, f func(time.Time) int64) cel.EnvOption {
 	return cel.Function(name, cel.Overload(name+"_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
 		cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
@@ -175,15 +172,11 @@ func zoneFunc(name string, f func(time.Time) int64) cel.EnvOption {
 			if !ok || !ok2 {
 				return types.NewErr("expects a timestamp and a time zone name")
 			}
-			loc, found := zones.Load(zone)
-			if !found {
-				l, err := time.LoadLocation(zone)
-				if err != nil {
-					return types.NewErr("unknown time zone %q", zone)
-				}
-				loc, _ = zones.LoadOrStore(zone, l)
+			loc, err := time.LoadLocation(zone)
+			if err != nil {
+				return types.NewErr("unknown time zone %q", zone)
 			}
-			return types.Int(f(t.In(loc.(*time.Location))))
+			return types.Int(f(t.In(loc)))
 		})))
 }
 
