@@ -289,14 +289,23 @@ func (l *Log) load(b buckets) error {
 // tree is unusable, to keep appending while the log is flagged.
 func rebuildRange(b buckets, size uint64) *compact.Range {
 	r := factory.NewEmptyRange(0)
-	c := b.receipts.Cursor()
-	for k, v := c.First(); k != nil && u64(k) == r.End()+1 && u64(k) <= size; k, v = c.Next() {
-		_ = r.Append(LeafHash(v), nil)
-	}
-	if r.End() != size {
+	if appendReceipts(r, b.receipts, size, nil) != nil || r.End() != size {
 		return placeholderRange(size)
 	}
 	return r
+}
+
+// appendReceipts appends to r the leaves of the stored receipts that
+// follow it without a gap, up to receipt size; visit sees each completed
+// subtree.
+func appendReceipts(r *compact.Range, receipts store.Bucket, size uint64, visit compact.VisitFn) error {
+	c := receipts.Cursor()
+	for k, v := c.Seek(store.U64(r.End() + 1)); k != nil && u64(k) == r.End()+1 && u64(k) <= size; k, v = c.Next() {
+		if err := r.Append(LeafHash(v), visit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Origin is the log's name, the first line of its checkpoints.

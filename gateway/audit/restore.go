@@ -1,12 +1,10 @@
 package audit
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/transparency-dev/merkle/compact"
@@ -237,12 +235,7 @@ func (l *Log) RecordRestore(d RestoreDiff, operator string) (Ref, error) {
 		return Ref{}, err
 	}
 	d.RestoredLog = l.origin
-	ref, err := l.append(Receipt{
-		CallID:    "restore_" + hex.EncodeToString(randomBytes(8)),
-		Timestamp: l.opts.Now().UTC().Format(time.RFC3339Nano),
-		Caller:    operator, Transport: "cli", Type: TypeRestore,
-		Outcome: OutcomeRestored, Note: oneLine(d.Summary()),
-	}, true, &d)
+	ref, err := l.append(l.operatorReceipt("restore_", TypeRestore, operator, OutcomeRestored, d.Summary()), true, &d)
 	if err != nil {
 		return ref, err
 	}
