@@ -217,19 +217,9 @@ func New(o Options) (*Gateway, error) {
 	g.known, tsSet = knownNames(o.Registry.Tools())
 	// The discovery tools come with --dynamic-toolsets, not --toolsets.
 	delete(tsSet, tools.ToolsetDynamic)
-	wantSets := map[string]bool{}
-	for _, ts := range o.Toolsets {
-		ts = strings.TrimSpace(ts)
-		if ts == "" {
-			continue
-		}
-		if ts != "all" && !tsSet[ts] {
-			return nil, fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(tsSet)), ", "))
-		}
-		wantSets[ts] = true
-	}
-	if wantSets["all"] {
-		wantSets = map[string]bool{}
+	wantSets := View{Toolsets: o.Toolsets}.toolsets()
+	if err := checkToolsets(wantSets, tsSet); err != nil {
+		return nil, err
 	}
 	g.visible = o.Registry.Filter(func(t tools.Tool) bool {
 		if t.Toolset == tools.ToolsetDynamic {

@@ -62,7 +62,12 @@ func viewFrom(ctx context.Context) (View, bool) {
 // standalone server gives at start-up.
 func (g *Gateway) CheckView(v View) error {
 	_, known := knownNames(g.reg.Tools())
-	for ts := range v.toolsets() {
+	return checkToolsets(v.toolsets(), known)
+}
+
+// checkToolsets refuses a selection naming a toolset outside known.
+func checkToolsets(sets, known map[string]bool) error {
+	for _, ts := range slices.Sorted(maps.Keys(sets)) {
 		if !known[ts] {
 			return fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}
