@@ -191,11 +191,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1),
 		attempted: make(chan struct{}), stopping: make(chan struct{})}
 	var startProblem *Problem
-	err := db.Update(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	err := inAudit(db.Update, func(b buckets) error {
 		startProblem = recorded(b.root) // stays until acknowledged
 		return l.load(b)
 	})
@@ -251,6 +247,18 @@ func auditBuckets(tx store.Tx) (buckets, error) {
 		}
 	}
 	return b, nil
+}
+
+// inAudit runs fn on the audit buckets in a transaction of txn (a
+// database's View or Update).
+func inAudit(txn func(func(store.Tx) error) error, fn func(b buckets) error) error {
+	return txn(func(tx store.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
 }
 
 // load reads the log's state, creating a new log or adopting an older one.
