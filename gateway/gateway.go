@@ -139,8 +139,6 @@ type Gateway struct {
 	tenants *tenantGate
 	// sessions are the live sessions of stdio servers (dynamic.go).
 	sessions sync.Map // *mcp.ServerSession -> *liveSession
-	// lists holds encoded tools/list answers (listcache.go).
-	lists listCache
 	// refusals summarises repeated refusals (refusals.go).
 	refusals *refusals
 }
@@ -162,20 +160,31 @@ var KnownToolsets = []string{
 // the tools this binary has (for policy check and policy test, which run
 // without a server).
 func KnownNames() policy.Known {
-	caps := map[string]bool{}
+	k, _ := knownNames(tools.Definitions())
+	return k
+}
+
+// knownNames are the names a policy may use for ts, and the toolsets ts
+// and KnownToolsets hold.
+func knownNames(ts []tools.Tool) (policy.Known, map[string]bool) {
+	caps, sets := map[string]bool{}, map[string]bool{}
 	for _, c := range KnownCapabilities {
 		caps[c] = true
 	}
+	for _, s := range KnownToolsets {
+		sets[s] = true
+	}
 	k := policy.Known{Shared: tools.SharedCapabilities}
-	for _, t := range tools.Definitions() {
+	for _, t := range ts {
 		caps[t.Capability] = true
+		sets[t.Toolset] = true
 		k.Tools = append(k.Tools, t.Name)
 		if t.Effect == tools.Executes {
 			k.Executing = append(k.Executing, t.Name)
 		}
 	}
 	k.Capabilities = slices.Sorted(maps.Keys(caps))
-	return k
+	return k, sets
 }
 
 // New validates the options and loads the policy file.
@@ -204,38 +213,13 @@ func New(o Options) (*Gateway, error) {
 			g.logger.Error("audit refusal summary not written", "tool", rec.Tool, "call_id", rec.CallID, "count", rec.Count, "error", err.Error())
 		}
 	})
-	capSet, tsSet := map[string]bool{}, map[string]bool{}
-	for _, c := range KnownCapabilities {
-		capSet[c] = true
-	}
-	for _, ts := range KnownToolsets {
-		tsSet[ts] = true
-	}
-	for _, t := range o.Registry.Tools() {
-		capSet[t.Capability] = true
-		tsSet[t.Toolset] = true
-		g.known.Tools = append(g.known.Tools, t.Name)
-		if t.Effect == tools.Executes {
-			g.known.Executing = append(g.known.Executing, t.Name)
-		}
-	}
+	var tsSet map[string]bool
+	g.known, tsSet = knownNames(o.Registry.Tools())
 	// The discovery tools come with --dynamic-toolsets, not --toolsets.
 	delete(tsSet, tools.ToolsetDynamic)
-	g.known.Capabilities = slices.Sorted(maps.Keys(capSet))
-	g.known.Shared = tools.SharedCapabilities
-	wantSets := map[string]bool{}
-	for _, ts := range o.Toolsets {
-		ts = strings.TrimSpace(ts)
-		if ts == "" {
-			continue
-		}
-		if ts != "all" && !tsSet[ts] {
-			return nil, fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(tsSet)), ", "))
-		}
-		wantSets[ts] = true
-	}
-	if wantSets["all"] {
-		wantSets = map[string]bool{}
+	wantSets := View{Toolsets: o.Toolsets}.toolsets()
+	if err := checkToolsets(wantSets, tsSet); err != nil {
+		return nil, err
 	}
 	g.visible = o.Registry.Filter(func(t tools.Tool) bool {
 		if t.Toolset == tools.ToolsetDynamic {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -100,13 +101,14 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 		rec.CapabilityUsed = t.Capability
 		s := g.sessionOf(ctx, req)
 		pol := g.policy.Load()
-		if refused := g.admit(ctx, pol, p, t); refused != nil {
+		refused := g.admit(ctx, pol, p, t)
+		if refused == nil {
+			refused = s.notEnabled(t)
+		}
+		if refused != nil {
 			res = tools.Fail(ctx, refused)
 			summary = g.summarise(p, t.Name, t.Capability, refused)
-		} else if refused := s.notEnabled(t); refused != nil {
-			res = tools.Fail(ctx, refused)
-			summary = g.summarise(p, t.Name, t.Capability, refused)
-		} else if refused := g.rulesBefore(ctx, pol.Rules, p, t, args, &decision); refused != nil {
+		} else if refused := g.rulesBefore(pol.Rules, p, t, args, &decision); refused != nil {
 			res = tools.Fail(ctx, refused)
 		} else {
 			if t.Renders && pol.Rules.Applies(t.Name, rules.PhaseRendered) {
@@ -122,12 +124,7 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
 	if summary != "" {
-		if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
-			if ctr.Meta == nil {
-				ctr.Meta = mcp.Meta{}
-			}
-			ctr.Meta["accords/call_id"] = summary
-		}
+		setMeta(res, summary, audit.Ref{})
 		return res, err
 	}
 	// Write tools wait for the commit so their result is never returned
@@ -145,16 +142,31 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 	if aerr != nil {
 		g.logger.Error("audit receipt not written", "tool", rec.Tool, "call_id", rec.CallID, "error", aerr.Error())
 	}
-	if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
-		if ctr.Meta == nil {
-			ctr.Meta = mcp.Meta{}
-		}
-		ctr.Meta["accords/call_id"] = rec.CallID
-		if ref.Seq != 0 {
-			ctr.Meta[MetaReceipt] = ref
-		}
-	}
+	setMeta(res, rec.CallID, ref)
 	return res, err
+}
+
+// setMeta puts the call id, and the receipt reference once numbered, into
+// a tool result's _meta.
+func setMeta(res mcp.Result, callID string, ref audit.Ref) {
+	ctr, ok := res.(*mcp.CallToolResult)
+	if !ok || ctr == nil {
+		return
+	}
+	if ctr.Meta == nil {
+		ctr.Meta = mcp.Meta{}
+	}
+	maps.Copy(ctr.Meta, receiptMeta(callID, ref))
+}
+
+// receiptMeta are the _meta entries naming a call's receipt: its call id
+// and, once numbered, its reference.
+func receiptMeta(callID string, ref audit.Ref) map[string]any {
+	meta := map[string]any{"accords/call_id": callID}
+	if ref.Seq != 0 {
+		meta[MetaReceipt] = ref
+	}
+	return meta
 }
 
 // MetaReceipt is the _meta key of a tool result's receipt reference
@@ -166,10 +178,7 @@ const MetaReceipt = "accords/receipt"
 // tool into its window's summary, returning the summary's call id, or ""
 // when the refusal gets a receipt of its own.
 func (g *Gateway) summarise(p caller.Principal, tool, capability string, refused *apperr.Error) string {
-	id, ok := g.refusals.count(refusalKeyOf(p, tool, refused.Code), capability)
-	if !ok {
-		return ""
-	}
+	id, _ := g.refusals.count(refusalKeyOf(p, tool, refused.Code), capability)
 	return id
 }
 
@@ -181,7 +190,7 @@ func (g *Gateway) ruleInput(p caller.Principal, t tools.Tool, args json.RawMessa
 // rulesBefore evaluates, before the tool runs (so a denial reaches
 // nothing), the rules that read only the call; for a tool that builds no
 // request to hand over, every rule (`rendered` is then empty).
-func (g *Gateway) rulesBefore(_ context.Context, set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) *apperr.Error {
+func (g *Gateway) rulesBefore(set *rules.Set, p caller.Principal, t tools.Tool, args json.RawMessage, d *rules.Decision) *apperr.Error {
 	phase := rules.PhaseArgs
 	if !t.Renders {
 		phase = rules.PhaseAll

@@ -92,9 +92,5 @@ func (g *Gateway) Record(e task.Event) map[string]any {
 	if err != nil {
 		g.logger.Error("audit receipt not written", "tool", rec.Tool, "call_id", rec.CallID, "task_event", e.Kind, "error", err.Error())
 	}
-	meta := map[string]any{"accords/call_id": rec.CallID}
-	if ref.Seq != 0 {
-		meta[MetaReceipt] = ref
-	}
-	return meta
+	return receiptMeta(rec.CallID, ref)
 }

@@ -61,14 +61,13 @@ func viewFrom(ctx context.Context) (View, bool) {
 // CheckView refuses a view naming an unknown toolset, with the message a
 // standalone server gives at start-up.
 func (g *Gateway) CheckView(v View) error {
-	known := map[string]bool{}
-	for _, ts := range KnownToolsets {
-		known[ts] = true
-	}
-	for _, t := range g.reg.Tools() {
-		known[t.Toolset] = true
-	}
-	for ts := range v.toolsets() {
+	_, known := knownNames(g.reg.Tools())
+	return checkToolsets(v.toolsets(), known)
+}
+
+// checkToolsets refuses a selection naming a toolset outside known.
+func checkToolsets(sets, known map[string]bool) error {
+	for _, ts := range slices.Sorted(maps.Keys(sets)) {
 		if !known[ts] {
 			return fmt.Errorf("unknown toolset %q (known: %s, all)", ts, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}

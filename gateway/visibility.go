@@ -102,11 +102,7 @@ func (g *Gateway) filterList(ctx context.Context, s *liveSession, res mcp.Result
 	}
 	out := *lr
 	out.Tools = kept
-	raw, err := g.lists.encodedTools(kept)
-	if err != nil {
-		return &out
-	}
-	return &encodedList{ListToolsResult: &out, tools: raw}
+	return &out
 }
 
 // listed reports whether tools/list names t (D23): without a toolset

@@ -21,16 +21,18 @@ func (l *Log) Acknowledge(operator, note string, p *Problem) (Ref, error) {
 	if p != nil {
 		what = fmt.Sprintf("%s at receipt %d: %s", p.Kind, p.Seq, p.Message)
 	}
-	ref, err := l.append(Receipt{
-		CallID:    "ack_" + hex.EncodeToString(randomBytes(8)),
-		Timestamp: l.opts.Now().UTC().Format(time.RFC3339Nano),
-		Caller:    operator, Transport: "cli", Type: TypeAcknowledgement,
-		Outcome: OutcomeAcknowledged, Note: oneLine(note + " | acknowledged: " + what),
-	}, true, nil)
+	ref, err := l.append(l.operatorReceipt("ack_", TypeAcknowledgement, operator, OutcomeAcknowledged, note+" | acknowledged: "+what), true, nil)
 	if err == nil {
 		l.problem.Store(nil)
 	}
 	return ref, err
+}
+
+// operatorReceipt is the receipt of an operator's act through the CLI,
+// its call id prefix, then random.
+func (l *Log) operatorReceipt(prefix, typ, operator, outcome, note string) Receipt {
+	return Receipt{CallID: prefix + hex.EncodeToString(randomBytes(8)), Timestamp: l.opts.Now().UTC().Format(time.RFC3339Nano),
+		Caller: operator, Transport: "cli", Type: typ, Outcome: outcome, Note: oneLine(note)}
 }
 
 // writeAckBase signs the base of an acknowledgement at the current size:

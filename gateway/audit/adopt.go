@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"time"
@@ -61,20 +62,11 @@ func (l *Log) adopt(b buckets) error {
 		return err
 	}
 	b.tree.SetFillPercent(1)
-	c := b.receipts.Cursor()
-	for k, v := c.Seek(store.U64(legacy.Seq + 1)); k != nil && u64(k) <= l.head.Seq; k, v = c.Next() {
-		if u64(k) != l.rng.End()+1 {
-			break // a gap: flagged by the legacy verification above
-		}
-		var perr error
-		if err := l.rng.Append(LeafHash(v), storeNodes(b.tree, &perr)); err != nil {
-			return err
-		}
-		if perr != nil {
-			return perr
-		}
+	var perr error
+	if err := appendReceipts(l.rng, b.receipts, l.head.Seq, storeNodes(b.tree, &perr)); err != nil || perr != nil {
+		return cmp.Or(err, perr)
 	}
-	if l.rng.End() != l.head.Seq {
+	if l.rng.End() != l.head.Seq { // a gap: flagged by the legacy verification above
 		l.rng = placeholderRange(l.head.Seq) // keeps appends numbered; the log is flagged
 		return nil
 	}

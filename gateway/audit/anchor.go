@@ -242,11 +242,7 @@ func (l *Log) checkAnchor() *Problem {
 		return &Problem{Kind: ProblemForged, Message: fmt.Sprintf("no checkpoint at the end of the anchor %s is signed by the audit key (%s)", target, l.key.Verifier().Name())}
 	}
 	var p *Problem
-	err = l.db.View(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	err = inAudit(l.db.View, func(b buckets) error {
 		var head Head
 		if _, err := store.GetJSON(b.root, keyHead, &head); err != nil {
 			return err

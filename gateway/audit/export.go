@@ -287,16 +287,12 @@ var ErrNotCovered = errors.New("receipt not yet covered by a signed checkpoint")
 // checkpoint.
 func Prove(db *store.DB, seq uint64) (Proof, error) {
 	var p Proof
-	err := db.View(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	err := inAudit(db.View, func(b buckets) error {
 		k, cpRaw := b.checkpoints.Cursor().Last()
 		if k == nil {
 			return fmt.Errorf("%w: the log has no checkpoint", ErrNotCovered)
 		}
-		cp, err := parseCheckpointUnverified(cpRaw)
+		cp, err := OpenCheckpoint(cpRaw, "", nil)
 		if err != nil {
 			return err
 		}
@@ -358,11 +354,7 @@ func VerifyProof(p Proof, v note.Verifier, wantLeaf string) (Checkpoint, error) 
 // NewestCheckpoint returns the newest stored checkpoint note.
 func NewestCheckpoint(db *store.DB) ([]byte, error) {
 	var out []byte
-	err := db.View(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	err := inAudit(db.View, func(b buckets) error {
 		if k, v := b.checkpoints.Cursor().Last(); k != nil {
 			out = append([]byte(nil), v...)
 		}

@@ -168,14 +168,8 @@ func (w *walker) keptReceipt(seq uint64, raw []byte) bool {
 	if n := len(w.kept); n > 0 && seq <= w.kept[n-1] {
 		return fail(ProblemReordered, "receipt %d, kept below the retention base, comes after receipt %d", seq, w.kept[n-1])
 	}
-	r, canonical, err := decodeStrict(raw)
-	switch {
-	case err != nil:
-		return fail(ProblemAltered, "receipt %d, kept below the retention base, altered: not a valid receipt (%v)", seq, err)
-	case r.Seq != seq:
-		return fail(ProblemReordered, "receipt %d, kept below the retention base, reordered: position %d holds receipt %d", seq, seq, r.Seq)
-	case !canonical || !digestMatches(r):
-		return fail(ProblemAltered, "receipt %d, kept below the retention base, altered: content does not match its hash", seq)
+	if _, kind, msg := checkStored(seq, raw); kind != "" {
+		return fail(kind, "receipt %d, kept below the retention base, %s", seq, msg)
 	}
 	if w.src.path == nil {
 		return fail(ProblemTree, "receipt %d is kept below the retention base, but its inclusion proof is missing", seq)

@@ -1,20 +1,18 @@
 package audit
 
 import (
-	"cmp"
 	"crypto/ed25519"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/accordsai/accords-mcp/platform/keyring"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -117,7 +115,7 @@ type KeySpec struct {
 // 0700, file 0600). Without create, a missing file is ErrNoKey.
 func LoadKey(spec KeySpec, create bool) (*Key, error) {
 	if env := strings.TrimSpace(spec.Env); env != "" {
-		master, err := decodeSecret(env)
+		master, err := keyring.DecodeKey(env)
 		if err != nil {
 			return nil, fmt.Errorf("ACCORDS_MCP_AUDIT_KEY: %w", err)
 		}
@@ -130,53 +128,14 @@ func LoadKey(spec KeySpec, create bool) (*Key, error) {
 		return nil, fmt.Errorf("audit key file %s is inside the database folder %s: whoever holds that folder could re-sign a rewritten log; "+
 			"put it elsewhere (ACCORDS_MCP_AUDIT_KEY_FILE) or pass it in ACCORDS_MCP_AUDIT_KEY", spec.File, spec.DataDir)
 	}
-	raw, err := os.ReadFile(spec.File)
+	master, err := keyring.ReadKeyFile(spec.File, create)
 	switch {
-	case err == nil:
-		master, derr := decodeSecret(strings.TrimSpace(string(raw)))
-		if derr != nil {
-			return nil, fmt.Errorf("audit key file %s: %w", spec.File, derr)
-		}
-		return NewKey(master, spec.File)
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("read audit key file %s: %w", spec.File, err)
-	case !create:
+	case errors.Is(err, fs.ErrNotExist) && !create:
 		return nil, fmt.Errorf("%w: %s does not exist (it is created on the server's first start; or pass the public key with --key)", ErrNoKey, spec.File)
-	}
-	master := make([]byte, KeySize)
-	if _, err := rand.Read(master); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(spec.File), 0o700); err != nil {
-		return nil, fmt.Errorf("create audit key folder: %w", err)
-	}
-	f, err := os.OpenFile(spec.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return LoadKey(spec, false) // another process created it meanwhile
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create audit key file %s: %w", spec.File, err)
-	}
-	_, err = f.WriteString(hex.EncodeToString(master) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if err := cmp.Or(err, f.Close()); err != nil {
-		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("audit %w", err)
 	}
 	return NewKey(master, spec.File)
-}
-
-func decodeSecret(s string) ([]byte, error) {
-	if b, err := hex.DecodeString(s); err == nil && len(b) == KeySize {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == KeySize {
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("must be %d bytes encoded as hex (64 characters) or base64", KeySize)
 }
 
 // inside reports whether path lies in dir (after cleaning and resolving

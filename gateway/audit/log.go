@@ -191,11 +191,7 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 		verified: make(chan struct{}), hurry: make(chan struct{}), nudge: make(chan struct{}, 1),
 		attempted: make(chan struct{}), stopping: make(chan struct{})}
 	var startProblem *Problem
-	err := db.Update(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	err := inAudit(db.Update, func(b buckets) error {
 		startProblem = recorded(b.root) // stays until acknowledged
 		return l.load(b)
 	})
@@ -253,6 +249,18 @@ func auditBuckets(tx store.Tx) (buckets, error) {
 	return b, nil
 }
 
+// inAudit runs fn on the audit buckets in a transaction of txn (a
+// database's View or Update).
+func inAudit(txn func(func(store.Tx) error) error, fn func(b buckets) error) error {
+	return txn(func(tx store.Tx) error {
+		b, err := auditBuckets(tx)
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
+}
+
 // load reads the log's state, creating a new log or adopting an older one.
 func (l *Log) load(b buckets) error {
 	var info logInfo
@@ -289,14 +297,23 @@ func (l *Log) load(b buckets) error {
 // tree is unusable, to keep appending while the log is flagged.
 func rebuildRange(b buckets, size uint64) *compact.Range {
 	r := factory.NewEmptyRange(0)
-	c := b.receipts.Cursor()
-	for k, v := c.First(); k != nil && u64(k) == r.End()+1 && u64(k) <= size; k, v = c.Next() {
-		_ = r.Append(LeafHash(v), nil)
-	}
-	if r.End() != size {
+	if appendReceipts(r, b.receipts, size, nil) != nil || r.End() != size {
 		return placeholderRange(size)
 	}
 	return r
+}
+
+// appendReceipts appends to r the leaves of the stored receipts that
+// follow it without a gap, up to receipt size; visit sees each completed
+// subtree.
+func appendReceipts(r *compact.Range, receipts store.Bucket, size uint64, visit compact.VisitFn) error {
+	c := receipts.Cursor()
+	for k, v := c.Seek(store.U64(r.End() + 1)); k != nil && u64(k) == r.End()+1 && u64(k) <= size; k, v = c.Next() {
+		if err := r.Append(LeafHash(v), visit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Origin is the log's name, the first line of its checkpoints.

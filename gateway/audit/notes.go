@@ -61,15 +61,15 @@ func signCheckpoint(k *Key, origin string, size uint64, root []byte) (Checkpoint
 // ErrSignature marks notes whose signature does not verify under the key.
 var ErrSignature = errors.New("signature does not verify")
 
-// OpenCheckpoint verifies a signed checkpoint with v. An empty origin
-// accepts any.
+// OpenCheckpoint verifies a signed checkpoint with v (nil: parse only). An
+// empty origin accepts any.
 func OpenCheckpoint(raw []byte, origin string, v note.Verifier) (Checkpoint, error) {
-	n, err := note.Open(raw, note.VerifierList(v))
+	text, err := noteText(raw, v)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("%w: %w", ErrSignature, err)
+		return Checkpoint{}, err
 	}
 	var cp log.Checkpoint
-	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
+	if _, err := cp.Unmarshal([]byte(text)); err != nil {
 		return Checkpoint{}, err
 	}
 	if origin != "" && cp.Origin != origin {
@@ -81,17 +81,21 @@ func OpenCheckpoint(raw []byte, origin string, v note.Verifier) (Checkpoint, err
 	return Checkpoint{Origin: cp.Origin, Size: cp.Size, Root: cp.Hash, Note: raw}, nil
 }
 
-// parseCheckpointUnverified reads a checkpoint without a key.
-func parseCheckpointUnverified(raw []byte) (Checkpoint, error) {
-	text, _, ok := bytes.Cut(raw, []byte("\n\n"))
-	if !ok {
-		return Checkpoint{}, errors.New("not a signed note")
+// noteText is the text of a signed note, verified with v; with v nil it is
+// read without checking the signature.
+func noteText(raw []byte, v note.Verifier) (string, error) {
+	if v == nil {
+		text, _, ok := strings.Cut(string(raw), "\n\n")
+		if !ok {
+			return "", errors.New("not a signed note")
+		}
+		return text + "\n", nil
 	}
-	var cp log.Checkpoint
-	if _, err := cp.Unmarshal(append(append([]byte(nil), text...), '\n')); err != nil {
-		return Checkpoint{}, err
+	n, err := note.Open(raw, note.VerifierList(v))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrSignature, err)
 	}
-	return Checkpoint{Origin: cp.Origin, Size: cp.Size, Root: cp.Hash, Note: raw}, nil
+	return n.Text, nil
 }
 
 func oneLine(s string) string {
@@ -120,26 +124,15 @@ func signBase(k *Key, b Base) (Base, error) {
 
 // openBase verifies a base note (v nil: parse only).
 func openBase(raw []byte, v note.Verifier) (Base, error) {
-	var text string
-	if v != nil {
-		n, err := note.Open(raw, note.VerifierList(v))
-		if err != nil {
-			return Base{}, fmt.Errorf("%w: %w", ErrSignature, err)
-		}
-		text = n.Text
-	} else {
-		t, _, ok := strings.Cut(string(raw), "\n\n")
-		if !ok {
-			return Base{}, errors.New("not a signed note")
-		}
-		text = t + "\n"
+	text, err := noteText(raw, v)
+	if err != nil {
+		return Base{}, err
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	if len(lines) != 8 || lines[0] != baseHeader {
 		return Base{}, errors.New("not an accords-mcp audit base note")
 	}
 	b := Base{Origin: lines[1], Kind: lines[2], Chain: lines[5], Text: lines[7], Signed: raw}
-	var err error
 	if b.Size, err = strconv.ParseUint(lines[3], 10, 64); err != nil {
 		return Base{}, fmt.Errorf("base size: %w", err)
 	}

@@ -30,11 +30,10 @@ func List(db *store.DB, f Filter) ([]Receipt, error) {
 	}
 	out := []Receipt{}
 	err := db.View(func(tx store.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
+		b, rb := storedReceipts(tx)
 		if b == nil {
 			return errors.New("audit bucket missing")
 		}
-		rb := b.Bucket(bucketReceipts)
 		if rb == nil {
 			return nil
 		}
@@ -80,6 +79,15 @@ func (l *Log) List(f Filter) ([]Receipt, error) {
 	// A failed flush must not hide the receipts already written.
 	_ = l.Flush()
 	return List(l.db, f)
+}
+
+// storedReceipts are the audit bucket of tx and its receipts bucket, each
+// nil when absent (a database read as it is, never migrated).
+func storedReceipts(tx store.Tx) (root, receipts store.Bucket) {
+	if root = tx.Bucket(store.BucketAudit); root != nil {
+		receipts = root.Bucket(bucketReceipts)
+	}
+	return root, receipts
 }
 
 // RecordedProblem is the verification failure a server found and stored

@@ -1,12 +1,10 @@
 package audit
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/transparency-dev/merkle/compact"
@@ -60,7 +58,7 @@ type position struct {
 func readPosition(db *store.DB) (position, error) {
 	var p position
 	err := db.View(func(tx store.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
+		b, _ := storedReceipts(tx)
 		if b == nil {
 			return nil
 		}
@@ -79,11 +77,9 @@ func readPosition(db *store.DB) (position, error) {
 func receiptHash(db *store.DB, seq uint64) (string, bool) {
 	var h string
 	_ = db.View(func(tx store.Tx) error {
-		if b := tx.Bucket(store.BucketAudit); b != nil {
-			if rb := b.Bucket(bucketReceipts); rb != nil {
-				if v := rb.Get(store.U64(seq)); v != nil {
-					h = peek(v).Hash
-				}
+		if _, rb := storedReceipts(tx); rb != nil {
+			if v := rb.Get(store.U64(seq)); v != nil {
+				h = peek(v).Hash
 			}
 		}
 		return nil
@@ -128,11 +124,7 @@ func CompareForRestore(prev, restored *store.DB, source string) (RestoreDiff, er
 	}
 	// What the replaced database held past the common part.
 	err = prev.View(func(tx store.Tx) error {
-		b := tx.Bucket(store.BucketAudit)
-		if b == nil {
-			return nil
-		}
-		rb := b.Bucket(bucketReceipts)
+		_, rb := storedReceipts(tx)
 		if rb == nil {
 			return nil
 		}
@@ -237,12 +229,7 @@ func (l *Log) RecordRestore(d RestoreDiff, operator string) (Ref, error) {
 		return Ref{}, err
 	}
 	d.RestoredLog = l.origin
-	ref, err := l.append(Receipt{
-		CallID:    "restore_" + hex.EncodeToString(randomBytes(8)),
-		Timestamp: l.opts.Now().UTC().Format(time.RFC3339Nano),
-		Caller:    operator, Transport: "cli", Type: TypeRestore,
-		Outcome: OutcomeRestored, Note: oneLine(d.Summary()),
-	}, true, &d)
+	ref, err := l.append(l.operatorReceipt("restore_", TypeRestore, operator, OutcomeRestored, d.Summary()), true, &d)
 	if err != nil {
 		return ref, err
 	}

@@ -406,13 +406,7 @@ func (w *walker) readNotes() *Base {
 		w.rep.Restores = append(w.rep.Restores, *baseInfo(r))
 	}
 	for _, k := range w.src.checkpoints {
-		var cp Checkpoint
-		var err error
-		if v != nil {
-			cp, err = OpenCheckpoint(k.raw, w.src.origin, v)
-		} else {
-			cp, err = parseCheckpointUnverified(k.raw)
-		}
+		cp, err := OpenCheckpoint(k.raw, w.src.origin, v)
 		switch {
 		case errors.Is(err, ErrSignature):
 			w.rep.fail(ProblemForged, k.key, "the checkpoint at size %d is not signed by the audit key (%s): the log was rewritten and re-signed with another key", k.key, keyLabel(v))
@@ -582,16 +576,10 @@ func (w *walker) receipt(keySeq uint64, raw []byte) bool {
 		w.problem(ProblemCorrupt, keySeq, "receipt %d is present although the signed start of the log is after receipt %d", keySeq, w.start)
 		return w.rep.Problem == nil
 	}
-	r, canonical, err := decodeStrict(raw)
+	r, kind, msg := checkStored(keySeq, raw)
 	switch {
-	case err != nil:
-		w.problem(ProblemAltered, keySeq, "receipt %d altered: not a valid receipt (%v)", keySeq, err)
-	case r.Seq != keySeq:
-		w.problem(ProblemReordered, keySeq, "receipt %d reordered: position %d holds receipt %d", keySeq, keySeq, r.Seq)
-	case !canonical:
-		w.problem(ProblemAltered, keySeq, "receipt %d altered: stored bytes differ from its canonical form", keySeq)
-	case !digestMatches(r):
-		w.problem(ProblemAltered, keySeq, "receipt %d altered: content does not match its hash", keySeq)
+	case kind != "":
+		w.problem(kind, keySeq, "receipt %d %s", keySeq, msg)
 	case keySeq < w.next:
 		w.problem(ProblemReordered, keySeq, "receipt %d reordered: expected receipt %d at this point", keySeq, w.next)
 	case keySeq > w.next:
@@ -606,6 +594,24 @@ func (w *walker) receipt(keySeq uint64, raw []byte) bool {
 		return w.accept(keySeq, raw, r.Hash)
 	}
 	return w.rep.Problem == nil
+}
+
+// checkStored decodes the receipt stored at seq and checks that it holds
+// that number, is in canonical form and matches its hash; a failure is the
+// problem's kind and what befell the receipt.
+func checkStored(seq uint64, raw []byte) (r Receipt, kind, msg string) {
+	r, canonical, err := decodeStrict(raw)
+	switch {
+	case err != nil:
+		return r, ProblemAltered, fmt.Sprintf("altered: not a valid receipt (%v)", err)
+	case r.Seq != seq:
+		return r, ProblemReordered, fmt.Sprintf("reordered: position %d holds receipt %d", seq, r.Seq)
+	case !canonical:
+		return r, ProblemAltered, "altered: stored bytes differ from its canonical form"
+	case !digestMatches(r):
+		return r, ProblemAltered, "altered: content does not match its hash"
+	}
+	return r, "", ""
 }
 
 func (w *walker) accept(seq uint64, raw []byte, hash string) bool {

@@ -74,11 +74,7 @@ func (l *Log) verifyStart(recorded *Problem) {
 		}
 		return
 	}
-	if err := l.db.Update(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	if err := inAudit(l.db.Update, func(b buckets) error {
 		return store.PutJSON(b.root, keyIntegrity, p)
 	}); err != nil {
 		l.setErr(err)
@@ -93,11 +89,7 @@ func (l *Log) verifyStart(recorded *Problem) {
 // wins over what checkStretch made of failed reads.
 func (l *Log) checkStart() (*Problem, error) {
 	var p *Problem
-	err := l.db.View(func(tx store.Tx) error {
-		b, err := auditBuckets(tx)
-		if err != nil {
-			return err
-		}
+	err := inAudit(l.db.View, func(b buckets) error {
 		p = l.checkStretch(b)
 		return nil
 	})

@@ -164,9 +164,6 @@ func stringFunc(name string, f func(string) string) cel.EnvOption {
 		})))
 }
 
-// zones caches time zones: time.LoadLocation reads the zone file each time.
-var zones sync.Map // name -> *time.Location
-
 func zoneFunc(name string, f func(time.Time) int64) cel.EnvOption {
 	return cel.Function(name, cel.Overload(name+"_timestamp_string", []*cel.Type{cel.TimestampType, cel.StringType}, cel.IntType,
 		cel.BinaryBinding(func(ts, tz ref.Val) ref.Val {
@@ -175,15 +172,11 @@ func zoneFunc(name string, f func(time.Time) int64) cel.EnvOption {
 			if !ok || !ok2 {
 				return types.NewErr("expects a timestamp and a time zone name")
 			}
-			loc, found := zones.Load(zone)
-			if !found {
-				l, err := time.LoadLocation(zone)
-				if err != nil {
-					return types.NewErr("unknown time zone %q", zone)
-				}
-				loc, _ = zones.LoadOrStore(zone, l)
+			loc, err := time.LoadLocation(zone)
+			if err != nil {
+				return types.NewErr("unknown time zone %q", zone)
 			}
-			return types.Int(f(t.In(loc.(*time.Location))))
+			return types.Int(f(t.In(loc)))
 		})))
 }
 
@@ -340,7 +333,7 @@ func (s *Set) Evaluate(in Input, phase Phase) Decision {
 	if len(rs) == 0 {
 		return d
 	}
-	act := &activation{in: in}
+	act := activation(in)
 	for _, r := range rs {
 		if !r.inPhase(phase) {
 			continue
@@ -363,51 +356,30 @@ func (s *Set) Evaluate(in Input, phase Phase) Decision {
 	return d
 }
 
-// activation decodes arguments and the rendered request only when an
-// expression reads them, once per call.
-type activation struct {
-	in       Input
-	args     any
-	decoded  bool
-	rendered any
-	rdone    bool
-}
-
-var _ interpreter.Activation = (*activation)(nil)
-
-func (a *activation) ResolveName(name string) (any, bool) {
-	switch name {
-	case VarTool:
-		return a.in.Tool, true
-	case VarCaller:
-		return a.in.Caller, true
-	case VarTenant:
-		return a.in.Tenant, true
-	case VarCapability:
-		return a.in.Capability, true
-	case VarNow:
-		if a.in.Now.IsZero() {
-			return time.Now().UTC(), true
-		}
-		return a.in.Now.UTC(), true
-	case VarArgs:
-		if !a.decoded {
-			a.args, a.decoded = decodeArgs(a.in.Args), true
-		}
-		return a.args, true
-	case VarRendered:
-		if !a.rdone {
-			a.rendered, a.rdone = normalize(a.in.Rendered), true
-			if a.rendered == nil {
-				a.rendered = map[string]any{}
-			}
-		}
-		return a.rendered, true
+// activation is what the expressions of one call see; the arguments and
+// the rendered request are decoded only when an expression reads them, once
+// per call (cel's lazy bindings keep their first value).
+func activation(in Input) interpreter.Activation {
+	now := in.Now
+	if now.IsZero() {
+		now = time.Now()
 	}
-	return nil, false
+	act, _ := interpreter.NewActivation(map[string]any{ // a map is always accepted
+		VarTool:       in.Tool,
+		VarCaller:     in.Caller,
+		VarTenant:     in.Tenant,
+		VarCapability: in.Capability,
+		VarNow:        now.UTC(),
+		VarArgs:       func() any { return decodeArgs(in.Args) },
+		VarRendered: func() any {
+			if r := normalize(in.Rendered); r != nil {
+				return r
+			}
+			return map[string]any{}
+		},
+	})
+	return act
 }
-
-func (a *activation) Parent() interpreter.Activation { return nil }
 
 // decodeArgs decodes the arguments as given; anything but an object is an
 // empty object (the tool's own validation reports it).

@@ -6,6 +6,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -249,12 +250,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.PolicyFile = get("ACCORDS_MCP_POLICY_FILE")
-	if v := get("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, fmt.Errorf("ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER must be true or false, got %q", v)
-		}
-		c.RequireTenantHeader = b
+	if err := setVar(get, "ACCORDS_MCP_HTTP_REQUIRE_TENANT_HEADER", &c.RequireTenantHeader, isBool, "true or false"); err != nil {
+		return c, err
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return c, err
@@ -264,26 +261,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ACCORDS_MCP_HTTP_ADDR: %w", err)
 		}
 	}
-	if v := get("ACCORDS_MCP_READ_ONLY"); v != "" {
-		ro, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, fmt.Errorf("ACCORDS_MCP_READ_ONLY must be true or false, got %q", v)
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"ACCORDS_MCP_READ_ONLY", &c.ReadOnly}, {"ACCORDS_MCP_DYNAMIC_TOOLSETS", &c.DynamicToolsets}, {"ACCORDS_MCP_STANDALONE", &c.Standalone}} {
+		if err := setVar(get, b.name, b.dst, isBool, "true or false"); err != nil {
+			return c, err
 		}
-		c.ReadOnly = ro
-	}
-	if v := get("ACCORDS_MCP_DYNAMIC_TOOLSETS"); v != "" {
-		dyn, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, fmt.Errorf("ACCORDS_MCP_DYNAMIC_TOOLSETS must be true or false, got %q", v)
-		}
-		c.DynamicToolsets = dyn
-	}
-	if v := get("ACCORDS_MCP_STANDALONE"); v != "" {
-		sa, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, fmt.Errorf("ACCORDS_MCP_STANDALONE must be true or false, got %q", v)
-		}
-		c.Standalone = sa
 	}
 	c.Toolsets = SplitList(get("ACCORDS_MCP_TOOLSETS"))
 	c.AuditRetention = get("ACCORDS_MCP_AUDIT_RETENTION")
@@ -397,33 +381,17 @@ func (c *Config) readLimits(get func(string) string) error {
 		}
 		c.PolicyHashTTL = d
 	}
-	if v := get("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			return fmt.Errorf("ACCORDS_MCP_DAEMON_IDLE_TIMEOUT must be a duration of at least 1s such as 90s or 10m, got %q", v)
-		}
-		c.DaemonIdleTimeout = d
+	if err := setVar(get, "ACCORDS_MCP_DAEMON_IDLE_TIMEOUT", &c.DaemonIdleTimeout, durationFrom(time.Second), "a duration of at least 1s such as 90s or 10m"); err != nil {
+		return err
 	}
-	if v := get("ACCORDS_MCP_HANDLE_RETENTION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("ACCORDS_MCP_HANDLE_RETENTION must be a positive duration such as 72h, got %q", v)
-		}
-		c.HandleRetention = d
+	if err := setVar(get, "ACCORDS_MCP_HANDLE_RETENTION", &c.HandleRetention, durationFrom(1), "a positive duration such as 72h"); err != nil {
+		return err
 	}
-	if v := get("ACCORDS_MCP_TASK_POLL_INTERVAL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < MinTaskPoll {
-			return fmt.Errorf("ACCORDS_MCP_TASK_POLL_INTERVAL must be a duration of at least %s such as 2s, got %q", MinTaskPoll, v)
-		}
-		c.TaskPollInterval = d
+	if err := setVar(get, "ACCORDS_MCP_TASK_POLL_INTERVAL", &c.TaskPollInterval, durationFrom(MinTaskPoll), fmt.Sprintf("a duration of at least %s such as 2s", MinTaskPoll)); err != nil {
+		return err
 	}
-	if v := get("ACCORDS_MCP_TASK_MAX_WORKING"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxTaskMaxWorking {
-			return fmt.Errorf("ACCORDS_MCP_TASK_MAX_WORKING must be a whole number from 1 to %d, got %q", MaxTaskMaxWorking, v)
-		}
-		c.TaskMaxWorking = n
+	if err := setVar(get, "ACCORDS_MCP_TASK_MAX_WORKING", &c.TaskMaxWorking, intIn(1, MaxTaskMaxWorking), fmt.Sprintf("a whole number from 1 to %d", MaxTaskMaxWorking)); err != nil {
+		return err
 	}
 	for _, lim := range []struct {
 		name string
@@ -437,14 +405,7 @@ func (c *Config) readLimits(get func(string) string) error {
 			return err
 		}
 	}
-	if v := get("ACCORDS_MCP_REMOTE_TIMEOUT_MS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("ACCORDS_MCP_REMOTE_TIMEOUT_MS must be a positive integer, got %q", v)
-		}
-		c.RemoteTimeoutMS = n
-	}
-	return nil
+	return setVar(get, "ACCORDS_MCP_REMOTE_TIMEOUT_MS", &c.RemoteTimeoutMS, intIn(1, math.MaxInt), "a positive integer")
 }
 
 // readTransportLimits reads the HTTP and stdio limits and the allowed
@@ -458,12 +419,8 @@ func (c *Config) readTransportLimits(get func(string) string) error {
 		{"ACCORDS_MCP_HTTP_BODY_TIMEOUT", &c.HTTPBodyTimeout},
 		{"ACCORDS_MCP_HTTP_IDLE_TIMEOUT", &c.HTTPIdleTimeout},
 	} {
-		if v := get(d.name); v != "" {
-			n, err := time.ParseDuration(v)
-			if err != nil || n <= 0 {
-				return fmt.Errorf("%s must be a positive duration such as 30s, got %q", d.name, v)
-			}
-			*d.dst = n
+		if err := setVar(get, d.name, d.dst, durationFrom(1), "a positive duration such as 30s"); err != nil {
+			return err
 		}
 	}
 	for _, n := range []struct {
@@ -475,12 +432,8 @@ func (c *Config) readTransportLimits(get func(string) string) error {
 		{"ACCORDS_MCP_HTTP_MAX_BATCH", &c.MaxBatch},
 		{"ACCORDS_MCP_STDIO_MAX_MESSAGE_BYTES", &c.StdioMaxMessageBytes},
 	} {
-		if v := get(n.name); v != "" {
-			x, err := strconv.Atoi(v)
-			if err != nil || x <= 0 {
-				return fmt.Errorf("%s must be a positive integer, got %q", n.name, v)
-			}
-			*n.dst = x
+		if err := setVar(get, n.name, n.dst, intIn(1, math.MaxInt), "a positive integer"); err != nil {
+			return err
 		}
 	}
 	if err := positiveInt64(get, "ACCORDS_MCP_CATALOG_MAX_BUNDLE_BYTES", &c.MaxBundleBytes); err != nil {
@@ -581,19 +534,49 @@ func CheckListenAddr(addr string) error {
 	return nil
 }
 
-// positiveInt64 sets *dst from the variable name when it is set; a value
-// that is not a positive integer is an error.
-func positiveInt64(get func(string) string, name string, dst *int64) error {
+// setVar sets *dst from the variable name when it is set; a value parse
+// refuses is an error saying the variable must be want.
+func setVar[T any](get func(string) string, name string, dst *T, parse func(string) (T, bool), want string) error {
 	v := get(name)
 	if v == "" {
 		return nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("%s must be a positive integer, got %q", name, v)
+	x, ok := parse(v)
+	if !ok {
+		return fmt.Errorf("%s must be %s, got %q", name, want, v)
 	}
-	*dst = n
+	*dst = x
 	return nil
+}
+
+func isBool(v string) (bool, bool) {
+	b, err := strconv.ParseBool(v)
+	return b, err == nil
+}
+
+// durationFrom parses a Go duration of at least least.
+func durationFrom(least time.Duration) func(string) (time.Duration, bool) {
+	return func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d >= least
+	}
+}
+
+// intIn parses a whole number from lo to hi.
+func intIn(lo, hi int) func(string) (int, bool) {
+	return func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= lo && n <= hi
+	}
+}
+
+// positiveInt64 sets *dst from the variable name when it is set; a value
+// that is not a positive integer is an error.
+func positiveInt64(get func(string) string, name string, dst *int64) error {
+	return setVar(get, name, dst, func(v string) (int64, bool) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil && n > 0
+	}, "a positive integer")
 }
 
 // parseTTL reads the policy-hash TTL: a Go duration or whole seconds, not
@@ -619,12 +602,9 @@ func (c *Config) resolveVault(get func(string) string) error {
 	if c.VaultUnixSocket == "" {
 		c.VaultUnixSocket = get("VAULT_UNIX_SOCKET")
 	}
-	if v := get("VC_TIMEOUT_MS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < MinVaultTimeoutMS || n > MaxVaultTimeoutMS {
-			return fmt.Errorf("VC_TIMEOUT_MS must be a whole number of milliseconds from %d to %d, got %q", MinVaultTimeoutMS, MaxVaultTimeoutMS, v)
-		}
-		c.VaultTimeoutMS = n
+	if err := setVar(get, "VC_TIMEOUT_MS", &c.VaultTimeoutMS, intIn(MinVaultTimeoutMS, MaxVaultTimeoutMS),
+		fmt.Sprintf("a whole number of milliseconds from %d to %d", MinVaultTimeoutMS, MaxVaultTimeoutMS)); err != nil {
+		return err
 	}
 	if c.VaultBaseURL == "" {
 		if c.VaultUnixSocket != "" {

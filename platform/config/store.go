@@ -57,12 +57,8 @@ func (c *Config) readStore(get func(string) string) error {
 	if st.CertFile != "" || st.CAFile != "" {
 		st.TLS = true
 	}
-	if v := get("ACCORDS_MCP_ETCD_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 100*time.Millisecond {
-			return fmt.Errorf("ACCORDS_MCP_ETCD_TIMEOUT must be a duration of at least 100ms such as 5s, got %q", v)
-		}
-		st.Timeout = d
+	if err := setVar(get, "ACCORDS_MCP_ETCD_TIMEOUT", &st.Timeout, durationFrom(100*time.Millisecond), "a duration of at least 100ms such as 5s"); err != nil {
+		return err
 	}
 	c.Store = st
 	return nil

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -34,14 +33,9 @@ func init() { Vars = append(Vars, tracingVars...) }
 // specification does: the signal-specific URL as is, otherwise the base
 // URL with /v1/traces appended.
 func readTracing(get func(string) string) (Tracing, error) {
-	if v := get("OTEL_SDK_DISABLED"); v != "" {
-		off, err := strconv.ParseBool(v)
-		if err != nil {
-			return Tracing{}, fmt.Errorf("OTEL_SDK_DISABLED must be true or false, got %q", v)
-		}
-		if off {
-			return Tracing{}, nil
-		}
+	var off bool
+	if err := setVar(get, "OTEL_SDK_DISABLED", &off, isBool, "true or false"); err != nil || off {
+		return Tracing{}, err
 	}
 	t := Tracing{ServiceName: get("OTEL_SERVICE_NAME")}
 	name, raw := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

@@ -3,6 +3,7 @@
 package keyring
 
 import (
+	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -35,13 +36,13 @@ type Keyring struct {
 // otherwise from keyFile, creating it with mode 0600 when absent.
 func Load(envKey, keyFile string) (*Keyring, error) {
 	if strings.TrimSpace(envKey) != "" {
-		key, err := decodeKey(strings.TrimSpace(envKey))
+		key, err := DecodeKey(strings.TrimSpace(envKey))
 		if err != nil {
 			return nil, fmt.Errorf("ACCORDS_MCP_SECRET_KEY: %w", err)
 		}
 		return newKeyring(key, "env")
 	}
-	key, err := loadOrCreateFile(keyFile)
+	key, err := ReadKeyFile(keyFile, true)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,8 @@ func newKeyring(key []byte, source string) (*Keyring, error) {
 	return &Keyring{aead: aead, derive: m.Sum(nil), Source: source}, nil
 }
 
-func decodeKey(s string) ([]byte, error) {
+// DecodeKey reads a 32-byte key written as hex or base64.
+func DecodeKey(s string) ([]byte, error) {
 	if b, err := hex.DecodeString(s); err == nil && len(b) == KeySize {
 		return b, nil
 	}
@@ -77,42 +79,42 @@ func decodeKey(s string) ([]byte, error) {
 	return nil, fmt.Errorf("must be %d bytes encoded as hex (64 characters) or base64", KeySize)
 }
 
-func loadOrCreateFile(path string) ([]byte, error) {
+// ReadKeyFile reads the key in the file at path. With create, a missing
+// file is made with a new random key (folder 0700, file 0600; a file
+// another process created meanwhile wins); without, it is an error
+// wrapping fs.ErrNotExist.
+func ReadKeyFile(path string, create bool) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		key, derr := decodeKey(strings.TrimSpace(string(b)))
+		key, derr := DecodeKey(strings.TrimSpace(string(b)))
 		if derr != nil {
 			return nil, fmt.Errorf("key file %s: %w", path, derr)
 		}
 		return key, nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read key file %s: %w", path, err)
+	if !errors.Is(err, fs.ErrNotExist) || !create {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	key := make([]byte, KeySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create key folder: %w", err)
+		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	// O_EXCL: if another process created the file meanwhile, use theirs.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return loadOrCreateFile(path)
+		return ReadKeyFile(path, false)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create key file %s: %w", path, err)
+		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
-	if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
-		f.Close()
-		return nil, err
+	_, err = f.WriteString(hex.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return key, f.Close()
+	return key, cmp.Or(err, f.Close())
 }
 
 // Seal encrypts plaintext; aad binds the ciphertext to its record (for
