@@ -82,7 +82,7 @@ type Options struct {
 	// a slow witness delays only its own cosignature); OnAnchor learns the
 	// outcomes.
 	Witnesses []Anchor
-	Now      func() time.Time // time.Now when nil
+	Now       func() time.Time // time.Now when nil
 	// QueueSize bounds receipts waiting for the writer (default 4096); a
 	// full queue makes appends wait, never drops a receipt.
 	QueueSize int
