@@ -146,3 +146,10 @@ func WitnessStates(db *store.DB) ([]WitnessState, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
 	return out, err
 }
+
+// CheckpointSize reads the tree size of a checkpoint note without
+// verifying it.
+func CheckpointSize(note []byte) (uint64, error) {
+	cp, err := parseCheckpointUnverified(note)
+	return cp.Size, err
+}
