@@ -32,95 +32,111 @@ var ErrQuorum = errors.New("witness quorum not met")
 // blank lines and # comments are ignored; names are defined before use.
 func ParsePolicy(data []byte) (*Policy, error) {
 	p := &Policy{Witnesses: map[string]Witness{}, groups: map[string]group{}}
-	defined := func(n string) bool { _, w := p.Witnesses[n]; _, g := p.groups[n]; return w || g }
 	keys := map[string]bool{}
 	for i, line := range strings.Split(string(data), "\n") {
-		bad := func(format string, a ...any) error {
-			return fmt.Errorf("policy line %d: %s", i+1, fmt.Sprintf(format, a...))
-		}
 		f := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })
 		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		switch f[0] {
-		case "log":
-			if len(f) < 2 || len(f) > 3 {
-				return nil, bad("write log VKEY [URL]")
-			}
-			v, err := NewVerifier(f[1])
-			if err != nil {
-				return nil, bad("%v", err)
-			}
-			if keys[keyOf(f[1])] {
-				return nil, bad("duplicate key")
-			}
-			keys[keyOf(f[1])] = true
-			p.Logs = append(p.Logs, v)
-		case "witness":
-			if len(f) < 3 || len(f) > 4 {
-				return nil, bad("write witness NAME VKEY [URL]")
-			}
-			if f[1] == "none" || defined(f[1]) {
-				return nil, bad("name %q is taken", f[1])
-			}
-			v, err := NewVerifier(f[2])
-			if err != nil {
-				return nil, bad("%v", err)
-			}
-			if keys[keyOf(f[2])] {
-				return nil, bad("duplicate key")
-			}
-			keys[keyOf(f[2])] = true
-			w := Witness{VKey: f[2], Verifier: v}
-			if len(f) == 4 {
-				w.URL = strings.TrimRight(f[3], "/")
-			}
-			p.Witnesses[f[1]] = w
-		case "group":
-			if len(f) < 4 {
-				return nil, bad("write group NAME all|any|K MEMBER...")
-			}
-			if f[1] == "none" || defined(f[1]) {
-				return nil, bad("name %q is taken", f[1])
-			}
-			members := f[3:]
-			seen := map[string]bool{}
-			for _, m := range members {
-				if !defined(m) || seen[m] {
-					return nil, bad("member %q is not defined on an earlier line, or listed twice", m)
-				}
-				seen[m] = true
-			}
-			k := 0
-			switch f[2] {
-			case "all":
-				k = len(members)
-			case "any":
-				k = 1
-			default:
-				n, err := strconv.Atoi(f[2])
-				if err != nil || n < 1 || n > len(members) || f[2] != strconv.Itoa(n) {
-					return nil, bad("threshold %q must be all, any or 1..%d", f[2], len(members))
-				}
-				k = n
-			}
-			p.groups[f[1]] = group{k: k, members: members}
-		case "quorum":
-			if len(f) != 2 || p.quorum != "" {
-				return nil, bad("exactly one quorum NAME line")
-			}
-			if f[1] != "none" && !defined(f[1]) {
-				return nil, bad("quorum %q is not defined on an earlier line", f[1])
-			}
-			p.quorum = f[1]
-		default:
-			return nil, bad("unknown keyword %q", f[0])
+		if err := p.line(f, keys); err != nil {
+			return nil, fmt.Errorf("policy line %d: %w", i+1, err)
 		}
 	}
 	if p.quorum == "" {
 		return nil, errors.New("policy has no quorum line")
 	}
 	return p, nil
+}
+
+func (p *Policy) defined(n string) bool {
+	_, w := p.Witnesses[n]
+	_, g := p.groups[n]
+	return w || g
+}
+
+// line reads one policy line split into fields.
+func (p *Policy) line(f []string, keys map[string]bool) error {
+	newKey := func(vkey string) error {
+		if keys[keyOf(vkey)] {
+			return errors.New("duplicate key")
+		}
+		keys[keyOf(vkey)] = true
+		return nil
+	}
+	switch f[0] {
+	case "log":
+		if len(f) < 2 || len(f) > 3 {
+			return errors.New("write log VKEY [URL]")
+		}
+		v, err := NewVerifier(f[1])
+		if err != nil {
+			return err
+		}
+		p.Logs = append(p.Logs, v)
+		return newKey(f[1])
+	case "witness":
+		if len(f) < 3 || len(f) > 4 {
+			return errors.New("write witness NAME VKEY [URL]")
+		}
+		if f[1] == "none" || p.defined(f[1]) {
+			return fmt.Errorf("name %q is taken", f[1])
+		}
+		v, err := NewVerifier(f[2])
+		if err != nil {
+			return err
+		}
+		w := Witness{VKey: f[2], Verifier: v}
+		if len(f) == 4 {
+			w.URL = strings.TrimRight(f[3], "/")
+		}
+		p.Witnesses[f[1]] = w
+		return newKey(f[2])
+	case "group":
+		return p.group(f)
+	case "quorum":
+		if len(f) != 2 || p.quorum != "" {
+			return errors.New("exactly one quorum NAME line")
+		}
+		if f[1] != "none" && !p.defined(f[1]) {
+			return fmt.Errorf("quorum %q is not defined on an earlier line", f[1])
+		}
+		p.quorum = f[1]
+		return nil
+	}
+	return fmt.Errorf("unknown keyword %q", f[0])
+}
+
+// group reads "group NAME all|any|K MEMBER...".
+func (p *Policy) group(f []string) error {
+	if len(f) < 4 {
+		return errors.New("write group NAME all|any|K MEMBER...")
+	}
+	if f[1] == "none" || p.defined(f[1]) {
+		return fmt.Errorf("name %q is taken", f[1])
+	}
+	members := f[3:]
+	seen := map[string]bool{}
+	for _, m := range members {
+		if !p.defined(m) || seen[m] {
+			return fmt.Errorf("member %q is not defined on an earlier line, or listed twice", m)
+		}
+		seen[m] = true
+	}
+	k := 0
+	switch f[2] {
+	case "all":
+		k = len(members)
+	case "any":
+		k = 1
+	default:
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 1 || n > len(members) || f[2] != strconv.Itoa(n) {
+			return fmt.Errorf("threshold %q must be all, any or 1..%d", f[2], len(members))
+		}
+		k = n
+	}
+	p.groups[f[1]] = group{k: k, members: members}
+	return nil
 }
 
 // keyOf is the key material of a vkey (duplicates wrap the same key).
