@@ -109,7 +109,7 @@ func (p *Policy) line(f []string, keys map[string]bool) error {
 // group reads "group NAME all|any|K MEMBER...".
 func (p *Policy) group(f []string) error {
 	if len(f) < 4 {
-		return errors.New("write group NAME all|any|K MEMBER...")
+		return errors.New("write group NAME all|any|K MEMBER…")
 	}
 	if f[1] == "none" || p.defined(f[1]) {
 		return fmt.Errorf("name %q is taken", f[1])
