@@ -32,6 +32,7 @@ import (
 	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/gateway"
 	"github.com/accordsai/accords-mcp/gateway/audit"
+	"github.com/accordsai/accords-mcp/gateway/audit/witness"
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/platform/caller"
 	"github.com/accordsai/accords-mcp/platform/config"
@@ -454,6 +455,10 @@ func (a *App) openAudit() error {
 	if err != nil {
 		return err
 	}
+	witnesses, err := witness.Parse(a.Config.AuditWitness)
+	if err != nil {
+		return err
+	}
 	if a.AuditKey, err = audit.LoadKey(AuditKeySpec(a.Config), true); err != nil {
 		return fmt.Errorf("load audit key: %w", err)
 	}
@@ -477,7 +482,10 @@ func (a *App) openAudit() error {
 		opts.VerifyDelay = auditVerifyDelay
 	}
 	defer func() { a.auditOpts = opts }()
-	if anchor != nil {
+	for _, w := range witnesses {
+		opts.Witnesses = append(opts.Witnesses, witness.NewSubmitter(a.DB, w, nil))
+	}
+	if anchor != nil || len(witnesses) > 0 {
 		opts.Anchor = anchor
 		opts.OnAnchor = func(target string, err error) {
 			if err != nil {

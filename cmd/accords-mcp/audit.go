@@ -39,6 +39,7 @@ database. Exits 1 when the log does not verify.`,
 		verify.Flags().StringVar(&vo.key, "key", "", "audit public key (the output of accords-mcp audit key, or a file holding it); default: the configured key")
 		verify.Flags().StringVar(&vo.export, "export", "", "verify this export file (accords-mcp audit export) instead of the database")
 		verify.Flags().StringArrayVar(&vo.saved, "checkpoint", nil, "a saved checkpoint or anchor file the log must be consistent with (repeatable)")
+		verify.Flags().StringVar(&vo.policy, "policy", "", "a C2SP tlog-policy file: the newest checkpoint must be signed by its log and cosigned by its witness quorum")
 
 		var n int
 		var tailJSON bool
@@ -127,6 +128,7 @@ type auditVerifyOptions struct {
 	key    string
 	export string
 	saved  []string
+	policy string
 }
 
 // publicKeyText is --key (a verifier key, or a file holding one), else
@@ -199,7 +201,11 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-		return printReport(env, rep, pub, *asJSON)
+		rc := printReport(env, rep, pub, *asJSON)
+		if rc == 0 && o.policy != "" {
+			rc = policyOnExport(env, o.policy, *export, pub)
+		}
+		return rc
 	}
 	return withBackend(ctx, env, func(b admin.Backend, w where) int {
 		// A daemon knows its own key; offline the command must have it.
@@ -211,7 +217,12 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
 			return 1
 		}
-		return verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, *asJSON)
+		rc := verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, *asJSON)
+		if rc == 0 && o.policy != "" {
+			pub, _ := audit.ParseVerifierKey(keyText)
+			rc = policyOnBackend(ctx, env, b, o.policy, pub)
+		}
+		return rc
 	})
 }
 

@@ -78,7 +78,11 @@ type Options struct {
 	// the outcome of each hand-over.
 	Anchor   Anchor
 	OnAnchor func(target string, err error)
-	Now      func() time.Time // time.Now when nil
+	// Witnesses get each signed checkpoint too, each on its own queue (so
+	// a slow witness delays only its own cosignature); OnAnchor learns the
+	// outcomes.
+	Witnesses []Anchor
+	Now       func() time.Time // time.Now when nil
 	// QueueSize bounds receipts waiting for the writer (default 4096); a
 	// full queue makes appends wait, never drops a receipt.
 	QueueSize int
@@ -158,6 +162,7 @@ type Log struct {
 	lastCPAt time.Time
 	commits  int
 	anchors  *anchorQueue
+	wqueues  []*anchorQueue
 	stale    bool // shared: the frontier must be read again
 	// knownRev is, on a shared log, the store revision of this writer's
 	// last commit while the stored position is believed unmoved (0: read
@@ -204,6 +209,9 @@ func Open(db *store.DB, opts Options) (*Log, error) {
 	l.healthy.Store(true)
 	if opts.Anchor != nil {
 		l.anchors = newAnchorQueue(opts.Anchor, opts.OnAnchor)
+	}
+	for _, w := range opts.Witnesses {
+		l.wqueues = append(l.wqueues, newAnchorQueue(w, opts.OnAnchor))
 	}
 	go l.verifyStart(startProblem)
 	go l.run()
@@ -363,6 +371,11 @@ func (l *Log) Close() error {
 	if l.anchors != nil {
 		l.anchors.close(10 * time.Second)
 	}
+	var wg sync.WaitGroup
+	for _, q := range l.wqueues {
+		wg.Go(func() { q.close(10 * time.Second) })
+	}
+	wg.Wait()
 	return nil
 }
 

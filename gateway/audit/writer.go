@@ -316,5 +316,8 @@ func (l *Log) committed(items []item, cp *Checkpoint) {
 		if l.anchors != nil {
 			l.anchors.push(*cp)
 		}
+		for _, q := range l.wqueues {
+			q.push(*cp)
+		}
 	}
 }

@@ -267,6 +267,9 @@ func Database(ctx context.Context, in Inputs) []Result {
 	if retention != nil {
 		rs = append(rs, *retention)
 	}
+	if r, ok := witnessCheck(in); ok {
+		rs = append(rs, r)
+	}
 	rs = append(rs, vaultCheck(ctx, in))
 	return rs
 }

@@ -55,6 +55,7 @@ var Vars = []Var{
 	{"ACCORDS_MCP_AUDIT_KEY_FILE", "<user config dir>/accords-mcp-audit/audit.key (created 0600)", "audit key file; refused inside the database folder; `accords-mcp audit key` prints its public key"},
 	{"ACCORDS_MCP_AUDIT_CHECKPOINT", "1000,30s", "sign an audit checkpoint every N receipts and/or, when receipts were added, every interval (also at the first receipt and at shutdown)"},
 	{"ACCORDS_MCP_AUDIT_ANCHOR", "(none)", "hand each signed checkpoint elsewhere: file:/path (appended, synced) or exec:command (checkpoint on stdin); failures are logged and counted, never block calls (docs/gateway.md#anchoring)"},
+	{"ACCORDS_MCP_AUDIT_WITNESS", "(none)", "C2SP tlog-witness witnesses that cosign each signed checkpoint: entries \"VKEY URL\" (the witness's verifier key and its submission prefix) separated by commas; submitted in the background, cosignatures kept with the checkpoint, failures logged and shown by doctor (docs/gateway.md#witnesses)"},
 	{"ACCORDS_MCP_AUDIT_ON_FAILURE", "refuse-writes", "when receipts cannot be written: refuse-writes (read tools go on), refuse-all, or continue"},
 	{"ACCORDS_MCP_REMOTE_MAX_INDEX_BYTES", "8388608", "largest remote catalog index accepted (bytes); larger downloads are refused"},
 	{"ACCORDS_MCP_REMOTE_MAX_BUNDLE_BYTES", "4194304", "largest remote cookbook bundle accepted (bytes); larger downloads are refused"},
@@ -121,6 +122,9 @@ type Config struct {
 	AuditKeyFile    string
 	AuditCheckpoint string
 	AuditAnchor     string
+	// AuditWitness is ACCORDS_MCP_AUDIT_WITNESS (parsed by the witness
+	// package).
+	AuditWitness string
 	// AuditTenantFloor is ACCORDS_MCP_AUDIT_TENANT_FLOOR (parsed by the
 	// audit package, like the retention).
 	AuditTenantFloor string
@@ -275,6 +279,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.AuditKey = get("ACCORDS_MCP_AUDIT_KEY")
 	c.AuditCheckpoint = get("ACCORDS_MCP_AUDIT_CHECKPOINT")
 	c.AuditAnchor = get("ACCORDS_MCP_AUDIT_ANCHOR")
+	c.AuditWitness = get("ACCORDS_MCP_AUDIT_WITNESS")
 	c.AuditTenantFloor = get("ACCORDS_MCP_AUDIT_TENANT_FLOOR")
 	if v := get("ACCORDS_MCP_AUDIT_REFUSAL_WINDOW"); v != "" {
 		switch d, err := time.ParseDuration(v); {
