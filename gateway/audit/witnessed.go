@@ -150,6 +150,6 @@ func WitnessStates(db *store.DB) ([]WitnessState, error) {
 // CheckpointSize reads the tree size of a checkpoint note without
 // verifying it.
 func CheckpointSize(note []byte) (uint64, error) {
-	cp, err := parseCheckpointUnverified(note)
+	cp, err := OpenCheckpoint(note, "", nil)
 	return cp.Size, err
 }
