@@ -166,19 +166,18 @@ func readSaved(files []string) ([][]byte, error) {
 }
 
 func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) int {
-	asJSON, keyFlag, export, saved := &o.asJSON, &o.key, &o.export, o.saved
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 1
 	}
-	notes, err := readSaved(saved)
+	notes, err := readSaved(o.saved)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 		return 1
 	}
-	keyText, kerr := publicKeyText(cfg, *keyFlag)
-	if *export != "" {
+	keyText, kerr := publicKeyText(cfg, o.key)
+	if o.export != "" {
 		if kerr != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", kerr)
 			return 1
@@ -188,7 +187,7 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-		f, err := os.Open(*export)
+		f, err := os.Open(o.export)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
@@ -199,7 +198,7 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-		return printReport(env, rep, pub, *asJSON)
+		return printReport(env, rep, pub, o.asJSON)
 	}
 	return withBackend(ctx, env, func(b admin.Backend, w where) int {
 		// A daemon knows its own key; offline the command must have it.
@@ -211,7 +210,7 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
 			return 1
 		}
-		return verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, *asJSON)
+		return verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, o.asJSON)
 	})
 }
 
@@ -232,9 +231,7 @@ func verifyChain(ctx context.Context, env *environment, log admin.Audit, req adm
 
 func printReport(env *environment, rep audit.Report, pub note.Verifier, asJSON bool) int {
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
+		printJSON(env, rep)
 	} else {
 		writeReport(env.stdout, rep, pub)
 	}
@@ -377,7 +374,6 @@ func auditCheckpoint(ctx context.Context, env *environment) int {
 }
 
 func auditProve(ctx context.Context, env *environment, seq uint64, callID string, tlogOut bool) int {
-	tlog := &tlogOut
 	return auditBackend(ctx, env, func(b admin.Backend) int {
 		if callID != "" {
 			r, err := b.AuditFind(ctx, callID)
@@ -392,14 +388,11 @@ func auditProve(ctx context.Context, env *environment, seq uint64, callID string
 			fmt.Fprintln(env.stderr, "accords-mcp audit prove:", err)
 			return 1
 		}
-		if *tlog {
+		if tlogOut {
 			fmt.Fprint(env.stdout, p.TLogProof)
 			return 0
 		}
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(p)
-		return 0
+		return printJSON(env, p)
 	})
 }
 

@@ -49,13 +49,7 @@ func output(env *environment, asJSON bool, data any, err error, human func(w io.
 		} else {
 			e = envelope.Success(data, envelope.Meta{})
 		}
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if encErr := enc.Encode(e); encErr != nil {
-			fmt.Fprintln(env.stderr, "accords-mcp:", encErr)
-			return 1
-		}
-		if err != nil {
+		if printJSON(env, e) != 0 || err != nil {
 			return 1
 		}
 		return 0

@@ -59,10 +59,9 @@ const ownerLockWait = 2 * time.Minute
 const ownerDBLock = 15 * time.Second
 
 func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
-	auto, readyFD, logPath := &opts.auto, &opts.readyFD, &opts.logPath
 	report := func(error) {}
-	if *readyFD > 0 {
-		f := os.NewFile(uintptr(*readyFD), "ready")
+	if opts.readyFD > 0 {
+		f := os.NewFile(uintptr(opts.readyFD), "ready")
 		report = func(err error) {
 			line := map[string]any{"ok": err == nil, "pid": os.Getpid()}
 			if err != nil {
@@ -78,8 +77,8 @@ func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
 		fmt.Fprintln(env.stderr, "accords-mcp daemon:", err)
 		return 1
 	}
-	o := ownerRun{mode: control.ModeExplicit, transport: "attach", log: *logPath, ready: report}
-	if *auto {
+	o := ownerRun{mode: control.ModeExplicit, transport: "attach", log: opts.logPath, ready: report}
+	if opts.auto {
 		o.mode = control.ModeAuto
 		o.idle = cfg.DaemonIdleTimeout
 	}
