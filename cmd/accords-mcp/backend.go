@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/domain/session"
@@ -36,10 +38,12 @@ func withBackend(ctx context.Context, env *environment, fn func(b admin.Backend,
 	return backendFor(ctx, env, false, fn)
 }
 
-// withAppBackend is withBackend for commands that open the database as the
-// server does; an unopenable database is reported before the command runs.
-func withAppBackend(ctx context.Context, env *environment, fn func(b admin.Backend, w where) int) int {
-	return backendFor(ctx, env, true, fn)
+// onAppBackend is the RunE of a command that opens the database as the
+// server does (an unopenable database is reported before fn runs): fn
+// against the daemon or the database, with the command's context.
+func onAppBackend(cmd *cobra.Command, env *environment, fn func(ctx context.Context, b admin.Backend) int) error {
+	ctx := cmd.Context()
+	return exit(backendFor(ctx, env, true, func(b admin.Backend, _ where) int { return fn(ctx, b) }))
 }
 
 func backendFor(ctx context.Context, env *environment, openApp bool, fn func(b admin.Backend, w where) int) int {
@@ -66,9 +70,7 @@ func backendFor(ctx context.Context, env *environment, openApp bool, fn func(b a
 func openBackend(ctx context.Context, env *environment, cfg config.Config) (admin.Backend, where, func(), error) {
 	sock := control.SocketPath(cfg.DBPath)
 	c := control.NewClient(sock)
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	st, err := c.Status(sctx)
-	cancel()
+	st, err := statusWithin(ctx, c, 3*time.Second)
 	switch {
 	case err == nil:
 		return c.Ops(), where{remote: true, daemon: st, socket: sock}, c.Close, nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -98,11 +97,4 @@ func printErr(w io.Writer, err error) {
 func splitRef(ref string) (string, string) {
 	id, version, _ := strings.Cut(ref, "@")
 	return id, version
-}
-
-func withContext(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
 }

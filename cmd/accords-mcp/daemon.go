@@ -202,9 +202,7 @@ func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger
 	}
 	c := control.NewClient(control.SocketPath(cfg.DBPath))
 	defer c.Close()
-	sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
-	st, err := c.Status(sctx)
-	scancel()
+	st, err := statusWithin(ctx, c, 3*time.Second)
 	switch {
 	case errors.Is(err, control.ErrNotRunning):
 		return unlock, nil
@@ -232,13 +230,18 @@ func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger
 	return unlock, nil
 }
 
+// statusWithin asks the daemon on c who it is, waiting at most d.
+func statusWithin(ctx context.Context, c *control.Client, d time.Duration) (control.Status, error) {
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return c.Status(sctx)
+}
+
 // waitGone polls until nothing answers on the socket.
 func waitGone(ctx context.Context, c *control.Client, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := c.Status(sctx)
-		cancel()
+		_, err := statusWithin(ctx, c, time.Second)
 		if errors.Is(err, control.ErrNotRunning) {
 			return nil
 		}

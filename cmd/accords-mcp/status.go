@@ -52,9 +52,7 @@ func runStatus(ctx context.Context, env *environment, asJSON bool) int {
 	}
 	c := control.NewClient(control.SocketPath(cfg.DBPath))
 	defer c.Close()
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := c.Status(sctx)
+	st, err := statusWithin(ctx, c, 5*time.Second)
 	if errors.Is(err, control.ErrNotRunning) {
 		if asJSON {
 			_ = json.NewEncoder(env.stdout).Encode(map[string]any{"running": false, "db": cfg.DBPath})
@@ -134,9 +132,7 @@ func runStop(ctx context.Context, env *environment, timeout time.Duration) int {
 	}
 	c := control.NewClient(control.SocketPath(cfg.DBPath))
 	defer c.Close()
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	st, err := c.Status(sctx)
-	cancel()
+	st, err := statusWithin(ctx, c, 5*time.Second)
 	if errors.Is(err, control.ErrNotRunning) {
 		fmt.Fprintf(env.stdout, "no daemon running for %s\n", cfg.DBPath)
 		return 0
