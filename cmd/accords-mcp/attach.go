@@ -11,12 +11,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/ops/control"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/privdir"
@@ -42,7 +42,7 @@ func runFrontend(ctx context.Context, env *environment, cfg config.Config) int {
 		PID:      os.Getpid(),
 		Version:  version.Version,
 		View:     control.View{ReadOnly: cfg.ReadOnly, Toolsets: cfg.Toolsets, Dynamic: cfg.DynamicToolsets},
-		Env:      session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket},
+		Env:      commandEnv(cfg),
 		Settings: control.Digests(cfg.DaemonWide()),
 	}
 	d := &dialer{cfg: cfg, hello: hello, logger: logger}
@@ -160,7 +160,7 @@ func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) er
 	}
 	// The log is created in the database folder: it must be private
 	// (the caller's owner lock has made sure of it already).
-	if err := privdir.Ensure(dirOf(cfg.DBPath)); err != nil {
+	if err := privdir.Ensure(filepath.Dir(cfg.DBPath)); err != nil {
 		return fmt.Errorf("the database folder: %w", err)
 	}
 	logPath := DaemonLogPath(cfg.DBPath)
@@ -231,13 +231,6 @@ func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) er
 		return fmt.Errorf("the daemon could not start: %s (log: %s)", ready.Error, logPath)
 	}
 	return nil
-}
-
-func dirOf(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i > 0 {
-		return p[:i]
-	}
-	return "."
 }
 
 // tail is the last n lines of a file, joined.

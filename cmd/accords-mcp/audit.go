@@ -168,19 +168,18 @@ func readSaved(files []string) ([][]byte, error) {
 }
 
 func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) int {
-	asJSON, keyFlag, export, saved := &o.asJSON, &o.key, &o.export, o.saved
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp:", err)
 		return 1
 	}
-	notes, err := readSaved(saved)
+	notes, err := readSaved(o.saved)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 		return 1
 	}
-	keyText, kerr := publicKeyText(cfg, *keyFlag)
-	if *export != "" {
+	keyText, kerr := publicKeyText(cfg, o.key)
+	if o.export != "" {
 		if kerr != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", kerr)
 			return 1
@@ -190,7 +189,7 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-		f, err := os.Open(*export)
+		f, err := os.Open(o.export)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
@@ -201,9 +200,9 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintln(env.stderr, "accords-mcp audit verify:", err)
 			return 1
 		}
-		rc := printReport(env, rep, pub, *asJSON)
+		rc := printReport(env, rep, pub, o.asJSON)
 		if rc == 0 && o.policy != "" {
-			rc = policyOnExport(env, o.policy, *export, pub)
+			rc = policyOnExport(env, o.policy, o.export, pub)
 		}
 		return rc
 	}
@@ -217,7 +216,7 @@ func auditVerify(ctx context.Context, env *environment, o auditVerifyOptions) in
 			fmt.Fprintf(env.stderr, "accords-mcp: no database at %s yet\n", cfg.DBPath)
 			return 1
 		}
-		rc := verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, *asJSON)
+		rc := verifyChain(ctx, env, b, admin.AuditVerifyRequest{Key: keyText, Saved: notes}, o.asJSON)
 		if rc == 0 && o.policy != "" {
 			pub, _ := audit.ParseVerifierKey(keyText)
 			rc = policyOnBackend(ctx, env, b, o.policy, pub)
@@ -243,9 +242,7 @@ func verifyChain(ctx context.Context, env *environment, log admin.Audit, req adm
 
 func printReport(env *environment, rep audit.Report, pub note.Verifier, asJSON bool) int {
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
+		printJSON(env, rep)
 	} else {
 		writeReport(env.stdout, rep, pub)
 	}
@@ -388,7 +385,6 @@ func auditCheckpoint(ctx context.Context, env *environment) int {
 }
 
 func auditProve(ctx context.Context, env *environment, seq uint64, callID string, tlogOut bool) int {
-	tlog := &tlogOut
 	return auditBackend(ctx, env, func(b admin.Backend) int {
 		if callID != "" {
 			r, err := b.AuditFind(ctx, callID)
@@ -403,14 +399,11 @@ func auditProve(ctx context.Context, env *environment, seq uint64, callID string
 			fmt.Fprintln(env.stderr, "accords-mcp audit prove:", err)
 			return 1
 		}
-		if *tlog {
+		if tlogOut {
 			fmt.Fprint(env.stdout, p.TLogProof)
 			return 0
 		}
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(p)
-		return 0
+		return printJSON(env, p)
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accordsai/accords-mcp/app"
 	"github.com/accordsai/accords-mcp/domain/catalog"
 	"github.com/accordsai/accords-mcp/domain/session"
@@ -36,10 +38,12 @@ func withBackend(ctx context.Context, env *environment, fn func(b admin.Backend,
 	return backendFor(ctx, env, false, fn)
 }
 
-// withAppBackend is withBackend for commands that open the database as the
-// server does; an unopenable database is reported before the command runs.
-func withAppBackend(ctx context.Context, env *environment, fn func(b admin.Backend, w where) int) int {
-	return backendFor(ctx, env, true, fn)
+// onAppBackend is the RunE of a command that opens the database as the
+// server does (an unopenable database is reported before fn runs): fn
+// against the daemon or the database, with the command's context.
+func onAppBackend(cmd *cobra.Command, env *environment, fn func(ctx context.Context, b admin.Backend) int) error {
+	ctx := cmd.Context()
+	return exit(backendFor(ctx, env, true, func(b admin.Backend, _ where) int { return fn(ctx, b) }))
 }
 
 func backendFor(ctx context.Context, env *environment, openApp bool, fn func(b admin.Backend, w where) int) int {
@@ -66,9 +70,7 @@ func backendFor(ctx context.Context, env *environment, openApp bool, fn func(b a
 func openBackend(ctx context.Context, env *environment, cfg config.Config) (admin.Backend, where, func(), error) {
 	sock := control.SocketPath(cfg.DBPath)
 	c := control.NewClient(sock)
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	st, err := c.Status(sctx)
-	cancel()
+	st, err := statusWithin(ctx, c, 3*time.Second)
 	switch {
 	case err == nil:
 		return c.Ops(), where{remote: true, daemon: st, socket: sock}, c.Close, nil
@@ -121,110 +123,73 @@ func (l *localBackend) services() (*admin.Services, error) {
 	return &admin.Services{DB: l.a.DB, Catalog: l.a.Catalog, Sessions: l.a.Sessions}, nil
 }
 
-// readOnly runs fn on the database opened read-only.
-func (l *localBackend) readOnly(fn func(s *admin.Services) error) error {
+// onApp runs op on the app's services, opened on first use.
+func onApp[T any](l *localBackend, op func(s *admin.Services) (T, error)) (T, error) {
+	s, err := l.services()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return op(s)
+}
+
+// onFile runs op on the database opened read-only for this one operation.
+func onFile[T any](l *localBackend, op func(s *admin.Services) (T, error)) (T, error) {
 	db, err := app.OpenStore(l.cfg, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
 	if err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
 	defer db.Close()
-	return fn(&admin.Services{DB: db})
+	return op(&admin.Services{DB: db})
 }
 
 func (l *localBackend) Search(ctx context.Context, q index.Query) (index.Result, error) {
-	s, err := l.services()
-	if err != nil {
-		return index.Result{}, err
-	}
-	return s.Search(ctx, q)
+	return onApp(l, func(s *admin.Services) (index.Result, error) { return s.Search(ctx, q) })
 }
 
 func (l *localBackend) ListCookbooks(ctx context.Context, f catalog.ListFilter) (admin.CookbookList, error) {
-	s, err := l.services()
-	if err != nil {
-		return admin.CookbookList{}, err
-	}
-	return s.ListCookbooks(ctx, f)
+	return onApp(l, func(s *admin.Services) (admin.CookbookList, error) { return s.ListCookbooks(ctx, f) })
 }
 
 func (l *localBackend) ImportBundle(ctx context.Context, raw []byte, policy string) (*catalog.UpsertResult, error) {
-	s, err := l.services()
-	if err != nil {
-		return nil, err
-	}
-	return s.ImportBundle(ctx, raw, policy)
+	return onApp(l, func(s *admin.Services) (*catalog.UpsertResult, error) { return s.ImportBundle(ctx, raw, policy) })
 }
 
 func (l *localBackend) ExportBundle(ctx context.Context, id, version string) (admin.Export, error) {
-	s, err := l.services()
-	if err != nil {
-		return admin.Export{}, err
-	}
-	return s.ExportBundle(ctx, id, version)
+	return onApp(l, func(s *admin.Services) (admin.Export, error) { return s.ExportBundle(ctx, id, version) })
 }
 
 func (l *localBackend) DeleteCookbook(ctx context.Context, id, version string) (*catalog.DeleteResult, error) {
-	s, err := l.services()
-	if err != nil {
-		return nil, err
-	}
-	return s.DeleteCookbook(ctx, id, version)
+	return onApp(l, func(s *admin.Services) (*catalog.DeleteResult, error) { return s.DeleteCookbook(ctx, id, version) })
 }
 
 func (l *localBackend) Render(ctx context.Context, r catalog.RenderRequest) (*catalog.RenderResult, error) {
-	s, err := l.services()
-	if err != nil {
-		return nil, err
-	}
-	return s.Render(ctx, r)
+	return onApp(l, func(s *admin.Services) (*catalog.RenderResult, error) { return s.Render(ctx, r) })
 }
 
 func (l *localBackend) Reindex(ctx context.Context, progress func(done, total int)) (admin.ReindexResult, error) {
-	s, err := l.services()
-	if err != nil {
-		return admin.ReindexResult{}, err
-	}
-	return s.Reindex(ctx, progress)
+	return onApp(l, func(s *admin.Services) (admin.ReindexResult, error) { return s.Reindex(ctx, progress) })
 }
 
-func (l *localBackend) AuditVerify(ctx context.Context, r admin.AuditVerifyRequest) (res admin.AuditVerifyResult, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		res, err = s.AuditVerify(ctx, r)
-		return err
-	})
-	return res, err
+func (l *localBackend) AuditVerify(ctx context.Context, r admin.AuditVerifyRequest) (admin.AuditVerifyResult, error) {
+	return onFile(l, func(s *admin.Services) (admin.AuditVerifyResult, error) { return s.AuditVerify(ctx, r) })
 }
 
-func (l *localBackend) AuditCheckpoint(ctx context.Context) (cp []byte, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		cp, err = s.AuditCheckpoint(ctx)
-		return err
-	})
-	return cp, err
+func (l *localBackend) AuditCheckpoint(ctx context.Context) ([]byte, error) {
+	return onFile(l, func(s *admin.Services) ([]byte, error) { return s.AuditCheckpoint(ctx) })
 }
 
-func (l *localBackend) AuditFind(ctx context.Context, callID string) (r audit.Receipt, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		r, err = s.AuditFind(ctx, callID)
-		return err
-	})
-	return r, err
+func (l *localBackend) AuditFind(ctx context.Context, callID string) (audit.Receipt, error) {
+	return onFile(l, func(s *admin.Services) (audit.Receipt, error) { return s.AuditFind(ctx, callID) })
 }
 
-func (l *localBackend) AuditProve(ctx context.Context, seq uint64) (p audit.Proof, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		p, err = s.AuditProve(ctx, seq)
-		return err
-	})
-	return p, err
+func (l *localBackend) AuditProve(ctx context.Context, seq uint64) (audit.Proof, error) {
+	return onFile(l, func(s *admin.Services) (audit.Proof, error) { return s.AuditProve(ctx, seq) })
 }
 
-func (l *localBackend) AuditExport(ctx context.Context, w io.Writer) (n int, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		n, err = s.AuditExport(ctx, w)
-		return err
-	})
-	return n, err
+func (l *localBackend) AuditExport(ctx context.Context, w io.Writer) (int, error) {
+	return onFile(l, func(s *admin.Services) (int, error) { return s.AuditExport(ctx, w) })
 }
 
 // AuditAcknowledge opens the log for writing with the audit key, which
@@ -253,64 +218,42 @@ func (l *localBackend) AuditAcknowledge(_ context.Context, operator, note string
 	return admin.Acknowledge(lg, operator, note)
 }
 
-func (l *localBackend) AuditTail(ctx context.Context, n int) (rs []audit.Receipt, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		rs, err = s.AuditTail(ctx, n)
-		return err
-	})
-	return rs, err
+func (l *localBackend) AuditTail(ctx context.Context, n int) ([]audit.Receipt, error) {
+	return onFile(l, func(s *admin.Services) ([]audit.Receipt, error) { return s.AuditTail(ctx, n) })
 }
 
 func (l *localBackend) SessionStatus(ctx context.Context, r admin.SessionRequest) (session.Status, error) {
-	s, err := l.services()
-	if err != nil {
-		return session.Status{}, err
-	}
-	return s.SessionStatus(ctx, r)
+	return onApp(l, func(s *admin.Services) (session.Status, error) { return s.SessionStatus(ctx, r) })
 }
 
 func (l *localBackend) SessionConfigure(ctx context.Context, r admin.SessionRequest) (session.Status, error) {
-	s, err := l.services()
-	if err != nil {
-		return session.Status{}, err
-	}
-	return s.SessionConfigure(ctx, r)
+	return onApp(l, func(s *admin.Services) (session.Status, error) { return s.SessionConfigure(ctx, r) })
 }
 
 func (l *localBackend) SessionClear(ctx context.Context, r admin.SessionRequest) error {
-	s, err := l.services()
-	if err != nil {
-		return err
-	}
-	return s.SessionClear(ctx, r)
+	_, err := onApp(l, func(s *admin.Services) (struct{}, error) { return struct{}{}, s.SessionClear(ctx, r) })
+	return err
 }
 
 // Doctor runs the database checks on the file opened read-only; the
 // daemon line is the command's (localDoctor).
 func (l *localBackend) Doctor(ctx context.Context, scope string, _ session.Defaults) ([]doctor.Result, error) {
-	db, err := app.OpenStore(l.cfg, store.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	in := doctor.Inputs{DB: db, Sessions: localSessions(l.cfg, db), Scope: scope, Index: standaloneIndex(l.cfg, db)}
-	if k, err := audit.LoadKey(app.AuditKeySpec(l.cfg), false); err != nil {
-		in.AuditKeyProblem = err.Error()
-	} else {
-		in.AuditKey = k
-	}
-	if in.Sessions == nil {
-		in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
-	}
-	return doctor.Database(ctx, in), nil
+	return onFile(l, func(s *admin.Services) ([]doctor.Result, error) {
+		in := doctor.Inputs{DB: s.DB, Sessions: localSessions(l.cfg, s.DB), Scope: scope, Index: standaloneIndex(l.cfg, s.DB)}
+		if k, err := audit.LoadKey(app.AuditKeySpec(l.cfg), false); err != nil {
+			in.AuditKeyProblem = err.Error()
+		} else {
+			in.AuditKey = k
+		}
+		if in.Sessions == nil {
+			in.SessionsUnavailable = "the secret key cannot be loaded (see the key check above)"
+		}
+		return doctor.Database(ctx, in), nil
+	})
 }
 
-func (l *localBackend) Backup(ctx context.Context, w io.Writer) (n int64, err error) {
-	err = l.readOnly(func(s *admin.Services) error {
-		n, err = s.Backup(ctx, w)
-		return err
-	})
-	return n, err
+func (l *localBackend) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	return onFile(l, func(s *admin.Services) (int64, error) { return s.Backup(ctx, w) })
 }
 
 // restoreRecorder records a restore in the restored audit log with the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,13 +48,7 @@ func output(env *environment, asJSON bool, data any, err error, human func(w io.
 		} else {
 			e = envelope.Success(data, envelope.Meta{})
 		}
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if encErr := enc.Encode(e); encErr != nil {
-			fmt.Fprintln(env.stderr, "accords-mcp:", encErr)
-			return 1
-		}
-		if err != nil {
+		if printJSON(env, e) != 0 || err != nil {
 			return 1
 		}
 		return 0
@@ -104,11 +97,4 @@ func printErr(w io.Writer, err error) {
 func splitRef(ref string) (string, string) {
 	id, version, _ := strings.Cut(ref, "@")
 	return id, version
-}
-
-func withContext(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
 }

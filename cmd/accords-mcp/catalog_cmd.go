@@ -39,8 +39,7 @@ func catalogListCmd(env *environment) *cobra.Command {
 		Use:   "list",
 		Short: "list stored cookbook versions",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := withContext(cmd.Context())
-			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return listCookbooks(ctx, env, b, f, asJSON) }))
+			return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int { return listCookbooks(ctx, env, b, f, asJSON) })
 		},
 	}
 	c.Flags().BoolVar(&f.LatestOnly, "latest", false, "only the latest version of each cookbook")
@@ -59,9 +58,8 @@ func catalogGetCmd(env *environment) *cobra.Command {
   accords-mcp catalog get google.workspace@1.4.0 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := withContext(cmd.Context())
 			id, version := splitRef(args[0])
-			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return getCookbook(ctx, env, b, id, version, asJSON) }))
+			return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int { return getCookbook(ctx, env, b, id, version, asJSON) })
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope ({bundle}) as JSON, as vaultclaw_cookbook_get returns it")
@@ -93,8 +91,9 @@ func catalogImportCmd(env *environment) *cobra.Command {
 					return usageErrorf(cmd, "stdin (-) can be read only once")
 				}
 			}
-			ctx := withContext(cmd.Context())
-			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return importBundles(ctx, env, b, files, policy, asJSON) }))
+			return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int {
+				return importBundles(ctx, env, b, files, policy, asJSON)
+			})
 		},
 	}
 	c.Flags().StringVar(&policyFlag, "conflict-policy", "FAIL", "when a version exists with different content: FAIL, OVERWRITE or SKIP_IF_EXISTS")
@@ -111,9 +110,8 @@ func catalogExportCmd(env *environment) *cobra.Command {
 		Short: "print a bundle exactly as stored (indented)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := withContext(cmd.Context())
 			id, version := splitRef(args[0])
-			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return exportBundle(ctx, env, b, id, version, out) }))
+			return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int { return exportBundle(ctx, env, b, id, version, out) })
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "write to FILE instead of stdout")
@@ -127,9 +125,10 @@ func catalogDeleteCmd(env *environment) *cobra.Command {
 		Short: "delete one version (the latest when @VERSION is omitted)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := withContext(cmd.Context())
 			id, version := splitRef(args[0])
-			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return deleteCookbook(ctx, env, b, id, version, asJSON) }))
+			return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int {
+				return deleteCookbook(ctx, env, b, id, version, asJSON)
+			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result envelope as JSON")

@@ -59,10 +59,9 @@ const ownerLockWait = 2 * time.Minute
 const ownerDBLock = 15 * time.Second
 
 func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
-	auto, readyFD, logPath := &opts.auto, &opts.readyFD, &opts.logPath
 	report := func(error) {}
-	if *readyFD > 0 {
-		f := os.NewFile(uintptr(*readyFD), "ready")
+	if opts.readyFD > 0 {
+		f := os.NewFile(uintptr(opts.readyFD), "ready")
 		report = func(err error) {
 			line := map[string]any{"ok": err == nil, "pid": os.Getpid()}
 			if err != nil {
@@ -78,8 +77,8 @@ func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
 		fmt.Fprintln(env.stderr, "accords-mcp daemon:", err)
 		return 1
 	}
-	o := ownerRun{mode: control.ModeExplicit, transport: "attach", log: *logPath, ready: report}
-	if *auto {
+	o := ownerRun{mode: control.ModeExplicit, transport: "attach", log: opts.logPath, ready: report}
+	if opts.auto {
 		o.mode = control.ModeAuto
 		o.idle = cfg.DaemonIdleTimeout
 	}
@@ -203,9 +202,7 @@ func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger
 	}
 	c := control.NewClient(control.SocketPath(cfg.DBPath))
 	defer c.Close()
-	sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
-	st, err := c.Status(sctx)
-	scancel()
+	st, err := statusWithin(ctx, c, 3*time.Second)
 	switch {
 	case errors.Is(err, control.ErrNotRunning):
 		return unlock, nil
@@ -233,13 +230,18 @@ func takeOwnership(ctx context.Context, cfg config.Config, explicit bool, logger
 	return unlock, nil
 }
 
+// statusWithin asks the daemon on c who it is, waiting at most d.
+func statusWithin(ctx context.Context, c *control.Client, d time.Duration) (control.Status, error) {
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return c.Status(sctx)
+}
+
 // waitGone polls until nothing answers on the socket.
 func waitGone(ctx context.Context, c *control.Client, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := c.Status(sctx)
-		cancel()
+		_, err := statusWithin(ctx, c, time.Second)
 		if errors.Is(err, control.ErrNotRunning) {
 			return nil
 		}

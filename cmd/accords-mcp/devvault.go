@@ -80,19 +80,17 @@ type devVaultOptions struct {
 const devVaultDefaultAddr = "127.0.0.1:8787"
 
 func runDevVault(ctx context.Context, env *environment, o devVaultOptions) int {
-	addr, socket, token, adminToken, ttl := &o.addr, &o.socket, &o.token, &o.adminToken, &o.ttl
-	noApprovals, pendingID, noSeed, quiet := &o.noApprovals, &o.pendingID, &o.noSeed, &o.quiet
 	var outMu sync.Mutex
 	printf := func(format string, a ...any) {
 		outMu.Lock()
 		defer outMu.Unlock()
 		fmt.Fprintf(env.stdout, format, a...)
 	}
-	opts := vaultsim.Options{AgentToken: *token, AdminToken: *adminToken, ApprovalTTL: *ttl, IncludePendingIDInJob: *pendingID, NoSeed: *noSeed,
+	opts := vaultsim.Options{AgentToken: o.token, AdminToken: o.adminToken, ApprovalTTL: o.ttl, IncludePendingIDInJob: o.pendingID, NoSeed: o.noSeed,
 		OnPending: func(p vaultsim.PendingApproval) {
-			printf("approval needed: %s (%s %s, job %s) — accords-mcp dev-vault approve %s%s\n", p.PendingID, p.Kind, p.Verb, p.JobID, p.PendingID, targetFlags(*addr, *socket))
+			printf("approval needed: %s (%s %s, job %s) — accords-mcp dev-vault approve %s%s\n", p.PendingID, p.Kind, p.Verb, p.JobID, p.PendingID, targetFlags(o.addr, o.socket))
 		}}
-	if !*quiet {
+	if !o.quiet {
 		// Log API calls (never headers or bodies: they hold the token).
 		opts.Middleware = func(inner http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,19 +105,19 @@ func runDevVault(ctx context.Context, env *environment, o devVaultOptions) int {
 	}
 	var srv *vaultsim.Server
 	var err error
-	if *socket != "" {
-		srv, err = vaultsim.StartUnix(*socket, opts)
+	if o.socket != "" {
+		srv, err = vaultsim.StartUnix(o.socket, opts)
 	} else {
-		srv, err = vaultsim.Start(*addr, opts)
+		srv, err = vaultsim.Start(o.addr, opts)
 	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "dev-vault:", err)
 		return 1
 	}
-	if *adminToken == "" && *socket == "" && !loopback(srv.Addr()) {
+	if o.adminToken == "" && o.socket == "" && !loopback(srv.Addr()) {
 		fmt.Fprintln(env.stderr, "dev-vault: warning: listening beyond loopback without --admin-token; anyone who can reach it can approve requests and read the request log")
 	}
-	if *noApprovals {
+	if o.noApprovals {
 		srv.SetApprovalRules()
 	}
 	base := srv.URL
@@ -130,7 +128,7 @@ func runDevVault(ctx context.Context, env *environment, o devVaultOptions) int {
 	printf("agent token: %s\n\n", srv.AgentToken())
 	printf("Point accords-mcp at it with either\n  export VC_BASE_URL=%s VC_AGENT_TOKEN=%s\n", base, srv.AgentToken())
 	printf("or the tool call\n  vaultclaw_session_configure {\"base_url\": %q, \"token\": %q}\n\n", base, srv.AgentToken())
-	printf("Approvals: accords-mcp dev-vault pending%s ; accords-mcp dev-vault approve|deny PENDING_ID%s\n", targetFlags(*addr, *socket), targetFlags(*addr, *socket))
+	printf("Approvals: accords-mcp dev-vault pending%s ; accords-mcp dev-vault approve|deny PENDING_ID%s\n", targetFlags(o.addr, o.socket), targetFlags(o.addr, o.socket))
 	printf("Admin endpoints: %s%s (requests, faults, approvals, approval-rules, tokens, secrets, documents, mailbox)\n\n", base, vaultsim.AdminPrefix)
 	<-ctx.Done()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -172,11 +170,10 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func runDevVaultAdmin(ctx context.Context, env *environment, action, id string, o devVaultOptions, asJSON bool) int {
-	addr, socket, adminToken := &o.addr, &o.socket, &o.adminToken
 	client := &http.Client{Timeout: 30 * time.Second}
-	base := "http://" + *addr
-	if *socket != "" {
-		sock := *socket
+	base := "http://" + o.addr
+	if o.socket != "" {
+		sock := o.socket
 		client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
@@ -192,8 +189,8 @@ func runDevVaultAdmin(ctx context.Context, env *environment, action, id string, 
 		fmt.Fprintln(env.stderr, "dev-vault:", err)
 		return 1
 	}
-	if *adminToken != "" {
-		req.Header.Set(vaultsim.AdminTokenHeader, *adminToken)
+	if o.adminToken != "" {
+		req.Header.Set(vaultsim.AdminTokenHeader, o.adminToken)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,23 +40,20 @@ func init() {
 	})
 }
 
-func runDoctor(ctx context.Context, env *environment, scopeFlag string, asJSONFlag, forgetFlag bool) int {
-	scope, asJSON, forget := &scopeFlag, &asJSONFlag, &forgetFlag
+func runDoctor(ctx context.Context, env *environment, scope string, asJSON, forget bool) int {
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp doctor:", err)
 		return 1
 	}
-	if *forget {
+	if forget {
 		if code := forgetSealedSessions(env, cfg); code != 0 {
 			return code
 		}
 	}
-	rs := doctorResults(ctx, env, cfg, *scope)
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rs)
+	rs := doctorResults(ctx, env, cfg, scope)
+	if asJSON {
+		printJSON(env, rs)
 	} else {
 		doctor.Write(env.stdout, rs)
 	}
@@ -150,7 +146,7 @@ func localSessions(cfg config.Config, db *store.DB) *session.Service {
 	if err != nil {
 		return nil
 	}
-	return session.New(db, keys, session.Defaults{Token: cfg.VaultToken, BaseURL: cfg.VaultBaseURL, TimeoutMS: cfg.VaultTimeoutMS, UnixSocket: cfg.VaultUnixSocket})
+	return session.New(db, keys, commandEnv(cfg))
 }
 
 // forgetSealedSessions deletes the sessions the configured key cannot open;

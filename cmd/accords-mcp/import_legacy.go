@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +54,6 @@ func legacyImporter(a *app.App) legacy.Importer {
 }
 
 func runImportLegacy(ctx context.Context, env *environment, o legacyOptions) int {
-	policy, dryRun, asJSON := &o.policy, &o.dryRun, &o.asJSON
 	dir := o.dir
 	if dir == "" {
 		d, err := legacy.DefaultDir(env.getenv)
@@ -71,7 +69,7 @@ func runImportLegacy(ctx context.Context, env *environment, o legacyOptions) int
 		return 1
 	}
 	var imp legacy.Importer
-	if !*dryRun {
+	if !o.dryRun {
 		cfg, err := env.config()
 		if err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp import-legacy:", err)
@@ -92,11 +90,9 @@ func runImportLegacy(ctx context.Context, env *environment, o legacyOptions) int
 			return 1
 		}
 	}
-	rep, err := legacy.Import(ctx, folder, imp, *policy)
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
+	rep, err := legacy.Import(ctx, folder, imp, o.policy)
+	if o.asJSON {
+		printJSON(env, rep)
 	} else {
 		writeLegacyReport(env.stdout, rep)
 	}

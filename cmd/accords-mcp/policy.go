@@ -119,54 +119,53 @@ type policyDecision struct {
 // policyTest shows the decision the policy makes for one call: exit 0
 // allow, 1 deny.
 func policyTest(env *environment, o policyTestOptions) int {
-	file, tool, argsJSON, renderedJSON, callerID, tenant, nowFlag := o.file, &o.tool, &o.args, &o.rendered, &o.caller, &o.tenant, &o.now
-	p, err := policy.Load(file, gateway.KnownNames())
+	p, err := policy.Load(o.file, gateway.KnownNames())
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp policy test:", err)
 		return 1
 	}
 	var def *tools.Tool
 	for _, t := range tools.Definitions() {
-		if t.Name == *tool {
+		if t.Name == o.tool {
 			def = &t
 		}
 	}
 	if def == nil {
-		fmt.Fprintf(env.stderr, "accords-mcp policy test: --tool %q is not a tool of this server\n", *tool)
+		fmt.Fprintf(env.stderr, "accords-mcp policy test: --tool %q is not a tool of this server\n", o.tool)
 		return 2
 	}
-	c, ok := p.Lookup(*callerID)
+	c, ok := p.Lookup(o.caller)
 	if !ok {
-		fmt.Fprintf(env.stderr, "accords-mcp policy test: --caller %q is not in the policy (known: local, anonymous, %s)\n", *callerID, strings.Join(p.CallerIDs(), ", "))
+		fmt.Fprintf(env.stderr, "accords-mcp policy test: --caller %q is not in the policy (known: local, anonymous, %s)\n", o.caller, strings.Join(p.CallerIDs(), ", "))
 		return 2
 	}
-	if *tenant == "" {
-		*tenant = c.Tenant
-		if *tenant == "" {
-			*tenant = "default"
+	if o.tenant == "" {
+		o.tenant = c.Tenant
+		if o.tenant == "" {
+			o.tenant = "default"
 		}
 	}
 	var probe any
-	if err := json.Unmarshal([]byte(*argsJSON), &probe); err != nil {
+	if err := json.Unmarshal([]byte(o.args), &probe); err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp policy test: --args is not JSON:", err)
 		return 2
 	}
 	now := time.Now()
-	if *nowFlag != "" {
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
+	if o.now != "" {
+		if now, err = time.Parse(time.RFC3339, o.now); err != nil {
 			fmt.Fprintln(env.stderr, "accords-mcp policy test: --now:", err)
 			return 2
 		}
 	}
-	in := rules.Input{Tool: def.Name, Caller: c.ID, Tenant: *tenant, Capability: def.Capability, Args: json.RawMessage(*argsJSON), Now: now}
+	in := rules.Input{Tool: def.Name, Caller: c.ID, Tenant: o.tenant, Capability: def.Capability, Args: json.RawMessage(o.args), Now: now}
 	phase := rules.PhaseArgs
 	if !def.Renders {
 		phase = rules.PhaseAll
 	}
 	d := p.Rules.Evaluate(in, phase)
-	out := policyDecision{Tool: def.Name, Caller: c.ID, Tenant: *tenant, Capability: def.Capability, CapabilityHeld: c.Allows(def.Capability) && !(c.ReadOnly && def.Writes())}
+	out := policyDecision{Tool: def.Name, Caller: c.ID, Tenant: o.tenant, Capability: def.Capability, CapabilityHeld: c.Allows(def.Capability) && !(c.ReadOnly && def.Writes())}
 	if def.Renders && p.Rules.Applies(def.Name, rules.PhaseRendered) {
-		if *renderedJSON == "" {
+		if o.rendered == "" {
 			for _, r := range p.Rules.Rules() {
 				if r.Rendered {
 					out.RenderedSkipped = append(out.RenderedSkipped, r.ID)
@@ -174,7 +173,7 @@ func policyTest(env *environment, o policyTestOptions) int {
 			}
 		} else {
 			var rendered map[string]any
-			if err := json.Unmarshal([]byte(*renderedJSON), &rendered); err != nil {
+			if err := json.Unmarshal([]byte(o.rendered), &rendered); err != nil {
 				fmt.Fprintln(env.stderr, "accords-mcp policy test: --rendered is not a JSON object:", err)
 				return 2
 			}
@@ -193,9 +192,7 @@ func policyTest(env *environment, o policyTestOptions) int {
 	if d.Denied() || !out.CapabilityHeld {
 		out.Decision = "deny"
 	}
-	enc := json.NewEncoder(env.stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(out)
+	printJSON(env, out)
 	if out.Decision == "deny" {
 		return 1
 	}

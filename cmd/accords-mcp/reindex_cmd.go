@@ -17,8 +17,7 @@ func init() {
 			Use:   "reindex",
 			Short: "rebuild the cookbook search index from the database (progress on stderr)",
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				ctx := withContext(cmd.Context())
-				return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return reindex(ctx, env, b, quiet || asJSON, asJSON) }))
+				return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int { return reindex(ctx, env, b, quiet || asJSON, asJSON) })
 			},
 		}
 		c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")

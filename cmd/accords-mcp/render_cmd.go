@@ -37,13 +37,12 @@ number, bool); a key the template does not take is refused.`,
 				}
 				id, version := splitRef(args[0])
 				r := catalog.RenderRequest{CookbookID: id, Version: version, TemplateID: args[1], Inputs: in, OutputKind: kind}
-				ctx := withContext(cmd.Context())
-				return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int {
+				return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int {
 					if code := checkInputKeys(ctx, env, b, r); code != 0 {
 						return code
 					}
 					return renderTemplate(ctx, env, b, r, asJSON)
-				}))
+				})
 			},
 		}
 		c.Flags().StringArrayVar(&inputs, "input", nil, "template input: key=value (string) or key:=JSON (array, object, number, bool); repeatable")

@@ -40,8 +40,7 @@ every matching entry is listed, unranked.`,
 				}
 				q.Text = strings.Join(args, " ")
 				q.Tags = catalog.CanonicalTags(tagList)
-				ctx := withContext(cmd.Context())
-				return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int { return searchRecipes(ctx, env, b, q, asJSON) }))
+				return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int { return searchRecipes(ctx, env, b, q, asJSON) })
 			},
 		}
 		f := c.Flags()

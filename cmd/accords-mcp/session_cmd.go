@@ -59,10 +59,7 @@ func sessionSub(env *environment, sub, short, example string) *cobra.Command {
 				line, _ := bufio.NewReader(env.stdin).ReadString('\n')
 				req.Token, req.BaseURL, req.TimeoutMS = strings.TrimSpace(line), baseURL, timeout
 			}
-			ctx := cmd.Context()
-			return exit(withAppBackend(ctx, env, func(b admin.Backend, _ where) int {
-				return sessionCmd(withContext(ctx), env, b, sub, req, asJSON)
-			}))
+			return onAppBackend(cmd, env, func(ctx context.Context, b admin.Backend) int { return sessionCmd(ctx, env, b, sub, req, asJSON) })
 		},
 	}
 	f := c.Flags()

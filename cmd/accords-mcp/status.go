@@ -44,8 +44,7 @@ clients. Exits 0 when one runs, 3 (LSB "program is not running") when none does,
 // "program is not running").
 const exitNotRunning = 3
 
-func runStatus(ctx context.Context, env *environment, jsonOut bool) int {
-	asJSON := &jsonOut
+func runStatus(ctx context.Context, env *environment, asJSON bool) int {
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp status:", err)
@@ -53,11 +52,9 @@ func runStatus(ctx context.Context, env *environment, jsonOut bool) int {
 	}
 	c := control.NewClient(control.SocketPath(cfg.DBPath))
 	defer c.Close()
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := c.Status(sctx)
+	st, err := statusWithin(ctx, c, 5*time.Second)
 	if errors.Is(err, control.ErrNotRunning) {
-		if *asJSON {
+		if asJSON {
 			_ = json.NewEncoder(env.stdout).Encode(map[string]any{"running": false, "db": cfg.DBPath})
 		} else {
 			fmt.Fprintf(env.stdout, "no daemon running for %s\n", cfg.DBPath)
@@ -68,11 +65,8 @@ func runStatus(ctx context.Context, env *environment, jsonOut bool) int {
 		fmt.Fprintln(env.stderr, "accords-mcp status:", err)
 		return 1
 	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(st)
-		return 0
+	if asJSON {
+		return printJSON(env, st)
 	}
 	writeStatus(env.stdout, st)
 	return 0
@@ -131,7 +125,6 @@ func writeStatus(w io.Writer, st control.Status) {
 }
 
 func runStop(ctx context.Context, env *environment, timeout time.Duration) int {
-	wait := &timeout
 	cfg, err := env.config()
 	if err != nil {
 		fmt.Fprintln(env.stderr, "accords-mcp stop:", err)
@@ -139,9 +132,7 @@ func runStop(ctx context.Context, env *environment, timeout time.Duration) int {
 	}
 	c := control.NewClient(control.SocketPath(cfg.DBPath))
 	defer c.Close()
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	st, err := c.Status(sctx)
-	cancel()
+	st, err := statusWithin(ctx, c, 5*time.Second)
 	if errors.Is(err, control.ErrNotRunning) {
 		fmt.Fprintf(env.stdout, "no daemon running for %s\n", cfg.DBPath)
 		return 0
@@ -153,7 +144,7 @@ func runStop(ctx context.Context, env *environment, timeout time.Duration) int {
 		fmt.Fprintln(env.stderr, "accords-mcp stop:", err)
 		return 1
 	}
-	if err := waitGone(ctx, c, *wait); err != nil {
+	if err := waitGone(ctx, c, timeout); err != nil {
 		fmt.Fprintf(env.stderr, "accords-mcp stop: daemon pid %d: %v\n", st.PID, err)
 		return 1
 	}

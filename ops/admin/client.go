@@ -58,70 +58,52 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	return nil, fmt.Errorf("daemon control socket %s: %s %s: %s", c.Where, path, resp.Status, bytes.TrimSpace(msg))
 }
 
-// call posts req as JSON and decodes the reply into out.
-func (c *Client) call(ctx context.Context, path string, req, out any) error {
+// call posts req as JSON and decodes the reply as a T.
+func call[T any](ctx context.Context, c *Client, path string, req any) (T, error) {
+	var out T
 	body, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return out, err
 	}
 	resp, err := c.do(ctx, http.MethodPost, path, bytes.NewReader(body), "application/json")
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer resp.Body.Close()
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("daemon control socket %s: %s: decode reply: %w", c.Where, path, err)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("daemon control socket %s: %s: decode reply: %w", c.Where, path, err)
-	}
-	return nil
+	return out, nil
 }
 
 // Search implements Catalog.
 func (c *Client) Search(ctx context.Context, q index.Query) (index.Result, error) {
-	var out index.Result
-	return out, c.call(ctx, PathSearch, q, &out)
+	return call[index.Result](ctx, c, PathSearch, q)
 }
 
 // ListCookbooks implements Catalog.
 func (c *Client) ListCookbooks(ctx context.Context, f catalog.ListFilter) (CookbookList, error) {
-	var out CookbookList
-	return out, c.call(ctx, PathList, f, &out)
+	return call[CookbookList](ctx, c, PathList, f)
 }
 
 // ImportBundle implements Catalog.
 func (c *Client) ImportBundle(ctx context.Context, raw []byte, policy string) (*catalog.UpsertResult, error) {
-	var out catalog.UpsertResult
-	if err := c.call(ctx, PathImport, importRequest{Raw: raw, Policy: policy}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[*catalog.UpsertResult](ctx, c, PathImport, importRequest{Raw: raw, Policy: policy})
 }
 
 // ExportBundle implements Catalog.
 func (c *Client) ExportBundle(ctx context.Context, id, version string) (Export, error) {
-	var out Export
-	return out, c.call(ctx, PathExport, refRequest{CookbookID: id, Version: version}, &out)
+	return call[Export](ctx, c, PathExport, refRequest{CookbookID: id, Version: version})
 }
 
 // DeleteCookbook implements Catalog.
 func (c *Client) DeleteCookbook(ctx context.Context, id, version string) (*catalog.DeleteResult, error) {
-	var out catalog.DeleteResult
-	if err := c.call(ctx, PathDelete, refRequest{CookbookID: id, Version: version}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[*catalog.DeleteResult](ctx, c, PathDelete, refRequest{CookbookID: id, Version: version})
 }
 
 // Render implements Catalog.
 func (c *Client) Render(ctx context.Context, r catalog.RenderRequest) (*catalog.RenderResult, error) {
-	var out catalog.RenderResult
-	if err := c.call(ctx, PathRender, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[*catalog.RenderResult](ctx, c, PathRender, r)
 }
 
 // Reindex implements Catalog: progress arrives as the daemon rebuilds.
@@ -155,33 +137,28 @@ func (c *Client) Reindex(ctx context.Context, progress func(done, total int)) (R
 
 // AuditVerify implements Audit.
 func (c *Client) AuditVerify(ctx context.Context, r AuditVerifyRequest) (AuditVerifyResult, error) {
-	var out AuditVerifyResult
-	return out, c.call(ctx, PathAuditVerify, r, &out)
+	return call[AuditVerifyResult](ctx, c, PathAuditVerify, r)
 }
 
 // AuditCheckpoint implements Audit.
 func (c *Client) AuditCheckpoint(ctx context.Context) ([]byte, error) {
-	var out checkpointResult
-	err := c.call(ctx, PathAuditCP, struct{}{}, &out)
+	out, err := call[checkpointResult](ctx, c, PathAuditCP, struct{}{})
 	return out.Note, err
 }
 
 // AuditFind implements Audit.
 func (c *Client) AuditFind(ctx context.Context, callID string) (audit.Receipt, error) {
-	var out audit.Receipt
-	return out, c.call(ctx, PathAuditFind, findRequest{CallID: callID}, &out)
+	return call[audit.Receipt](ctx, c, PathAuditFind, findRequest{CallID: callID})
 }
 
 // AuditProve implements Audit.
 func (c *Client) AuditProve(ctx context.Context, seq uint64) (audit.Proof, error) {
-	var out audit.Proof
-	return out, c.call(ctx, PathAuditProve, proveRequest{Seq: seq}, &out)
+	return call[audit.Proof](ctx, c, PathAuditProve, proveRequest{Seq: seq})
 }
 
 // AuditAcknowledge implements Audit.
 func (c *Client) AuditAcknowledge(ctx context.Context, operator, note string) (string, error) {
-	var out ackResult
-	err := c.call(ctx, PathAuditAck, ackRequest{Operator: operator, Note: note}, &out)
+	out, err := call[ackResult](ctx, c, PathAuditAck, ackRequest{Operator: operator, Note: note})
 	return out.Message, err
 }
 
@@ -205,25 +182,23 @@ func (c *Client) AuditExport(ctx context.Context, w io.Writer) (int, error) {
 
 // AuditTail implements Audit.
 func (c *Client) AuditTail(ctx context.Context, n int) ([]audit.Receipt, error) {
-	var out []audit.Receipt
-	return out, c.call(ctx, PathAuditTail, tailRequest{N: n}, &out)
+	return call[[]audit.Receipt](ctx, c, PathAuditTail, tailRequest{N: n})
 }
 
 // SessionStatus implements Sessions.
 func (c *Client) SessionStatus(ctx context.Context, r SessionRequest) (session.Status, error) {
-	var out session.Status
-	return out, c.call(ctx, PathSessionStatus, r, &out)
+	return call[session.Status](ctx, c, PathSessionStatus, r)
 }
 
 // SessionConfigure implements Sessions.
 func (c *Client) SessionConfigure(ctx context.Context, r SessionRequest) (session.Status, error) {
-	var out session.Status
-	return out, c.call(ctx, PathSessionConfig, r, &out)
+	return call[session.Status](ctx, c, PathSessionConfig, r)
 }
 
 // SessionClear implements Sessions.
 func (c *Client) SessionClear(ctx context.Context, r SessionRequest) error {
-	return c.call(ctx, PathSessionClear, r, nil)
+	_, err := call[struct{}](ctx, c, PathSessionClear, r)
+	return err
 }
 
 // Doctor implements Maintenance.
@@ -232,8 +207,7 @@ func (c *Client) Doctor(ctx context.Context, scope string, env session.Defaults)
 	if err != nil {
 		return nil, err
 	}
-	var out []doctor.Result
-	return out, c.call(ctx, PathDoctor, doctorRequest{Scope: scope, Env: raw}, &out)
+	return call[[]doctor.Result](ctx, c, PathDoctor, doctorRequest{Scope: scope, Env: raw})
 }
 
 // Backup implements Maintenance: the daemon streams a snapshot; a stream

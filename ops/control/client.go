@@ -18,9 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/accordsai/accords-mcp/domain/session"
 	"github.com/accordsai/accords-mcp/ops/admin"
-	"github.com/accordsai/accords-mcp/ops/doctor"
 	"github.com/accordsai/accords-mcp/platform/privdir"
 )
 
@@ -190,13 +188,6 @@ func (c *Client) Stop(ctx context.Context, reason string) error {
 	}
 	resp.Body.Close()
 	return nil
-}
-
-// Doctor fetches the daemon's in-process check report.
-func (c *Client) Doctor(ctx context.Context, scope string, out *[]doctor.Result) error {
-	rs, err := c.Ops().Doctor(ctx, scope, session.Defaults{})
-	*out = rs
-	return err
 }
 
 // Backup streams a snapshot from the daemon into w and returns its size and

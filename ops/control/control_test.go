@@ -13,7 +13,6 @@ import (
 
 	"github.com/accordsai/accords-mcp/ops/backup"
 	"github.com/accordsai/accords-mcp/ops/control"
-	"github.com/accordsai/accords-mcp/ops/doctor"
 	"github.com/accordsai/accords-mcp/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,8 +97,6 @@ func TestBackupAndStatusOverTheSocket(t *testing.T) {
 	_, err = backup.Check(p)
 	require.NoError(t, err)
 
-	var out []doctor.Result
-	assert.Error(t, c.Doctor(context.Background(), "", &out), "no doctor configured")
 	cancel()
 	require.NoError(t, <-done)
 	_, err = c.Status(context.Background())
