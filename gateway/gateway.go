@@ -143,6 +143,8 @@ type Gateway struct {
 	lists listCache
 	// refusals summarises repeated refusals (refusals.go).
 	refusals *refusals
+	// oauth verifies the access tokens of the policy's [oauth] issuer.
+	oauth oauthVerifiers
 }
 
 // KnownCapabilities are every capability tools may declare.
