@@ -48,7 +48,7 @@ func newIDP(t *testing.T, audience string) *idp {
 	p.srv.Start()
 	t.Cleanup(p.srv.Close)
 	p.Storage = storage.NewStorage(storage.NewUserStore(p.srv.URL))
-	provider, err := op.NewOpenIDProvider(p.srv.URL, &op.Config{CryptoKey: [32]byte{1}, CodeMethodS256: true}, p, op.WithAllowInsecure())
+	provider, err := op.NewProvider(&op.Config{CryptoKey: [32]byte{1}, CodeMethodS256: true}, p, op.StaticIssuer(p.srv.URL), op.WithAllowInsecure())
 	require.NoError(t, err)
 	p.srv.Config.Handler = provider
 	return p

@@ -204,3 +204,31 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "the browser guard applies to the metadata too")
 }
+
+func TestOAuthReloadAndUnreachableProvider(t *testing.T) {
+	h, p, srv := oauthBridge(t)
+	tok := p.token(t, "acme.erin")
+	resp, _ := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + tok})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// A provider that cannot be discovered: 503, retryable, and no call.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	h.writePolicy("[oauth]\nissuer = \"" + dead.URL + "\"\naudience = \"" + oauthResource + "\"\n")
+	require.NoError(t, h.gw.Reload())
+	resp, body := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + tok})
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, body, "oauth_provider_unavailable")
+
+	// Without [oauth] the same token is a stranger.
+	h.writePolicy(`[[callers]]
+id = "static-bot"
+token_sha256 = "` + policy.HashToken(staticToken) + `"
+`)
+	require.NoError(t, h.gw.Reload())
+	resp, _ = postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + tok})
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = postJSON(t, srv.URL+"/.well-known/oauth-protected-resource", "", nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no metadata without [oauth]")
+	assert.Len(t, h.receipts(audit.Filter{}), 1, "only the call made while the token was valid")
+}

@@ -90,7 +90,7 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 	defer cancel()
 	p, err := oidc.NewProvider(dctx, v.cfg.Issuer)
 	if err != nil {
-		v.failedAt, v.lastErr = v.cfg.Now(), fmt.Errorf("%w: discovery of %s: %v", ErrUnavailable, v.cfg.Issuer, err)
+		v.failedAt, v.lastErr = v.cfg.Now(), fmt.Errorf("%w: discovery of %s: %w", ErrUnavailable, v.cfg.Issuer, err)
 		return nil, v.lastErr
 	}
 	// The key set outlives this request: its fetches use a context of
@@ -113,11 +113,11 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 	}
 	tok, err := iv.Verify(ctx, raw)
 	if err != nil {
-		return Claims{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Claims{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var all map[string]any
 	if err := tok.Claims(&all); err != nil {
-		return Claims{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Claims{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	now := v.cfg.Now()
 	if tok.Expiry.IsZero() {
