@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -231,4 +232,21 @@ token_sha256 = "` + policy.HashToken(staticToken) + `"
 	resp, _ = postJSON(t, srv.URL+"/.well-known/oauth-protected-resource", "", nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no metadata without [oauth]")
 	assert.Len(t, h.receipts(audit.Filter{}), 1, "only the call made while the token was valid")
+}
+
+// The policy examples of docs/team.md load and mean what the text says.
+func TestDocumentedTeamPolicyLoads(t *testing.T) {
+	raw, err := os.ReadFile("../docs/team.md")
+	require.NoError(t, err)
+	h := newHarness(t, setup{})
+	doc := string(raw)
+	p, err := policy.Parse([]byte(fenced(t, doc, "toml")), "toml", h.gw.known)
+	require.NoError(t, err)
+	c, err := p.OAuth.Caller("alice", "acme", []string{"accords:vault_read", "accords:catalog_write"}, []string{"operators"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"approvals_view", "session_admin", "vault_execute", "vault_read"}, c.Capabilities())
+	assert.InDelta(t, 60, c.LimitFor("vaultclaw_session_status").PerMinute, 0)
+	second := doc[strings.Index(doc, "```toml")+len("```toml"):]
+	_, err = policy.Parse([]byte(fenced(t, second, "toml")), "toml", h.gw.known)
+	require.NoError(t, err)
 }
