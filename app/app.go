@@ -759,7 +759,7 @@ func (a *App) HTTPHandler() http.Handler {
 		GetServer:           a.Gateway.GetServer,
 		Wrap:                a.Gateway.Wrap,
 		Inner: func(next http.Handler) http.Handler {
-			return a.Tasks.HTTP(next, a.Gateway.RequestPrincipal, int(a.Config.MaxBodyBytes))
+			return a.Tasks.HTTP(a.Gateway.ScopeChallenge(next), a.Gateway.RequestPrincipal, int(a.Config.MaxBodyBytes))
 		},
 		Health: func() error {
 			if a.DB.Kind() == store.KindEtcd {
@@ -783,6 +783,9 @@ func (a *App) HTTPHandler() http.Handler {
 		Extra: map[string]http.Handler{
 			"/metrics":                       a.Gateway.Wrap(a.Metrics.Registry.Handler()),
 			"/.well-known/accords-audit-key": publicKeyHandler(a.AuditKey.VerifierKey),
+			// OAuth protected resource metadata (RFC 9728), with [oauth].
+			"/.well-known/oauth-protected-resource":  a.Gateway.ResourceMetadata(),
+			"/.well-known/oauth-protected-resource/": a.Gateway.ResourceMetadata(),
 		},
 	})
 	return reqlog.HTTP(h, a.Logger)

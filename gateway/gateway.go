@@ -141,6 +141,8 @@ type Gateway struct {
 	sessions sync.Map // *mcp.ServerSession -> *liveSession
 	// refusals summarises repeated refusals (refusals.go).
 	refusals *refusals
+	// oauth verifies the access tokens of the policy's [oauth] issuer.
+	oauth oauthVerifiers
 }
 
 // KnownCapabilities are every capability tools may declare.

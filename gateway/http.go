@@ -68,11 +68,15 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 		}
 		token, present := bearer(r.Header.Get("Authorization"))
 		if !present {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="`+Realm+`"`)
+			w.Header().Set("WWW-Authenticate", challenge(pol, ""))
 			envelope.WriteHTTP(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "this server requires Authorization: Bearer <token>"))
 			return
 		}
 		c, ok := pol.Authenticate(token)
+		if !ok && pol.OAuth != nil {
+			g.serveOAuth(w, r, pol, token, next)
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="`+Realm+`", error="invalid_token", error_description="unknown token"`)
 			envelope.WriteHTTP(w, http.StatusUnauthorized, apperr.New(apperr.CodeAuthUnauthenticated, "the bearer token is not known to this server"))

@@ -58,6 +58,7 @@ func (g *Gateway) Principal(ctx context.Context, extra *mcp.RequestExtra) caller
 	if extra != nil && extra.Header != nil {
 		r.HTTP, r.Header = true, extra.Header
 		r.VerifiedID, r.VerifiedTenant = verified(extra.TokenInfo)
+		r.Grants = grantsOf(extra.TokenInfo)
 		r.Addr = caller.ClientIP(ctx)
 	}
 	return caller.Resolve(r, fixedTenants(g.policy.Load()))

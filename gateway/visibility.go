@@ -36,6 +36,8 @@ func (g *Gateway) callerFor(pol *policy.Policy, p caller.Principal) *policy.Call
 			return nil
 		}
 		return pol.Anonymous
+	case p.Grants != nil:
+		return oauthCaller(pol, p)
 	}
 	c, ok := pol.Lookup(p.ID)
 	if !ok || c.ID == policy.LocalID || c.ID == policy.AnonymousID {

@@ -93,6 +93,9 @@ func policyCheck(env *environment, file string) int {
 	}
 	rs := p.Rules.Rules()
 	fmt.Fprintf(env.stdout, "policy OK: %s (%d callers, %d rules)\n", file, len(p.CallerIDs()), len(rs))
+	if o := p.OAuth; o != nil {
+		fmt.Fprintf(env.stdout, "  oauth: issuer %s, audience %s, scopes %s\n", o.Issuer, o.Audience, strings.Join(o.ScopesSupported(), " "))
+	}
 	for _, r := range rs {
 		when := "before the call"
 		if r.Rendered {

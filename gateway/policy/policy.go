@@ -123,14 +123,17 @@ type Policy struct {
 	Anonymous *Caller
 	callers   map[[sha256.Size]byte]*Caller
 	byID      map[string]*Caller
+	// OAuth is the [oauth] table; nil when the file has none.
+	OAuth *OAuth
 	// Rules are the pre-execution rules ([[rules]]), compiled.
 	Rules *rules.Set
 	// Source is the file it came from ("" for the built-in default).
 	Source string
 }
 
-// HasCallers reports whether HTTP requires bearer authentication.
-func (p *Policy) HasCallers() bool { return len(p.callers) > 0 }
+// HasCallers reports whether HTTP requires bearer authentication: the
+// file lists callers or accepts OAuth access tokens.
+func (p *Policy) HasCallers() bool { return len(p.callers) > 0 || p.OAuth != nil }
 
 // Authenticate returns the caller whose token digest matches token.
 func (p *Policy) Authenticate(token string) (*Caller, bool) {
@@ -217,6 +220,7 @@ type File struct {
 	Anonymous PrincipalSpec `toml:"anonymous" json:"anonymous"`
 	Callers   []CallerSpec  `toml:"callers" json:"callers"`
 	Rules     []rules.Spec  `toml:"rules" json:"rules"`
+	OAuth     *OAuthSpec    `toml:"oauth" json:"oauth"`
 }
 
 // Load reads and validates the policy file at path; a .json extension
@@ -406,6 +410,9 @@ func (f *File) compile(known Known) (*Policy, error) {
 		c.withhold(v.shared, cs.Capabilities)
 		p.callers[digest] = c
 		p.byID[cs.ID] = c
+	}
+	if p.OAuth, err = v.oauth(f.OAuth, httpBase, defaultTools); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

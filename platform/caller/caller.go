@@ -49,6 +49,16 @@ type Principal struct {
 	// attach session id, e.g. "c-3f9a..."); empty for a process serving
 	// its own stdin and for HTTP.
 	Session string
+	// Grants are what the caller's OAuth access token carried (nil for
+	// every other caller): the gateway maps them to capabilities under the
+	// policy's [oauth] ceilings on each call, so a reload applies at once.
+	Grants *Grants
+}
+
+// Grants are the scopes and groups of a verified OAuth access token.
+type Grants struct {
+	Scopes []string
+	Groups []string
 }
 
 // Request is what one request says about its caller.
@@ -62,6 +72,9 @@ type Request struct {
 	// the one the policy binds it to.
 	VerifiedID     string
 	VerifiedTenant string
+	// Grants are the verified caller's OAuth token grants (nil for a
+	// static bearer token).
+	Grants *Grants
 	// Addr is the client's IP address.
 	Addr string
 }
@@ -87,7 +100,7 @@ func Resolve(r Request, fixed Fixed) Principal {
 		}
 		return p
 	case r.VerifiedID != "":
-		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true, Addr: r.Addr}
+		return Principal{ID: r.VerifiedID, Scope: r.VerifiedTenant, Transport: TransportHTTP, Authenticated: true, Addr: r.Addr, Grants: r.Grants}
 	}
 	scope := fixed.Anonymous
 	if scope == "" {

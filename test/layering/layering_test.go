@@ -182,7 +182,7 @@ func mcpLayer(path string) bool {
 // layers.
 func inner(path string) bool {
 	return in(path, "domain", "store", "index", "migrations", "vault", "platform", "ops",
-		"gateway/audit", "gateway/policy", "gateway/rules", "gateway/ratelimit")
+		"gateway/audit", "gateway/oauth", "gateway/policy", "gateway/rules", "gateway/ratelimit")
 }
 
 func storage(path string) bool { return in(path, "store", "index", "migrations") }
