@@ -19,7 +19,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X $(VERSION_PKG).BuildDate=$(BUILD_DATE) $(if $(COMMIT),-X $(VERSION_PKG).Commit=$(COMMIT))
 
-.PHONY: test test-docs build install uninstall vet fmt-check lint bench
+.PHONY: test test-docs build install uninstall vet fmt-check lint bench mcpb npm
 
 test: fmt-check vet lint
 	$(GO) test -race -count=1 ./...
@@ -57,6 +57,15 @@ install: build
 uninstall:
 	rm -f $(BINDIR)/accords-mcp $(SHAREDIR)/bash-completion/completions/accords-mcp \
 		$(SHAREDIR)/zsh/site-functions/_accords-mcp $(SHAREDIR)/fish/vendor_completions.d/accords-mcp.fish
+
+# The Claude Desktop bundle (dist/accords-mcp.mcpb, plus dist/server.json
+# with its sha256) and the npm launcher (dist/*.tgz); both need npm and jq.
+# Their tests: go test -tags=packaging ./test/packaging/ (.ci/extra).
+mcpb:
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' packaging/mcpb/build.sh
+
+npm:
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' packaging/npm/build.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
