@@ -62,10 +62,10 @@ uninstall:
 # with its sha256) and the npm launcher (dist/*.tgz); both need npm and jq.
 # Their tests: go test -tags=packaging ./test/packaging/ (.ci/extra).
 mcpb:
-	GO='$(GO)' LDFLAGS='$(LDFLAGS)' packaging/mcpb/build.sh
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' cmd/accords-mcp/packaging/mcpb/build.sh
 
 npm:
-	GO='$(GO)' LDFLAGS='$(LDFLAGS)' packaging/npm/build.sh
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' cmd/accords-mcp/packaging/npm/build.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,6 +1,6 @@
 // Package packaging checks what the repository publishes besides its
 // source: the MCP Registry entry (server.json), the Claude Desktop bundle
-// (packaging/mcpb) and the npm launcher (packaging/npm). The files are
+// (cmd/accords-mcp/packaging/mcpb) and the npm launcher (cmd/accords-mcp/packaging/npm). The files are
 // checked here against each other, the binary's version and the variables
 // the server reads; the tests tagged `packaging` launch the server through
 // the built bundle and packages (make mcpb npm, then .ci/extra).
@@ -110,10 +110,10 @@ func TestServerJSON(t *testing.T) {
 	require.Contains(t, byType, "npm")
 	require.Contains(t, byType, "mcpb")
 
-	// The npm package is the launcher in packaging/npm, and names this
+	// The npm package is the launcher in cmd/accords-mcp/packaging/npm, and names this
 	// entry (the registry checks mcpName).
 	var pj map[string]any
-	readJSON(t, "../../packaging/npm/accords-mcp/package.json", &pj)
+	readJSON(t, "../../cmd/accords-mcp/packaging/npm/accords-mcp/package.json", &pj)
 	assert.Equal(t, byType["npm"]["identifier"], pj["name"])
 	assert.Equal(t, version.Version, pj["version"])
 	assert.Equal(t, registryName, pj["mcpName"])
@@ -175,7 +175,7 @@ type launch struct {
 func readManifest(t *testing.T) manifest {
 	t.Helper()
 	var m manifest
-	readJSON(t, "../../packaging/mcpb/manifest.json", &m)
+	readJSON(t, "../../cmd/accords-mcp/packaging/mcpb/manifest.json", &m)
 	return m
 }
 

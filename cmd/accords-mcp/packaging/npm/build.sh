@@ -6,14 +6,14 @@
 # (the launcher lists them all as optionalDependencies). The version is the
 # launcher's package.json version, which a test keeps equal to the binary's.
 #
-#   packaging/npm/build.sh                                  # run by `make npm`: all six platforms
-#   NPM_PLATFORMS="linux-x64" packaging/npm/build.sh        # only some
+#   cmd/accords-mcp/packaging/npm/build.sh                                  # run by `make npm`: all six platforms
+#   NPM_PLATFORMS="linux-x64" cmd/accords-mcp/packaging/npm/build.sh        # only some
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../../.."
 
 GO="${GO:-go}"
 NPM_PLATFORMS="${NPM_PLATFORMS:-linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64 win32-arm64}"
-version="$(jq -r .version packaging/npm/accords-mcp/package.json)"
+version="$(jq -r .version cmd/accords-mcp/packaging/npm/accords-mcp/package.json)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p dist
@@ -36,6 +36,6 @@ for p in $NPM_PLATFORMS; do
   (cd "$dir" && npm pack --silent --pack-destination "$OLDPWD/dist" >/dev/null)
 done
 
-cp -R packaging/npm/accords-mcp "$work/accords-mcp"
+cp -R cmd/accords-mcp/packaging/npm/accords-mcp "$work/accords-mcp"
 (cd "$work/accords-mcp" && npm pack --silent --pack-destination "$OLDPWD/dist" >/dev/null)
 ls -1 dist/accords-mcp-*"$version".tgz

@@ -9,9 +9,9 @@
 # with the bundle's fileSha256, which the MCP Registry requires for an mcpb
 # package and which only exists once the bundle does.
 #
-#   packaging/mcpb/build.sh      # run by `make mcpb`; LDFLAGS and GO come from make
+#   cmd/accords-mcp/packaging/mcpb/build.sh      # run by `make mcpb`; LDFLAGS and GO come from make
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../../.."
 
 GO="${GO:-go}"
 MCPB_VERSION="${MCPB_VERSION:-2.1.2}"
@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 
 stage="$work/bundle"
 mkdir -p "$stage/server" dist
-cp packaging/mcpb/manifest.json "$stage/manifest.json"
+cp cmd/accords-mcp/packaging/mcpb/manifest.json "$stage/manifest.json"
 cp README.md "$stage/README.md"
 for target in linux/amd64/linux/accords-mcp darwin/amd64/darwin/accords-mcp windows/amd64/win32/accords-mcp.exe; do
   IFS=/ read -r goos goarch dir exe <<<"$target"
