@@ -4,4 +4,4 @@ package app
 func (r *auditRef) Origin() string { return r.p.Load().Origin() }
 
 // KeyName is the name of the key that signs the log's checkpoints.
-func (r *auditRef) KeyName() string { return r.p.Load().Key().Verifier().Name() }
+func (r *auditRef) KeyName() string { return r.p.Load().KeyName() }

@@ -165,6 +165,23 @@ func (cc *callControl) Whoami() tools.Identity {
 	return id
 }
 
+// sentBody is the event's body as the client sent it (numbers as
+// written), so its digest is the one the sender can compute; body is the
+// tool's copy, used when the request's arguments do not hold one.
+func (cc *callControl) sentBody(body json.RawMessage) json.RawMessage {
+	ctr, ok := cc.req.(*mcp.CallToolRequest)
+	if !ok || ctr.Params == nil {
+		return body
+	}
+	var args struct {
+		Body json.RawMessage `json:"body"`
+	}
+	if json.Unmarshal(ctr.Params.Arguments, &args) != nil || len(args.Body) == 0 {
+		return body
+	}
+	return args.Body
+}
+
 func limitInfo(l ratelimit.Limit, left *float64) tools.LimitInfo {
 	if l.Unlimited() {
 		return tools.LimitInfo{Unlimited: true}
@@ -208,7 +225,7 @@ func (cc *callControl) EmitReceipt(ev tools.Event) (tools.Emitted, error) {
 		EventType:      ev.Type,
 		Scroll:         ev.Scroll,
 		Tags:           ev.Tags,
-		BodyHash:       g.opts.Hasher.SumArgs(ev.Body),
+		BodyHash:       g.opts.Hasher.SumArgs(cc.sentBody(ev.Body)),
 	}
 	if g.policy.Load().Audit.LogParams {
 		rec.Body = audit.Redact(ev.Body, nil)

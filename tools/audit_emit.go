@@ -49,8 +49,7 @@ var receiptEmit = Define(Tool{
 	s.Properties["body"] = body
 }, emitReceipt)
 
-// rawBody keeps the body as sent, so its digest covers the numbers as
-// written.
+// rawBody keeps the body as the tool layer hands it over.
 type rawBody struct{ raw json.RawMessage }
 
 func (b *rawBody) UnmarshalJSON(raw []byte) error {
