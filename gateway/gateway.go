@@ -149,7 +149,7 @@ type Gateway struct {
 var KnownCapabilities = []string{
 	tools.CapSessionAdmin, tools.CapVaultRead, tools.CapVaultExecute, tools.CapApprovalsView,
 	tools.CapCatalogView, tools.CapCatalogWrite, tools.CapRemoteInstall, tools.CapAuditView,
-	tools.CapToolDiscovery,
+	tools.CapToolDiscovery, tools.CapIdentity, tools.CapReceiptsEmit,
 }
 
 // KnownToolsets are every toolset tools may declare.
@@ -176,7 +176,7 @@ func knownNames(ts []tools.Tool) (policy.Known, map[string]bool) {
 	for _, s := range KnownToolsets {
 		sets[s] = true
 	}
-	k := policy.Known{Shared: tools.SharedCapabilities}
+	k := policy.Known{Shared: tools.SharedCapabilities, Elevated: tools.ElevatedCapabilities}
 	for _, t := range ts {
 		caps[t.Capability] = true
 		sets[t.Toolset] = true

@@ -11,7 +11,7 @@ import (
 // definition and handler live in the file of its toolset.
 var inventory = []Tool{
 	// session.go
-	sessionConfigure, sessionStatus, sessionClear,
+	sessionConfigure, sessionStatus, sessionClear, whoami,
 	// vault.go, vault_jobs.go, vault_passport.go
 	connectorsList, connectorGet, connectorValidate, connectorExecute, connectorExecuteJob,
 	planValidate, planExecute, unboundedProfileResolve, planUnboundedProfilePreview,
@@ -27,7 +27,7 @@ var inventory = []Tool{
 	// routing.go
 	routeResolve,
 	// audit.go
-	auditReceiptsList,
+	auditReceiptsList, receiptEmit,
 	// dynamic.go
 	toolsetsList, toolsetEnable,
 }

@@ -34,7 +34,8 @@ type OAuthSpec struct {
 	Capabilities []string `toml:"capabilities" json:"capabilities"`
 	// MaxCapabilities is the ceiling of what a token may hold, whatever
 	// its scopes and groups say; absent: every capability but the shared
-	// ones (D24), which an operator grants by naming them here.
+	// ones (D24) and the elevated ones (receipts_emit), which an operator
+	// grants by naming them here.
 	MaxCapabilities []string `toml:"max_capabilities" json:"max_capabilities"`
 	// GroupsClaim names a claim listing the caller's groups or roles;
 	// Groups maps a group to the capabilities it grants.
@@ -158,7 +159,7 @@ func (v validator) oauth(s *OAuthSpec, base ratelimit.Limit, defaultTools map[st
 	if s.MaxCapabilities == nil || slices.Contains(s.MaxCapabilities, AllCapabilities) {
 		o.ceiling = map[string]bool{}
 		for cp := range v.caps {
-			if !v.shared[cp] || slices.Contains(s.MaxCapabilities, cp) {
+			if !v.shared[cp] && !v.elevated[cp] || slices.Contains(s.MaxCapabilities, cp) {
 				o.ceiling[cp] = true
 			}
 		}

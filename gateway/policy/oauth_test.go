@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,6 +74,28 @@ func TestOAuthCeilingNamesSharedCapability(t *testing.T) {
 	assert.Equal(t, []string{"catalog_write", "vault_read"}, c.Capabilities())
 	assert.Equal(t, "alice", c.Tenant, "without tenant_claim the caller is its own tenant")
 	assert.True(t, c.ReadOnly, "the operator's read_only holds whatever the token says")
+}
+
+// TestOAuthDefaultCeilingLeavesOutElevatedCapabilities: "accords:*" never
+// grants receipts_emit unless the operator names it in max_capabilities,
+// as "*" never grants it to a static HTTP caller.
+func TestOAuthDefaultCeilingLeavesOutElevatedCapabilities(t *testing.T) {
+	known := oauthKnown
+	known.Capabilities = append(slices.Clone(known.Capabilities), "receipts_emit")
+	known.Elevated = []string{"receipts_emit"}
+	head := "[oauth]\nissuer = \"http://127.0.0.1:9\"\naudience = \"http://127.0.0.1:8/v1/mcp\"\n"
+	p, err := Parse([]byte(head), "toml", known)
+	require.NoError(t, err)
+	c, err := p.OAuth.Caller("alice", "", []string{"accords:*", "accords:receipts_emit"}, nil)
+	require.NoError(t, err)
+	assert.False(t, c.Allows("receipts_emit"))
+	assert.True(t, c.Allows("vault_read"))
+
+	p, err = Parse([]byte(head+"max_capabilities = [\"vault_read\", \"receipts_emit\"]\n"), "toml", known)
+	require.NoError(t, err)
+	c, err = p.OAuth.Caller("alice", "", []string{"accords:receipts_emit"}, nil)
+	require.NoError(t, err)
+	assert.True(t, c.Allows("receipts_emit"), "named in the ceiling, a scope grants it")
 }
 
 func TestOAuthSectionErrorsNameTheKey(t *testing.T) {
