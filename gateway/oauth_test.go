@@ -17,6 +17,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/policy"
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/oidctest"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,9 +32,9 @@ const (
 // oauthBridge is a gateway whose policy accepts the tokens of a zitadel
 // provider on loopback beside one static caller, served by the real HTTP
 // bridge with the scope challenge and the metadata routes the app mounts.
-func oauthBridge(t *testing.T) (*harness, *idp, *httptest.Server) {
+func oauthBridge(t *testing.T) (*harness, *oidctest.Provider, *httptest.Server) {
 	t.Helper()
-	p := newIDP(t, oauthResource)
+	p := oidctest.Start(t, oauthResource)
 	h := newHarness(t, setup{policy: `
 [[callers]]
 id = "static-bot"
@@ -41,7 +42,7 @@ token_sha256 = "` + policy.HashToken(staticToken) + `"
 tenant = "acme"
 
 [oauth]
-issuer = "` + p.srv.URL + `"
+issuer = "` + p.URL + `"
 audience = "` + oauthResource + `"
 tenant_claim = "tenant"
 capabilities = ["session_admin"]
@@ -77,7 +78,7 @@ const callStatus = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"nam
 
 func TestOAuthTokenOfTheProviderIsAPrincipal(t *testing.T) {
 	h, p, srv := oauthBridge(t)
-	tok := p.token(t, "acme.alice", "openid", "accords:audit_view")
+	tok := p.Token(t, "acme.alice", "openid", "accords:audit_view")
 	cs := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tok})
 
 	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status", "vaultclaw_whoami"},
@@ -97,7 +98,7 @@ func TestOAuthTokenOfTheProviderIsAPrincipal(t *testing.T) {
 
 func TestOAuthMissingScopeGetsTheInsufficientScopeChallenge(t *testing.T) {
 	h, p, srv := oauthBridge(t)
-	tok := p.token(t, "acme.bob")
+	tok := p.Token(t, "acme.bob")
 	resp, body := postJSON(t, srv.URL+"/v1/mcp",
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"vaultclaw_audit_receipts_list","arguments":{}}}`,
 		map[string]string{"Authorization": "Bearer " + tok})
@@ -115,7 +116,7 @@ func TestOAuthMissingScopeGetsTheInsufficientScopeChallenge(t *testing.T) {
 
 func TestOAuthBadTokensNeverReachATool(t *testing.T) {
 	h, p, srv := oauthBridge(t)
-	good := p.token(t, "acme.carol", "accords:*")
+	good := p.Token(t, "acme.carol", "accords:*")
 	parts := strings.Split(good, ".")
 	none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + parts[1] + "."
 	hs := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + parts[1] + "." + parts[2]
@@ -125,24 +126,24 @@ func TestOAuthBadTokensNeverReachATool(t *testing.T) {
 		return map[string]any{"iss": iss, "sub": "acme.mallory", "aud": []string{oauthResource}, "tenant": "acme", "scope": "accords:*",
 			"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
 	}
-	noExp := claims(p.srv.URL)
+	noExp := claims(p.URL)
 	delete(noExp, "exp")
-	future := claims(p.srv.URL)
+	future := claims(p.URL)
 	future["nbf"] = time.Now().Add(10 * time.Minute).Unix()
-	noTenant := claims(p.srv.URL)
+	noTenant := claims(p.URL)
 	delete(noTenant, "tenant")
 
 	cases := map[string]string{
-		"expired":          p.token(t, "expired", "accords:*"),
-		"wrong audience":   p.token(t, "elsewhere", "accords:*"),
-		"wrong issuer":     p.sign(t, claims("https://evil.example.test"), nil),
+		"expired":          p.Token(t, "expired", "accords:*"),
+		"wrong audience":   p.Token(t, "elsewhere", "accords:*"),
+		"wrong issuer":     p.Sign(t, claims("https://evil.example.test"), nil),
 		"alg none":         none,
 		"hmac":             hs,
-		"forged signature": p.sign(t, claims(p.srv.URL), other),
+		"forged signature": p.Sign(t, claims(p.URL), other),
 		"tampered payload": parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"acme.x"}`)) + "." + parts[2],
-		"no exp":           p.sign(t, noExp, nil),
-		"not yet valid":    p.sign(t, future, nil),
-		"no tenant claim":  p.sign(t, noTenant, nil),
+		"no exp":           p.Sign(t, noExp, nil),
+		"not yet valid":    p.Sign(t, future, nil),
+		"no tenant claim":  p.Sign(t, noTenant, nil),
 		"garbage":          "not-a-jwt",
 	}
 	for name, tok := range cases {
@@ -156,18 +157,18 @@ func TestOAuthBadTokensNeverReachATool(t *testing.T) {
 	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `resource_metadata="`+oauthMetadata+`"`)
 	assert.Empty(t, h.receipts(audit.Filter{}), "no bad token reached a tool")
 
-	resp, body := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + p.sign(t, claims(p.srv.URL), nil)})
+	resp, body := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + p.Sign(t, claims(p.URL), nil)})
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the same claims under the provider's key pass: %s", body)
 }
 
 func TestOAuthRotatedKeyIsPickedUp(t *testing.T) {
 	_, p, srv := oauthBridge(t)
-	before := p.token(t, "acme.dan")
+	before := p.Token(t, "acme.dan")
 	resp, _ := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + before})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	p.rotate(t)
-	after := p.token(t, "acme.dan")
+	p.Rotate(t)
+	after := p.Token(t, "acme.dan")
 	resp, body := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + after})
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a token under the new key id is accepted once the keys are fetched again: %s", body)
 	resp, _ = postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + before})
@@ -188,7 +189,7 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
 		assert.Equal(t, oauthResource, md.Resource, path)
-		assert.Equal(t, []string{p.srv.URL}, md.AuthorizationServers, path)
+		assert.Equal(t, []string{p.URL}, md.AuthorizationServers, path)
 		assert.Contains(t, md.ScopesSupported, "accords:vault_execute", path)
 		assert.Contains(t, md.ScopesSupported, "accords:*", path)
 	}
@@ -208,7 +209,7 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 
 func TestOAuthReloadAndUnreachableProvider(t *testing.T) {
 	h, p, srv := oauthBridge(t)
-	tok := p.token(t, "acme.erin")
+	tok := p.Token(t, "acme.erin")
 	resp, _ := postJSON(t, srv.URL+"/v1/mcp", callStatus, map[string]string{"Authorization": "Bearer " + tok})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 

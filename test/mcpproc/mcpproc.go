@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,6 +45,9 @@ type Options struct {
 	Clients int
 	// Env entries ("KEY=value") added to the server's environment.
 	Env []string
+	// Header is sent with every HTTP request of the client sessions (an
+	// Authorization bearer token, for a server whose policy wants one).
+	Header http.Header
 }
 
 // Server is a running server process with connected client sessions.
@@ -146,7 +150,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 		s.Endpoint = "http://" + addr + "/v1/mcp"
 		n := max(o.Clients, 1)
-		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n + 4, IdleConnTimeout: 90 * time.Second}}
+		var rt http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: n + 4, IdleConnTimeout: 90 * time.Second}
+		if len(o.Header) > 0 {
+			rt = withHeader{rt, o.Header}
+		}
+		hc := &http.Client{Transport: rt}
 		for i := range n {
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 				Endpoint: s.Endpoint, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1,
@@ -164,6 +172,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("unknown transport %q (stdio or http)", o.Transport)
 	}
 	return s, nil
+}
+
+// withHeader adds its header to every request.
+type withHeader struct {
+	next http.RoundTripper
+	h    http.Header
+}
+
+func (w withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	maps.Copy(r.Header, w.h)
+	return w.next.RoundTrip(r)
 }
 
 // awaitReady reads the JSON log on stderr until the "ready" line that

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -61,6 +62,8 @@ type fleet struct {
 	reps   []*mcpproc.Server
 	perRep int
 	prefix string
+	// header goes with every request of the client sessions.
+	header http.Header
 }
 
 // startFleet runs n replicas, each with perRep client sessions, on one
@@ -122,7 +125,7 @@ func (f *fleet) start(i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	srv, err := mcpproc.Start(ctx, mcpproc.Options{Bin: binary(f.t), DBPath: filepath.Join(f.dirs[i], "a.db"),
-		Transport: mcpproc.HTTP, Clients: f.perRep, Env: f.env})
+		Transport: mcpproc.HTTP, Clients: f.perRep, Env: f.env, Header: f.header})
 	require.NoError(f.t, err)
 	f.reps[i] = srv
 }
