@@ -26,8 +26,8 @@ var inventory = []Tool{
 	catalogSourcesList, catalogSourceUpsert, catalogSourceDelete, cookbooksRemoteList, cookbookRemoteInstall,
 	// routing.go
 	routeResolve,
-	// audit.go
-	auditReceiptsList,
+	// audit.go, audit_prove.go
+	auditReceiptsList, receiptProve,
 	// dynamic.go
 	toolsetsList, toolsetEnable,
 }
