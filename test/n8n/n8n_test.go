@@ -75,7 +75,7 @@ capabilities = ["receipts_emit", "audit_view"]
 	case err := <-served:
 		t.Fatalf("serve: %v", err)
 	}
-	t.Cleanup(func() { cancel(); <-served })
+	t.Cleanup(func() { cancel(); assert.NoError(t, <-served) })
 
 	// n8n with the package installed as a community package.
 	home := t.TempDir()
