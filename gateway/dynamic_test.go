@@ -116,7 +116,7 @@ func TestDynamicModeKeepsTheServerWideBoundsAndHTTPUnchanged(t *testing.T) {
 	h := newHarness(t, setup{dynamic: true, readOnly: true})
 	cs := h.stdio()
 	require.True(t, call(t, cs, "vaultclaw_toolset_enable", map[string]any{"toolset": "session"}).OK, "discovery works in read-only mode")
-	assert.Equal(t, []string{"vaultclaw_session_status", "vaultclaw_toolset_enable", "vaultclaw_toolsets_list"}, listNames(t, cs),
+	assert.Equal(t, []string{"vaultclaw_session_status", "vaultclaw_toolset_enable", "vaultclaw_toolsets_list", "vaultclaw_whoami"}, listNames(t, cs),
 		"read-only still hides configure and clear")
 
 	// The stateless HTTP bridge has no session to grow: every tool its

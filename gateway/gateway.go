@@ -149,7 +149,7 @@ type Gateway struct {
 var KnownCapabilities = []string{
 	tools.CapSessionAdmin, tools.CapVaultRead, tools.CapVaultExecute, tools.CapApprovalsView,
 	tools.CapCatalogView, tools.CapCatalogWrite, tools.CapRemoteInstall, tools.CapAuditView,
-	tools.CapToolDiscovery,
+	tools.CapToolDiscovery, tools.CapIdentity, tools.CapReceiptsEmit,
 }
 
 // KnownToolsets are every toolset tools may declare.
@@ -166,7 +166,7 @@ func KnownNames() policy.Known {
 	for _, c := range KnownCapabilities {
 		caps[c] = true
 	}
-	k := policy.Known{Shared: tools.SharedCapabilities}
+	k := policy.Known{Shared: tools.SharedCapabilities, Elevated: tools.ElevatedCapabilities}
 	for _, t := range tools.Definitions() {
 		caps[t.Capability] = true
 		k.Tools = append(k.Tools, t.Name)
@@ -223,6 +223,7 @@ func New(o Options) (*Gateway, error) {
 	delete(tsSet, tools.ToolsetDynamic)
 	g.known.Capabilities = slices.Sorted(maps.Keys(capSet))
 	g.known.Shared = tools.SharedCapabilities
+	g.known.Elevated = tools.ElevatedCapabilities
 	wantSets := map[string]bool{}
 	for _, ts := range o.Toolsets {
 		ts = strings.TrimSpace(ts)

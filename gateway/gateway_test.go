@@ -138,7 +138,7 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 func TestToolsetsNarrowTheServer(t *testing.T) {
 	h := newHarness(t, setup{toolsets: []string{"audit"}})
 	cs := h.stdio()
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove"}, mcptest.ToolNames(t, cs))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_emit", "vaultclaw_receipt_prove"}, mcptest.ToolNames(t, cs))
 	env := call(t, cs, "vaultclaw_session_status", nil)
 	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, "toolset_disabled", env.Error.Details["reason"])
@@ -151,7 +151,7 @@ func TestToolsetsNarrowTheServer(t *testing.T) {
 func TestCapabilityRefusalIsAuditedAndHiddenFromList(t *testing.T) {
 	h := newHarness(t, setup{policy: "[stdio]\ncapabilities = [\"audit_view\"]\n"})
 	cs := h.stdio()
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove"}, mcptest.ToolNames(t, cs))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_whoami"}, mcptest.ToolNames(t, cs), "whoami needs no capability")
 	env := call(t, cs, "vaultclaw_session_status", nil)
 	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, apperr.CatPolicy, env.Error.Category)
@@ -315,9 +315,12 @@ func TestTenantIsolationBetweenAuthenticatedCallers(t *testing.T) {
 	for _, r := range recs {
 		assert.Equal(t, "globex", r.(map[string]any)["scope"])
 	}
-	// acme-bot holds "*": every tool; globex-bot only its two capabilities.
-	assert.Len(t, mcptest.ToolNames(t, a), len(h.gw.Visible().Tools()))
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status"}, mcptest.ToolNames(t, b))
+	// acme-bot holds "*": every tool but receipt_emit, whose capability "*"
+	// grants the stdio caller only; globex-bot only its two capabilities
+	// and whoami, which needs none.
+	assert.Len(t, mcptest.ToolNames(t, a), len(h.gw.Visible().Tools())-1)
+	assert.NotContains(t, mcptest.ToolNames(t, a), "vaultclaw_receipt_emit")
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status", "vaultclaw_whoami"}, mcptest.ToolNames(t, b))
 }
 
 func TestPolicyReload(t *testing.T) {
@@ -349,7 +352,7 @@ token_sha256 = "` + policy.HashToken(newToken) + `"
 	env := call(t, a, "vaultclaw_session_status", nil)
 	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	a2 := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenA})
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove"}, mcptest.ToolNames(t, a2))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_whoami"}, mcptest.ToolNames(t, a2))
 
 	resp := post(t, srv.URL+"/v1/mcp", map[string]string{"Authorization": "Bearer " + tokenB})
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "removed caller")
@@ -362,7 +365,7 @@ token_sha256 = "` + policy.HashToken(newToken) + `"
 	h.writePolicy("[stdio]\ncapabilities = []\n")
 	require.NoError(t, h.gw.Reload())
 	cs := h.stdio()
-	assert.Empty(t, mcptest.ToolNames(t, cs))
+	assert.Equal(t, []string{"vaultclaw_whoami"}, mcptest.ToolNames(t, cs), "only the tool that needs no capability")
 	require.Equal(t, apperr.CodePermissionDenied, call(t, cs, "vaultclaw_session_status", nil).Code())
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,8 @@ type setup struct {
 	retention audit.Retention
 	// refusalWindow is the gateway's RefusalWindow (0: the default).
 	refusalWindow time.Duration
+	// logger is the gateway's logger (none: discarded).
+	logger *slog.Logger
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -116,7 +119,7 @@ func newHarness(t testing.TB, s setup) *harness {
 	h.gw, err = New(Options{
 		Registry: reg, Servers: servers, PolicyFile: h.policy, ReadOnly: s.readOnly, Toolsets: s.toolsets,
 		Audit: rec, Hasher: hasher, OnAuditFailure: s.onFailure, Now: h.clock.Now, DynamicToolsets: s.dynamic, Tracer: s.tracer,
-		RefusalWindow: s.refusalWindow,
+		RefusalWindow: s.refusalWindow, Logger: s.logger,
 	})
 	require.NoError(t, err)
 	servers.Middleware = []mcp.Middleware{transport.Principal(h.gw.Principal), h.gw.ListFilter, h.gw.Calls}

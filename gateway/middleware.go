@@ -115,12 +115,14 @@ func (g *Gateway) call(ctx context.Context, method string, req *mcp.CallToolRequ
 			if s != nil && t.Toolset == tools.ToolsetDynamic {
 				ctx = tools.WithToolsetControl(ctx, control{s: s, ctx: ctx})
 			}
+			ctx = g.control(ctx, req, s, t, rec.CallID)
 			res, err = next(ctx, method, req)
 		}
 	}
 	rec.RulesEvaluated, rec.RulesMatched = decision.Evaluated, decision.MatchedIDs()
 	rec.Outcome, rec.ResultHash = g.outcome(res, err, out)
 	rec.DurationMS = float64(time.Since(began).Microseconds()) / 1000
+	g.describe(&rec, req, t, known, args, out)
 	if summary != "" {
 		if ctr, ok := res.(*mcp.CallToolResult); ok && ctr != nil {
 			if ctr.Meta == nil {

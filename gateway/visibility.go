@@ -75,7 +75,11 @@ func (g *Gateway) refusalIn(ctx context.Context, c *policy.Caller, t tools.Tool)
 	if c.ReadOnly && t.Writes() {
 		return deny("caller_read_only", "tool %s changes state and caller %s is read-only", t.Name, c.ID)
 	}
-	if t.Capability != tools.CapToolDiscovery && !c.Allows(t.Capability) {
+	if !slices.Contains(tools.UngatedCapabilities, t.Capability) && !c.Allows(t.Capability) {
+		if c.Withholds(t.Capability) && slices.Contains(tools.ElevatedCapabilities, t.Capability) {
+			return deny("missing_capability", "caller %s lacks capability %s required by %s: \"*\" grants it to the local stdio caller only; "+
+				"an operator grants it by naming it in the caller's capabilities", c.ID, t.Capability, t.Name).With("elevated", true)
+		}
 		if c.Withholds(t.Capability) {
 			return deny("missing_capability", "caller %s lacks capability %s required by %s: it changes the catalog every tenant shares, "+
 				"so \"*\" does not grant it to an HTTP caller; an operator grants it by naming it in the caller's capabilities", c.ID, t.Capability, t.Name).

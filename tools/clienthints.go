@@ -25,6 +25,7 @@ var searchHints = map[string]string{
 	"vaultclaw_session_configure":              "agent token setup",
 	"vaultclaw_session_status":                 "session check",
 	"vaultclaw_session_clear":                  "logout",
+	"vaultclaw_whoami":                         "my identity and limits",
 	"vaultclaw_connectors_list":                "available connectors",
 	"vaultclaw_connector_get":                  "connector verbs",
 	"vaultclaw_connector_validate":             "check request",
@@ -65,6 +66,7 @@ var searchHints = map[string]string{
 	"vaultclaw_route_resolve":                  "plain-language request",
 	"vaultclaw_audit_receipts_list":            "audit log",
 	"vaultclaw_receipt_prove":                  "prove a receipt",
+	"vaultclaw_receipt_emit":                   "record workflow event",
 	"vaultclaw_toolsets_list":                  "more tools",
 	"vaultclaw_toolset_enable":                 "enable tools",
 }

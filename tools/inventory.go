@@ -11,7 +11,7 @@ import (
 // definition and handler live in the file of its toolset.
 var inventory = []Tool{
 	// session.go
-	sessionConfigure, sessionStatus, sessionClear,
+	sessionConfigure, sessionStatus, sessionClear, whoami,
 	// vault.go, vault_jobs.go, vault_passport.go
 	connectorsList, connectorGet, connectorValidate, connectorExecute, connectorExecuteJob,
 	planValidate, planExecute, unboundedProfileResolve, planUnboundedProfilePreview,
@@ -26,8 +26,8 @@ var inventory = []Tool{
 	catalogSourcesList, catalogSourceUpsert, catalogSourceDelete, cookbooksRemoteList, cookbookRemoteInstall,
 	// routing.go
 	routeResolve,
-	// audit.go, audit_prove.go
-	auditReceiptsList, receiptProve,
+	// audit.go, audit_emit.go, audit_prove.go
+	auditReceiptsList, receiptEmit, receiptProve,
 	// dynamic.go
 	toolsetsList, toolsetEnable,
 }

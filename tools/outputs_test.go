@@ -124,6 +124,8 @@ func TestEveryToolsResultsMatchTheirOutputSchemas(t *testing.T) {
 	// Routing and audit.
 	ok("vaultclaw_route_resolve", m("request_text", "email bob@example.com the quarterly numbers"))
 	ok("vaultclaw_audit_receipts_list", m("limit", 5))
+	ok("vaultclaw_whoami", nil)
+	ok("vaultclaw_receipt_emit", m("type", "workflow.step", "scroll", "automation", "tags", []any{"n8n"}, "body", m("step", "send")))
 	ok("vaultclaw_session_clear", nil)
 	ok("vaultclaw_session_configure", m("base_url", e.vault.URL, "token", simToken))
 

@@ -23,6 +23,7 @@ var sessionConfigure = Define(Tool{
 	Effect:      ReplacesLocal,
 	Needs:       NeedSessions,
 	Output:      sessionData(),
+	Sensitive:   []string{"token"},
 }, func(s *jsonschema.Schema) {
 	Range(s, "timeout_ms", 0, session.MaxTimeoutMS)
 }, configureSession)

@@ -166,6 +166,12 @@ type Tool struct {
 	// Output is the schema of the envelope's data on success: the tool's
 	// real fields, briefly. MCPTool wraps it in the envelope.
 	Output *jsonschema.Schema
+	// Sensitive are argument and result field names logged receipts
+	// always redact, besides those that look secret (audit.Redact).
+	Sensitive []string
+	// Gateway: the handler acts through the gateway's view of the call
+	// (GatewayControl), which the gateway puts in its context.
+	Gateway bool
 
 	// inputJSON is InputSchema encoded, once (set by Define).
 	inputJSON func() json.RawMessage

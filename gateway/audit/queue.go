@@ -132,10 +132,11 @@ func (l *Log) wake() {
 // empty list would not survive a round trip).
 func sanitize(r Receipt) Receipt {
 	for _, f := range []*string{&r.CallID, &r.Timestamp, &r.Caller, &r.Transport, &r.Session, &r.Scope, &r.Tool,
-		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type, &r.TaskRef, &r.ParentCallID} {
+		&r.CapabilityUsed, &r.ParamsHash, &r.ResultHash, &r.Outcome, &r.Note, &r.Type, &r.TaskRef, &r.ParentCallID,
+		&r.Client, &r.EventType, &r.Scroll, &r.BodyHash} {
 		*f = strings.ToValidUTF8(*f, "\uFFFD")
 	}
-	for _, list := range []*[]string{&r.RulesEvaluated, &r.RulesMatched} {
+	for _, list := range []*[]string{&r.RulesEvaluated, &r.RulesMatched, &r.Tags} {
 		if len(*list) == 0 {
 			*list = nil
 			continue

@@ -46,8 +46,21 @@ type Receipt struct {
 	// receipt to the call that created the task.
 	TaskRef      string `json:"task_ref,omitempty"`
 	ParentCallID string `json:"parent_call_id,omitempty"`
-	PrevHash     string `json:"prev_hash"`
-	Hash         string `json:"hash,omitempty"`
+	// Client is the MCP client's name/version from initialize; Tags are
+	// the call's toolset, effect, "mcp" and "tool-call".
+	Client string   `json:"client,omitempty"`
+	Tags   []string `json:"tags,omitempty"`
+	// EventType, Scroll and BodyHash describe a TypeExternal receipt.
+	EventType string `json:"event_type,omitempty"`
+	Scroll    string `json:"scroll,omitempty"`
+	BodyHash  string `json:"body_hash,omitempty"`
+	// Params, Result and Body are logged data, redacted (Redact), present
+	// only when the policy's [audit] section asks for them.
+	Params   json.RawMessage `json:"params,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Body     json.RawMessage `json:"body,omitempty"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash,omitempty"`
 }
 
 // Receipt types and outcomes.
@@ -61,7 +74,9 @@ const (
 	// tenant, tool and reason beyond those receipted one by one.
 	TypeRefusals = "mcp_refusals"
 	// TypeRestore: a backup was restored into the database.
-	TypeRestore         = "audit_restore"
+	TypeRestore = "audit_restore"
+	// TypeExternal: an event another system reported (vaultclaw_receipt_emit).
+	TypeExternal        = "external_event"
 	OutcomeAcknowledged = "acknowledged"
 	OutcomeRestored     = "restored"
 	OutcomeOK           = "ok"

@@ -53,6 +53,10 @@ type Known struct {
 	// Executing are the tools that start work in Vault: the stdio caller's
 	// default limit applies to them.
 	Executing []string
+	// Elevated are the capabilities "*" and an absent list grant to the
+	// stdio caller only: anonymous and authenticated callers hold one
+	// only when their list names it.
+	Elevated []string
 }
 
 // Caller is one resolved principal of the policy: the stdio caller, the
@@ -127,6 +131,8 @@ type Policy struct {
 	Rules *rules.Set
 	// Source is the file it came from ("" for the built-in default).
 	Source string
+	// Audit is the [audit] section: what receipts log besides digests.
+	Audit Audit
 }
 
 // HasCallers reports whether HTTP requires bearer authentication.
@@ -167,9 +173,11 @@ func Default(known Known) *Policy {
 	for _, t := range known.Executing {
 		stdio.tools[t] = ratelimit.Limit{PerMinute: DefaultStdioExecuteCallsPerMinute, Burst: DefaultStdioExecuteBurst}
 	}
+	anonymous := &Caller{ID: AnonymousID, limit: httpLimit}
+	anonymous.withhold(set(known.Elevated), nil)
 	return &Policy{
 		Stdio:     stdio,
-		Anonymous: &Caller{ID: AnonymousID, limit: httpLimit},
+		Anonymous: anonymous,
 		callers:   map[[sha256.Size]byte]*Caller{},
 		byID:      map[string]*Caller{},
 	}
@@ -217,6 +225,7 @@ type File struct {
 	Anonymous PrincipalSpec `toml:"anonymous" json:"anonymous"`
 	Callers   []CallerSpec  `toml:"callers" json:"callers"`
 	Rules     []rules.Spec  `toml:"rules" json:"rules"`
+	Audit     Audit         `toml:"audit" json:"audit"`
 }
 
 // Load reads and validates the policy file at path; a .json extension
@@ -343,7 +352,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 	if f.Version != 0 && f.Version != 1 {
 		return nil, fmt.Errorf("version: unsupported policy version %d (this binary reads version 1)", f.Version)
 	}
-	v := validator{caps: set(known.Capabilities), tools: set(known.Tools), shared: set(known.Shared)}
+	v := validator{caps: set(known.Capabilities), tools: set(known.Tools), shared: set(known.Shared), elevated: set(known.Elevated)}
 	httpBase, err := v.limit("defaults", f.Defaults.LimitSpec, ratelimit.Limit{PerMinute: DefaultCallsPerMinute, Burst: DefaultBurst})
 	if err != nil {
 		return nil, err
@@ -355,7 +364,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 		}
 		defaultTools[tool] = spec
 	}
-	p := &Policy{callers: map[[sha256.Size]byte]*Caller{}, byID: map[string]*Caller{}}
+	p := &Policy{callers: map[[sha256.Size]byte]*Caller{}, byID: map[string]*Caller{}, Audit: f.Audit}
 
 	// stdio: unlimited unless its own table sets limits, but for the tools
 	// that start work in Vault, which keep the built-in limit until the
@@ -377,6 +386,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Anonymous.withhold(v.elevated, f.Anonymous.Capabilities)
 	for i, cs := range f.Callers {
 		where := fmt.Sprintf("callers[%d]", i)
 		if !idPattern.Valid(cs.ID) {
@@ -404,6 +414,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 			return nil, err
 		}
 		c.withhold(v.shared, cs.Capabilities)
+		c.withhold(v.elevated, cs.Capabilities)
 		p.callers[digest] = c
 		p.byID[cs.ID] = c
 	}
@@ -411,7 +422,7 @@ func (f *File) compile(known Known) (*Policy, error) {
 }
 
 type validator struct {
-	caps, tools, shared map[string]bool
+	caps, tools, shared, elevated map[string]bool
 }
 
 // withhold keeps the shared capabilities out of an authenticated caller's
