@@ -287,7 +287,8 @@ func buildPackage(t *testing.T, npm string, rt nodeRuntime) string {
 	src := filepath.Join("..", "..", "skills", packageName)
 	dst := filepath.Join(t.TempDir(), packageName)
 	require.NoError(t, os.CopyFS(dst, skipBuilt{os.DirFS(src)}))
-	run(t, dst, rt.nodeDir, 15*time.Minute, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	// Lifecycle scripts are skipped: one of the lint plugins runs `npx only-allow pnpm`.
+	run(t, dst, rt.nodeDir, 15*time.Minute, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
 	run(t, dst, rt.nodeDir, 5*time.Minute, npm, "run", "build")
 	run(t, dst, rt.nodeDir, 5*time.Minute, npm, "run", "lint")
 	for _, f := range []string{"dist/credentials/AccordsApi.credentials.js", "dist/nodes/AccordsReceipt/AccordsReceipt.node.js",

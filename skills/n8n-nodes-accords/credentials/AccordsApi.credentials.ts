@@ -12,7 +12,7 @@ export class AccordsApi implements ICredentialType {
 
 	documentationUrl = 'https://github.com/accordsai/accords-mcp/blob/main/docs/gateway.md#http-authentication';
 
-	icon = 'file:../nodes/shared/accords.svg' as const;
+	icon = { light: 'file:../nodes/shared/accords.svg', dark: 'file:../nodes/shared/accords.dark.svg' } as const;
 
 	properties: INodeProperties[] = [
 		{

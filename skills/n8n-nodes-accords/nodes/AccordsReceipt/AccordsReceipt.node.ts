@@ -5,7 +5,7 @@ import type {
 	INodeType,
 	INodeTypeDescription,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { callTool, toolError } from '../shared/bridge';
 
@@ -15,7 +15,7 @@ export class AccordsReceipt implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Accords Receipt',
 		name: 'accordsReceipt',
-		icon: 'file:../shared/accords.svg',
+		icon: { light: 'file:../shared/accords.svg', dark: 'file:../shared/accords.dark.svg' },
 		group: ['output'],
 		version: 1,
 		subtitle: '={{$parameter["receiptType"]}}',
@@ -102,7 +102,9 @@ export class AccordsReceipt implements INodeType {
 					out.push({ json: { error: (error as Error).message }, pairedItem: { item: i } });
 					continue;
 				}
-				throw error;
+				throw error instanceof NodeOperationError || error instanceof NodeApiError
+					? error
+					: new NodeOperationError(this.getNode(), error as Error, { itemIndex: i });
 			}
 		}
 		return [out];

@@ -5,7 +5,7 @@ import type {
 	INodeType,
 	INodeTypeDescription,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError, sleep } from 'n8n-workflow';
+import { NodeApiError, NodeConnectionTypes, NodeOperationError, sleep } from 'n8n-workflow';
 
 import { callTool, toolError } from '../shared/bridge';
 import { parseVerifierKey, verifyTlogProof } from '../shared/tlog';
@@ -16,7 +16,7 @@ export class AccordsVerifyReceipt implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Accords Verify Receipt',
 		name: 'accordsVerifyReceipt',
-		icon: 'file:../shared/accords.svg',
+		icon: { light: 'file:../shared/accords.svg', dark: 'file:../shared/accords.dark.svg' },
 		group: ['transform'],
 		version: 1,
 		subtitle: '={{"receipt " + $parameter["seq"]}}',
@@ -32,8 +32,9 @@ export class AccordsVerifyReceipt implements INodeType {
 				displayName: 'Sequence Number',
 				name: 'seq',
 				type: 'number',
-				default: '={{ $json.seq }}',
-				description: 'The receipt to verify (0: use the call ID)',
+				default: 0,
+				description:
+					'The receipt to verify: an expression reading the seq output of an Accords Receipt node (0: use the call ID)',
 			},
 			{
 				displayName: 'Call ID',
@@ -119,7 +120,9 @@ export class AccordsVerifyReceipt implements INodeType {
 					out.push({ json: { verified: false, error: (error as Error).message }, pairedItem: { item: i } });
 					continue;
 				}
-				throw error;
+				throw error instanceof NodeOperationError || error instanceof NodeApiError
+					? error
+					: new NodeOperationError(this.getNode(), error as Error, { itemIndex: i });
 			}
 		}
 		return [out];
