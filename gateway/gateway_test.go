@@ -138,7 +138,7 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 func TestToolsetsNarrowTheServer(t *testing.T) {
 	h := newHarness(t, setup{toolsets: []string{"audit"}})
 	cs := h.stdio()
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_emit"}, mcptest.ToolNames(t, cs))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_emit", "vaultclaw_receipt_prove"}, mcptest.ToolNames(t, cs))
 	env := call(t, cs, "vaultclaw_session_status", nil)
 	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, "toolset_disabled", env.Error.Details["reason"])
@@ -151,7 +151,7 @@ func TestToolsetsNarrowTheServer(t *testing.T) {
 func TestCapabilityRefusalIsAuditedAndHiddenFromList(t *testing.T) {
 	h := newHarness(t, setup{policy: "[stdio]\ncapabilities = [\"audit_view\"]\n"})
 	cs := h.stdio()
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_whoami"}, mcptest.ToolNames(t, cs), "whoami needs no capability")
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_whoami"}, mcptest.ToolNames(t, cs), "whoami needs no capability")
 	env := call(t, cs, "vaultclaw_session_status", nil)
 	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	assert.Equal(t, apperr.CatPolicy, env.Error.Category)
@@ -320,7 +320,7 @@ func TestTenantIsolationBetweenAuthenticatedCallers(t *testing.T) {
 	// and whoami, which needs none.
 	assert.Len(t, mcptest.ToolNames(t, a), len(h.gw.Visible().Tools())-1)
 	assert.NotContains(t, mcptest.ToolNames(t, a), "vaultclaw_receipt_emit")
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status", "vaultclaw_whoami"}, mcptest.ToolNames(t, b))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status", "vaultclaw_whoami"}, mcptest.ToolNames(t, b))
 }
 
 func TestPolicyReload(t *testing.T) {
@@ -352,7 +352,7 @@ token_sha256 = "` + policy.HashToken(newToken) + `"
 	env := call(t, a, "vaultclaw_session_status", nil)
 	require.Equal(t, apperr.CodePermissionDenied, env.Code())
 	a2 := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tokenA})
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_whoami"}, mcptest.ToolNames(t, a2))
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_whoami"}, mcptest.ToolNames(t, a2))
 
 	resp := post(t, srv.URL+"/v1/mcp", map[string]string{"Authorization": "Bearer " + tokenB})
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "removed caller")

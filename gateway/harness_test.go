@@ -202,6 +202,10 @@ func envelopeOK() envelope.Envelope {
 // receiptLister is the audit log as the tools list it.
 type receiptLister struct{ l *audit.Log }
 
+func (receiptLister) ProveReceipt(tools.ReceiptQuery) (any, error) {
+	return nil, tools.ErrReceiptNotFound
+}
+
 func (r receiptLister) ListReceipts(q tools.AuditQuery) ([]any, error) {
 	rs, err := r.l.List(audit.Filter{Scope: q.Scope, Tool: q.Tool, Outcome: q.Outcome, Since: q.Since, Limit: q.Limit})
 	out := make([]any, len(rs))

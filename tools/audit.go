@@ -18,10 +18,11 @@ type AuditQuery struct {
 	Limit   int
 }
 
-// AuditLister reads receipts, newest first, each as its JSON object (the
-// audit log, adapted by the composition root).
+// AuditLister reads receipts, newest first, each as its JSON object, and
+// proves them (the audit log, adapted by the composition root).
 type AuditLister interface {
 	ListReceipts(q AuditQuery) ([]any, error)
+	ReceiptProver
 }
 
 // Audit listing bounds.

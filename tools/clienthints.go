@@ -65,6 +65,7 @@ var searchHints = map[string]string{
 	"vaultclaw_cookbook_remote_install":        "install cookbook",
 	"vaultclaw_route_resolve":                  "plain-language request",
 	"vaultclaw_audit_receipts_list":            "audit log",
+	"vaultclaw_receipt_prove":                  "prove a receipt",
 	"vaultclaw_receipt_emit":                   "record workflow event",
 	"vaultclaw_toolsets_list":                  "more tools",
 	"vaultclaw_toolset_enable":                 "enable tools",

@@ -26,8 +26,8 @@ var inventory = []Tool{
 	catalogSourcesList, catalogSourceUpsert, catalogSourceDelete, cookbooksRemoteList, cookbookRemoteInstall,
 	// routing.go
 	routeResolve,
-	// audit.go
-	auditReceiptsList, receiptEmit,
+	// audit.go, audit_emit.go, audit_prove.go
+	auditReceiptsList, receiptEmit, receiptProve,
 	// dynamic.go
 	toolsetsList, toolsetEnable,
 }

@@ -71,6 +71,8 @@ type fakeLister struct{}
 
 func (fakeLister) ListReceipts(AuditQuery) ([]any, error) { return nil, nil }
 
+func (fakeLister) ProveReceipt(ReceiptQuery) (any, error) { return nil, ErrReceiptNotFound }
+
 // Every server built lists the input schema encoded once per process: the
 // bytes are the schema's encoding, each time.
 func TestListedInputSchemaIsTheSchemasEncoding(t *testing.T) {

@@ -126,6 +126,7 @@ func TestEveryToolsResultsMatchTheirOutputSchemas(t *testing.T) {
 	ok("vaultclaw_audit_receipts_list", m("limit", 5))
 	ok("vaultclaw_whoami", nil)
 	ok("vaultclaw_receipt_emit", m("type", "workflow.step", "scroll", "automation", "tags", []any{"n8n"}, "body", m("step", "send")))
+	ok("vaultclaw_receipt_prove", m("seq", 1)) // the first receipt, signed by the first checkpoint
 	ok("vaultclaw_session_clear", nil)
 	ok("vaultclaw_session_configure", m("base_url", e.vault.URL, "token", simToken))
 

@@ -283,6 +283,9 @@ type Proof struct {
 // ErrNotCovered means the receipt is newer than every checkpoint.
 var ErrNotCovered = errors.New("receipt not yet covered by a signed checkpoint")
 
+// ErrNoReceipt means the log holds no receipt with that sequence number.
+var ErrNoReceipt = errors.New("no such receipt")
+
 // Prove returns receipt seq with its inclusion proof in the newest
 // checkpoint.
 func Prove(db *store.DB, seq uint64) (Proof, error) {
@@ -303,7 +306,7 @@ func Prove(db *store.DB, seq uint64) (Proof, error) {
 		case seq > cp.Size:
 			return fmt.Errorf("%w: receipt %d is newer than the newest checkpoint (size %d); the next one is signed within the checkpoint interval or at shutdown", ErrNotCovered, seq, cp.Size)
 		case raw == nil:
-			return fmt.Errorf("receipt %d is not in the log (pruned by retention, or never written)", seq)
+			return fmt.Errorf("%w: receipt %d is not in the log (pruned by retention, or never written)", ErrNoReceipt, seq)
 		}
 		path, err := inclusionProof(bucketNodes(b.tree), seq-1, cp.Size)
 		if err != nil {
