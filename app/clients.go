@@ -133,8 +133,14 @@ func (a *App) Attach(ctx context.Context, h control.Hello) (control.Welcome, fun
 		return control.Welcome{}, nil, fmt.Errorf("%w: %w", control.ErrBadHello, err)
 	}
 	c := &client{id: newSessionID(), hello: h, since: time.Now().UTC(), view: view}
-	w := control.Welcome{Session: c.id, DaemonPID: pid(), Version: version.Version}
-	if h.Version != "" && h.Version != version.Version {
+	w := control.Welcome{Session: c.id, DaemonPID: pid(), Version: version.Version, Build: version.ID()}
+	switch {
+	case h.Build != "" && h.Build != w.Build:
+		// The launch warns its client (control.BuildMismatch); the
+		// daemon keeps serving it, since other clients may be attached.
+		a.Logger.Warn("a launch of another build attached", "session", c.id, "client_pid", h.PID, "client_build", h.Build, "daemon_build", w.Build)
+	case h.Build == "" && h.Version != "" && h.Version != version.Version:
+		// A launch that predates build comparison learns it here.
 		w.Warnings = append(w.Warnings, fmt.Sprintf("the running daemon is version %s and this launch %s; stop it (accords-mcp stop) to run the new version", version.Version, h.Version))
 	}
 	if diff := control.Differing(control.Digests(a.Config.DaemonWide()), h.Settings); len(diff) > 0 {

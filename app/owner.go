@@ -84,10 +84,13 @@ func (a *App) Own(o OwnerOptions) (*Owner, error) {
 	if o.Mode == control.ModeAuto {
 		st.IdleTimeout = o.IdleTimeout.String()
 	}
+	// The build ID may hash the executable: computed once, off the start.
+	go version.ID()
 	srv := &control.Server{
 		Status: st,
 		DB:     a.DB,
 		Describe: func(s *control.Status) {
+			s.Build = version.ID()
 			s.Clients = a.Clients()
 			if addr, ok := a.listenAddr.Load().(string); ok && o.Transport == "http" {
 				s.Addr = addr

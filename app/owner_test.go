@@ -20,6 +20,7 @@ import (
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/ops/admin"
 	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/platform/version"
 	"github.com/accordsai/accords-mcp/test/mcptest"
 	"github.com/accordsai/accords-mcp/test/testenv"
 	"github.com/accordsai/accords-mcp/test/workload"
@@ -312,4 +313,40 @@ func TestOwnerCloseDuringWait(t *testing.T) {
 	assert.Equal(t, "MCP_WAIT_TIMEOUT", env.Error.Code)
 	assert.Equal(t, "server_shutting_down", env.Error.Details["reason"])
 	assert.Equal(t, h["job_id"], env.Error.Details["handle"].(map[string]any)["job_id"], "the handle is kept")
+}
+
+// TestAttachOfAnotherBuild: a launch of another build (same version, other
+// commit) is still served; the welcome names the daemon's build so the
+// launch can warn, and status reports it. A launch that predates builds
+// gets the version warning from the daemon.
+func TestAttachOfAnotherBuild(t *testing.T) {
+	t.Parallel()
+	a, w := owned(t, app.OwnerOptions{Mode: control.ModeExplicit, Transport: "attach"})
+	c := control.NewClient(w.Socket())
+	defer c.Close()
+	const launch = "0.1.0 (commit 7f4d98f0aa11)"
+	h := control.Hello{Protocol: control.Protocol, Version: version.Version, Build: launch}
+	conn, welcome, err := c.Attach(context.Background(), h)
+	require.NoError(t, err)
+	assert.Equal(t, version.ID(), welcome.Build)
+	assert.NotEqual(t, launch, welcome.Build)
+	assert.Empty(t, welcome.Warnings, "the launch itself warns of the build")
+	msg := control.BuildMismatch(launch, welcome, a.Config.DBPath)
+	assert.Contains(t, msg, "daemon "+version.ID()+", this launch "+launch)
+	assert.Contains(t, msg, "accords-mcp stop --db "+a.Config.DBPath)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "other-build", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: conn, Writer: conn}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	require.NoError(t, err)
+	defer cs.Close()
+	assert.NotEmpty(t, toolNames(t, cs), "a launch of another build is served")
+
+	st, err := c.Status(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, version.ID(), st.Build)
+
+	conn, welcome, err = c.Attach(context.Background(), control.Hello{Protocol: control.Protocol, Version: "0.0.9"})
+	require.NoError(t, err)
+	conn.Close()
+	require.Len(t, welcome.Warnings, 1)
+	assert.Contains(t, welcome.Warnings[0], "this launch 0.0.9")
 }

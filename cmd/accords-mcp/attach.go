@@ -37,6 +37,8 @@ const maxDaemonLog = 10 << 20
 // owns the database, starting one when none runs.
 func runFrontend(ctx context.Context, env *environment, cfg config.Config) int {
 	logger := env.logger(cfg)
+	// The build ID may hash the executable: started now, read at attach.
+	go version.ID()
 	hello := control.Hello{
 		Protocol: control.Protocol,
 		PID:      os.Getpid(),
@@ -104,7 +106,9 @@ func (d *dialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 func (d *dialer) attach(ctx context.Context, c *control.Client) (io.ReadWriteCloser, error) {
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, w, err := c.Attach(actx, d.hello)
+	h := d.hello
+	h.Build = version.ID()
+	conn, w, err := c.Attach(actx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +116,9 @@ func (d *dialer) attach(ctx context.Context, c *control.Client) (io.ReadWriteClo
 	d.warned.Do(func() {
 		for _, msg := range w.Warnings {
 			d.logger.Warn(msg)
+		}
+		if msg := control.BuildMismatch(h.Build, w, d.cfg.DBPath); msg != "" {
+			d.logger.Warn(msg, "daemon_build", w.Build, "launch_build", h.Build)
 		}
 	})
 	return conn, nil

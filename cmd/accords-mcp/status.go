@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/accordsai/accords-mcp/ops/control"
+	"github.com/accordsai/accords-mcp/platform/version"
 )
 
 func init() {
@@ -82,6 +83,13 @@ func describeTransports(st control.Status) string {
 func writeStatus(w io.Writer, st control.Status) {
 	up := time.Duration(st.UptimeSeconds * float64(time.Second)).Round(time.Second)
 	fmt.Fprintf(w, "daemon      pid %d, version %s, %s\n", st.PID, st.Version, st.Mode)
+	if st.Build != "" {
+		fmt.Fprintf(w, "build       %s\n", st.Build)
+	}
+	if mine := version.ID(); st.Build != mine {
+		// Launches of this binary attach to it all the same, with a warning.
+		fmt.Fprintf(w, "this binary %s: another build (accords-mcp stop, then start the clients again, to run this one)\n", mine)
+	}
 	fmt.Fprintf(w, "db          %s (schema version %d)\n", st.DB, st.SchemaVersion)
 	fmt.Fprintf(w, "uptime      %s (since %s)\n", up, st.StartedAt.Format(time.RFC3339))
 	fmt.Fprintf(w, "transports  %s\n", describeTransports(st))

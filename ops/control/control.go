@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,8 +51,10 @@ const (
 
 // Status describes the daemon.
 type Status struct {
-	PID           int       `json:"pid"`
-	Version       string    `json:"version"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	// Build is the daemon's version.ID (version, commit, …).
+	Build         string    `json:"build,omitempty"`
 	Protocol      int       `json:"protocol"`
 	DB            string    `json:"db"`
 	Mode          string    `json:"mode"`
@@ -94,7 +97,10 @@ type Hello struct {
 	Protocol int    `json:"protocol"`
 	PID      int    `json:"pid"`
 	Version  string `json:"version"`
-	View     View   `json:"view"`
+	// Build is the launch's version.ID; the launch compares it with the
+	// welcome's (BuildMismatch).
+	Build string `json:"build,omitempty"`
+	View  View   `json:"view"`
 	// Env is the launch's environment session, which its calls fall back to;
 	// it holds a token, crosses only this socket and is never logged.
 	Env session.Defaults `json:"env"`
@@ -108,7 +114,9 @@ type Welcome struct {
 	Session   string `json:"session"`
 	DaemonPID int    `json:"daemon_pid"`
 	Version   string `json:"version"`
-	Mode      string `json:"mode"`
+	// Build is the daemon's version.ID; a daemon that predates it sends none.
+	Build string `json:"build,omitempty"`
+	Mode  string `json:"mode"`
 	// Warnings are for the launch's stderr (settings the daemon ignores).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -446,4 +454,30 @@ func Differing(mine, theirs map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// BuildMismatch is the warning for a launch of build mine attached to the
+// daemon that sent w, naming both builds and the commands that replace the
+// daemon; "" when the builds are the same. A welcome without a build is
+// from a daemon that predates this comparison, so another build. The
+// daemon keeps serving the launch either way: other clients may be
+// attached to it.
+func BuildMismatch(mine string, w Welcome, dbPath string) string {
+	if w.Build == mine {
+		return ""
+	}
+	theirs := w.Build
+	if theirs == "" {
+		theirs = w.Version + " (an older build that does not report its commit)"
+	}
+	return fmt.Sprintf("the running daemon (pid %d) is another build of accords-mcp: daemon %s, this launch %s; it serves this client anyway. To run this build, stop it (accords-mcp stop --db %s) and start the client again",
+		w.DaemonPID, theirs, mine, shellQuote(dbPath))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

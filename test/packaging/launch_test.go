@@ -200,12 +200,43 @@ func TestBundleLaunchesAsAHostWould(t *testing.T) {
 // npm skips them when their os or cpu does not match), then runs
 // `npx accords-mcp` there as a client would and lists the tools.
 func TestNpmLauncherRunsOffline(t *testing.T) {
+	prefix, npmEnv := installLauncher(t)
+	npx, err := exec.LookPath("npx")
+	require.NoError(t, err)
+
+	ver := exec.Command(npx, "--offline", "accords-mcp", "version", "--json")
+	ver.Dir = prefix
+	ver.Env = npmEnv
+	out, err := ver.Output()
+	require.NoError(t, err)
+	var v struct{ Version string }
+	require.NoError(t, json.Unmarshal(out, &v), "%s", out)
+	assert.Equal(t, version.Version, v.Version)
+
+	cmd := exec.Command(npx, "--offline", "accords-mcp")
+	cmd.Dir = prefix
+	cmd.Env = npmEnv
+	stop := exec.Command(npx, "--offline", "accords-mcp", "stop")
+	stop.Dir = prefix
+	stop.Env = npmEnv
+	t.Cleanup(func() { _ = stop.Run() })
+	cs := connect(t, cmd)
+	names := toolNames(t, cs)
+	assert.Contains(t, names, "vaultclaw_session_status")
+	callOK(t, cs, "vaultclaw_session_status")
+}
+
+// installLauncher installs the launcher and this platform's package from
+// dist/*.tgz into a temporary prefix with npm --offline (the other
+// platforms' optional packages cannot be fetched and are skipped, as npm
+// skips them when their os or cpu does not match); it returns the prefix
+// and the environment to run npm and npx in (a temporary HOME and cache).
+func installLauncher(t *testing.T) (string, []string) {
+	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		t.Skip("npm is not installed")
 	}
-	npx, err := exec.LookPath("npx")
-	require.NoError(t, err)
 	plat := map[string]string{"windows": "win32"}[runtime.GOOS]
 	if plat == "" {
 		plat = runtime.GOOS
@@ -226,25 +257,5 @@ func TestNpmLauncherRunsOffline(t *testing.T) {
 	install.Env = npmEnv
 	out, err := install.CombinedOutput()
 	require.NoError(t, err, "npm install --offline:\n%s", out)
-
-	ver := exec.Command(npx, "--offline", "accords-mcp", "version", "--json")
-	ver.Dir = prefix
-	ver.Env = npmEnv
-	out, err = ver.Output()
-	require.NoError(t, err)
-	var v struct{ Version string }
-	require.NoError(t, json.Unmarshal(out, &v), "%s", out)
-	assert.Equal(t, version.Version, v.Version)
-
-	cmd := exec.Command(npx, "--offline", "accords-mcp")
-	cmd.Dir = prefix
-	cmd.Env = npmEnv
-	stop := exec.Command(npx, "--offline", "accords-mcp", "stop")
-	stop.Dir = prefix
-	stop.Env = npmEnv
-	t.Cleanup(func() { _ = stop.Run() })
-	cs := connect(t, cmd)
-	names := toolNames(t, cs)
-	assert.Contains(t, names, "vaultclaw_session_status")
-	callOK(t, cs, "vaultclaw_session_status")
+	return prefix, npmEnv
 }
