@@ -81,8 +81,8 @@ func TestOAuthTokenOfTheProviderIsAPrincipal(t *testing.T) {
 	tok := p.Token(t, "acme.alice", "openid", "accords:audit_view")
 	cs := h.httpClient(srv, map[string]string{"Authorization": "Bearer " + tok})
 
-	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status", "vaultclaw_whoami"},
-		mcptest.ToolNames(t, cs), "the baseline, the token's scope and whoami (every caller holds identity), nothing more")
+	assert.Equal(t, []string{"vaultclaw_audit_receipts_list", "vaultclaw_receipt_prove", "vaultclaw_session_clear", "vaultclaw_session_configure", "vaultclaw_session_status", "vaultclaw_whoami"},
+		mcptest.ToolNames(t, cs), "the baseline, the token's scope (audit_view: receipts list and prove) and whoami (every caller holds identity), nothing more")
 	require.True(t, call(t, cs, "vaultclaw_session_status", nil).OK)
 	rs := h.receipts(audit.Filter{})
 	require.Len(t, rs, 1)
