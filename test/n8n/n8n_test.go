@@ -180,8 +180,11 @@ console.log(JSON.stringify(out));
 // data `n8n execute --rawOutput` prints.
 func lastVerifyOutput(t *testing.T, out []byte) map[string]any {
 	t.Helper()
-	start := bytes.IndexByte(out, '{')
+	// The run data is printed (through n8n's info log) as indented JSON:
+	// its first line is a lone "{".
+	start := bytes.Index(out, []byte("\n{\n"))
 	require.GreaterOrEqual(t, start, 0, "no JSON in the n8n output:\n%s", out)
+	start++
 	var run struct {
 		Data struct {
 			ResultData struct {
@@ -197,7 +200,7 @@ func lastVerifyOutput(t *testing.T, out []byte) map[string]any {
 			} `json:"resultData"`
 		} `json:"data"`
 	}
-	require.NoError(t, json.Unmarshal(out[start:], &run), "%s", out)
+	require.NoError(t, json.NewDecoder(bytes.NewReader(out[start:])).Decode(&run), "%s", out)
 	require.Nil(t, run.Data.ResultData.Error, "%s", out)
 	runs := run.Data.ResultData.RunData["Accords Verify Receipt"]
 	require.NotEmpty(t, runs, "the Verify node did not run:\n%s", out)
@@ -225,7 +228,7 @@ func (rt nodeRuntime) n8n(t *testing.T, home string) func(args ...string) []byte
 			"HOME=" + home, "N8N_USER_FOLDER=" + home, "PATH=" + rt.nodeDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 			"N8N_ENCRYPTION_KEY=accords-n8n-test-key", "N8N_DIAGNOSTICS_ENABLED=false", "N8N_VERSION_NOTIFICATIONS_ENABLED=false",
 			"N8N_TEMPLATES_ENABLED=false", "N8N_RUNNERS_ENABLED=false", "N8N_COMMUNITY_PACKAGES_ENABLED=true",
-			"N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS=false", "N8N_LOG_LEVEL=warn", "DB_TYPE=sqlite",
+			"N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS=false", "N8N_LOG_LEVEL=info", "DB_TYPE=sqlite",
 		}
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

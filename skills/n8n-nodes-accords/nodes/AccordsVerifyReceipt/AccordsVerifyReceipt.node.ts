@@ -74,7 +74,14 @@ export class AccordsVerifyReceipt implements INodeType {
 					});
 				}
 				const { vkey, keySource } = await auditKey(this, i);
-				const vk = parseVerifierKey(vkey);
+				let vk;
+				try {
+					vk = parseVerifierKey(vkey);
+				} catch (e) {
+					throw new NodeOperationError(this.getNode(), `${(e as Error).message}; the ${keySource}'s key is ${JSON.stringify(vkey)}`, {
+						itemIndex: i,
+					});
+				}
 				const args: IDataObject = seq > 0 ? { seq } : { call_id: callId };
 				const deadline = Date.now() + 1000 * Number(this.getNodeParameter('waitSeconds', i, 60));
 				let data: IDataObject | undefined;

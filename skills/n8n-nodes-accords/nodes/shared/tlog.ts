@@ -41,11 +41,12 @@ const strictBase64 = (s: string, what: string): Buffer => {
 
 /** parseVerifierKey reads the output of `accords-mcp audit key`. */
 export function parseVerifierKey(vkey: string): VerifierKey {
-	const parts = vkey.trim().split('+');
-	if (parts.length !== 3 || parts[0] === '' || !/^[0-9a-f]{8}$/.test(parts[1])) {
+	// The name holds no '+'; the base64 key may.
+	const m = /^([^+\s]+)\+([0-9a-f]{8})\+(\S+)$/.exec(vkey.trim());
+	if (!m) {
 		throw new Error('the audit key must be name+hash+base64 (the output of accords-mcp audit key)');
 	}
-	const [name, hashHex, b64] = parts;
+	const [, name, hashHex, b64] = m;
 	const raw = strictBase64(b64, 'the audit key');
 	if (raw.length !== 33 || raw[0] !== 0x01) throw new Error('the audit key is not an Ed25519 signed-note key');
 	const keyHash = Buffer.from(hashHex, 'hex');
