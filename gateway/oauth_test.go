@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,20 +57,12 @@ capabilities = ["session_admin"]
 	return h, p, srv
 }
 
+// postJSON posts body through mcptest.Post; the status and headers come
+// back as a response for the assertions below.
 func postJSON(t *testing.T, url, body string, headers map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	r := mcptest.Post(t, url, body, headers)
+	return &http.Response{StatusCode: r.StatusCode, Header: r.Header}, string(r.Body)
 }
 
 const callStatus = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"vaultclaw_session_status","arguments":{}}}`
