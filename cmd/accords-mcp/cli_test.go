@@ -16,13 +16,16 @@ import (
 
 	"github.com/accordsai/accords-mcp/migrations"
 	"github.com/accordsai/accords-mcp/platform/version"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 )
 
 // cliRun runs one command line with vars as the whole environment and
 // returns the exit code, stdout and stderr.
 func cliRun(t *testing.T, vars map[string]string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
+	// Synchronised: a launch's proxy may still be writing a late reply as
+	// run returns.
+	var out, errb syncbuf.Buffer
 	env := &environment{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
 	code := run(context.Background(), env, args)
 	return code, out.String(), errb.String()
