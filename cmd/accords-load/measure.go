@@ -111,14 +111,15 @@ func (t *target) options(dir string, transport string) mcpproc.Options {
 // alternating between the binaries, then HTTP.
 func measure(ctx context.Context, o options) (*report, error) {
 	rep := &report{Bundles: o.bundles, Calls: o.calls, Seed: o.seed, CPUs: runtime.NumCPU(), LoadAverage: loadAverage()}
-	// Ours lists every tool (D23 lists the agent's 21 by default), so
-	// tools-list measures the full list and seeding finds the upsert tool;
-	// an --env of the same name wins.
-	ours := append([]string{"ACCORDS_MCP_TOOLSETS=all"}, o.env...)
-	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin, Ops: map[string]stats{}}, env: ours, seed: true}}
+	// Both list every tool (D23 lists the agent's 21 by default, and an
+	// older build of ours may be the --compare), so tools-list measures the
+	// full list and seeding finds the upsert tool; an --env or --compare-env
+	// of the same name wins, and a server without toolsets ignores it.
+	all := []string{"ACCORDS_MCP_TOOLSETS=all"}
+	targets := []*target{{rep: &targetReport{Name: "ours", Bin: o.bin, Ops: map[string]stats{}}, env: append(all, o.env...), seed: true}}
 	if o.compare != "" {
 		targets = append(targets, &target{rep: &targetReport{Name: "compare", Bin: o.compare, Ops: map[string]stats{}},
-			args: o.cmpArgs, env: o.cmpEnv, seed: o.compareSeed})
+			args: o.cmpArgs, env: append(all, o.cmpEnv...), seed: o.compareSeed})
 	}
 	root, err := os.MkdirTemp("", "accords-load-")
 	if err != nil {
