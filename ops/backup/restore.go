@@ -13,10 +13,9 @@ import (
 
 	"github.com/accordsai/accords-mcp/gateway/audit"
 	"github.com/accordsai/accords-mcp/migrations"
+	"github.com/accordsai/accords-mcp/platform/filelock"
 	"github.com/accordsai/accords-mcp/store"
 )
-
-var errLocked = errors.New("locked")
 
 // RestoreOptions configure Restore.
 type RestoreOptions struct {
@@ -308,14 +307,26 @@ func lockLive(path string, timeout time.Duration) (func(), error) {
 	} else if err != nil {
 		return nil, err
 	}
-	u, err := lockExclusive(path, timeout)
-	if errors.Is(err, errLocked) {
-		return nil, fmt.Errorf("%s: %w; stop the daemon (or wait for the backup or doctor run using it) and run restore again", path, store.ErrLocked)
-	}
+	// bbolt's lock: it fails while a daemon has the file open, which need
+	// not be a readable database.
+	f, err := filelock.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return u, nil
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	release, err := filelock.Lock(ctx, f, 50*time.Millisecond)
+	if err != nil {
+		f.Close()
+		if errors.Is(err, filelock.ErrLocked) {
+			return nil, fmt.Errorf("%s: %w; stop the daemon (or wait for the backup or doctor run using it) and run restore again", path, store.ErrLocked)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		release()
+		f.Close()
+	}, nil
 }
 
 func probeLock(path string, timeout time.Duration) error {

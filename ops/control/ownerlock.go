@@ -1,5 +1,3 @@
-//go:build unix
-
 package control
 
 import (
@@ -8,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/accordsai/accords-mcp/platform/filelock"
 	"github.com/accordsai/accords-mcp/platform/privdir"
 )
 
@@ -18,7 +16,7 @@ import (
 // racing launches end with one daemon.
 func OwnerLockPath(dbPath string) string { return dbPath + ".owner.lock" }
 
-// LockOwner takes the owner lock (an flock, released if the process dies),
+// LockOwner takes the owner lock (released if the process dies),
 // waiting until ctx ends.
 func LockOwner(ctx context.Context, dbPath string) (unlock func(), err error) {
 	// The database folder is created 0700, as the database would create it,
@@ -33,23 +31,17 @@ func LockOwner(ctx context.Context, dbPath string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the owner lock: %w", err)
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EAGAIN) {
-			f.Close()
-			return nil, fmt.Errorf("take the owner lock %s: %w", OwnerLockPath(dbPath), err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("another launch holds the owner lock %s (starting a daemon?): %w", OwnerLockPath(dbPath), ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	release, err := filelock.Lock(ctx, f, 10*time.Millisecond)
+	switch {
+	case errors.Is(err, filelock.ErrLocked):
+		f.Close()
+		return nil, fmt.Errorf("another launch holds the owner lock %s (starting a daemon?): %w", OwnerLockPath(dbPath), ctx.Err())
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("take the owner lock %s: %w", OwnerLockPath(dbPath), err)
 	}
+	return func() {
+		release()
+		f.Close()
+	}, nil
 }
