@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/accordsai/accords-mcp/ops/control"
@@ -193,7 +192,7 @@ func startDaemon(ctx context.Context, cfg config.Config, logger *slog.Logger) er
 	cmd.Env = daemonEnv(cfg)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, logf
 	cmd.ExtraFiles = []*os.File{pw}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
 		pw.Close()
 		return fmt.Errorf("start the daemon: %w", err)

@@ -50,13 +50,18 @@ type daemonOptions struct {
 	logPath string
 }
 
+// socketSupported is control.Supported; tests clear it to check how a
+// platform without the control socket (Windows) serves.
+var socketSupported = control.Supported
+
 // ownerLockWait bounds the wait for the owner lock (another launch may be
 // starting a daemon, which can rebuild a large index first).
 const ownerLockWait = 2 * time.Minute
 
 // ownerDBLock bounds an owner's wait for the database lock: a daemon being
-// replaced, or an offline command, may still hold it for a moment.
-const ownerDBLock = 15 * time.Second
+// replaced, or an offline command, may still hold it for a moment (a
+// variable: tests shorten it).
+var ownerDBLock = 15 * time.Second
 
 func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
 	report := func(error) {}
@@ -73,6 +78,12 @@ func runDaemon(ctx context.Context, env *environment, opts daemonOptions) int {
 	}
 	cfg, err := env.config()
 	if err != nil {
+		report(err)
+		fmt.Fprintln(env.stderr, "accords-mcp daemon:", err)
+		return 1
+	}
+	if !socketSupported {
+		err := fmt.Errorf("the daemon serves attached launches over its control socket: %w; run `accords-mcp serve --http 127.0.0.1:8765` to share the database between clients", control.ErrUnsupported)
 		report(err)
 		fmt.Fprintln(env.stderr, "accords-mcp daemon:", err)
 		return 1
@@ -134,6 +145,9 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	fresh := storeIsNew(cfg)
 	a, err := app.Open(cfg, logger)
 	if err != nil {
+		if errors.Is(err, store.ErrLocked) && !socketSupported {
+			err = fmt.Errorf("%w; here every stdio launch serves its database itself (D33), so two clients cannot share one: give each its own ACCORDS_MCP_DB, or run `accords-mcp serve --http 127.0.0.1:8765` once and point the clients at it", err)
+		}
 		return fail(err)
 	}
 	defer func() {
@@ -144,13 +158,20 @@ func runOwner(ctx context.Context, env *environment, cfg config.Config, o ownerR
 	if fresh {
 		hintLegacy(env, logger)
 	}
-	own, err := a.Own(app.OwnerOptions{Mode: o.mode, IdleTimeout: o.idle, Transport: o.transport, Log: o.log})
-	if err != nil {
-		if o.mode != control.ModeStandalone {
-			return fail(fmt.Errorf("the daemon needs its socket: %w", err))
+	var own *app.Owner
+	if socketSupported {
+		own, err = a.Own(app.OwnerOptions{Mode: o.mode, IdleTimeout: o.idle, Transport: o.transport, Log: o.log})
+		if err != nil {
+			if o.mode != control.ModeStandalone {
+				return fail(fmt.Errorf("the daemon needs its socket: %w", err))
+			}
+			// Serving its own stdin matters more than the socket.
+			logger.Warn("control socket unavailable; other launches, backup and doctor cannot reach this process", "error", err.Error())
 		}
-		// Serving its own stdin matters more than the socket.
-		logger.Warn("control socket unavailable; other launches, backup and doctor cannot reach this process", "error", err.Error())
+	} else {
+		// D33: stdio and HTTP serve without it; the database lock keeps
+		// every other process out.
+		logger.Info("no control socket on this platform: status, stop and online backup cannot reach this process")
 	}
 	release()
 	release = func() {}

@@ -83,7 +83,9 @@ func runServe(ctx context.Context, env *environment, o serveOptions) int {
 	if o.dynamic {
 		cfg.DynamicToolsets = true
 	}
-	cfg.Standalone = cfg.Standalone || o.standalone
+	// Without the control socket (Windows, D33) there is no daemon to
+	// attach to: stdio serves the database itself.
+	cfg.Standalone = cfg.Standalone || o.standalone || !socketSupported
 	switch {
 	case cfg.HTTPAddr != "":
 		return runOwner(ctx, env, cfg, ownerRun{mode: control.ModeExplicit, transport: "http"}, func(ctx context.Context, a *app.App) error {

@@ -55,6 +55,9 @@ func NewClient(path string) *Client {
 // user or root, the folder writable by no one else, and the listening
 // process running as this user or root.
 func dial(ctx context.Context, path string) (net.Conn, error) {
+	if !Supported {
+		return nil, fmt.Errorf("%w (%w)", ErrNotRunning, ErrUnsupported)
+	}
 	if err := checkSocketPath(path); err != nil {
 		return nil, err
 	}

@@ -270,6 +270,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// ErrUnsupported is Listen's error where there is no control socket
+// (Supported is false).
+var ErrUnsupported = fmt.Errorf("no control socket on this platform (it cannot identify the user of a connection): %w", errors.ErrUnsupported)
+
 // ErrInUse means a live daemon already answers on the socket.
 var ErrInUse = errors.New("control socket is in use by a running daemon")
 
@@ -288,6 +292,9 @@ type Listener struct {
 // (privdir.Check). A dead daemon's socket is removed; a live one, or a
 // non-socket file, is reported.
 func Listen(path string) (*Listener, error) {
+	if !Supported {
+		return nil, ErrUnsupported
+	}
 	ul, err := bind(path)
 	if err != nil {
 		return nil, err
