@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -155,7 +154,7 @@ func measure(ctx context.Context, o options) (*report, error) {
 			return nil, fmt.Errorf("%s: %w", t.rep.Name, err)
 		}
 		if ps := t.srv.Cmd.ProcessState; ps != nil {
-			t.rep.PeakRSSMiB = float64(ps.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
+			t.rep.PeakRSSMiB = peakRSSMiB(ps)
 		}
 		t.srv = nil
 	}

@@ -5,7 +5,6 @@ package apperr
 import (
 	"errors"
 	"fmt"
-	"syscall"
 )
 
 // Categories, exactly as clients expect them.
@@ -183,12 +182,6 @@ func StoreUnavailable(operation string, cause error) *Error {
 // ReasonNoSpace is details.reason of a write refused because the disk
 // holding the state is full or the user is over quota.
 const ReasonNoSpace = "no_space"
-
-// noSpace reports ENOSPC or EDQUOT: both pass once space is freed, and
-// neither leaves a partial transaction.
-func noSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
 
 // NoSpace is the retryable MCP_STORE_UNAVAILABLE with details.reason
 // no_space.
