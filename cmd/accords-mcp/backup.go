@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,8 +85,12 @@ func runBackup(ctx context.Context, env *environment, o backupOptions) int {
 }
 
 // protectStdout makes a regular file standing for stdout private (0600)
-// like every copy of the database; a pipe is left alone.
+// like every copy of the database; a pipe is left alone. Windows has no
+// mode bits to tighten: the file keeps its folder's access list.
 func protectStdout(env *environment, f *os.File) {
+	if runtime.GOOS == "windows" {
+		return
+	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {
 		return

@@ -21,7 +21,6 @@ import (
 	"github.com/accordsai/accords-mcp/platform/apperr"
 	"github.com/accordsai/accords-mcp/platform/config"
 	"github.com/accordsai/accords-mcp/platform/keyring"
-	"github.com/accordsai/accords-mcp/platform/privdir"
 	redactpkg "github.com/accordsai/accords-mcp/platform/redact"
 	"github.com/accordsai/accords-mcp/store"
 )
@@ -186,8 +185,8 @@ func auditKeyCheck(cfg config.Config) Result {
 	return ok("audit key", "%s (outside the database folder); public key %s", kf, k.VerifierKey)
 }
 
-// perm fails when the file belongs to another user than this one or root,
-// or its mode grants more than want (group or other bits).
+// perm fails when path is not private to this user: see private for what
+// that means on this system.
 func perm(check, path string, want fs.FileMode, isDir bool, hint string) Result {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -199,15 +198,7 @@ func perm(check, path string, want fs.FileMode, isDir bool, hint string) Result 
 	if err != nil {
 		return fail(check, "check the path and its parents", "%s: %v", path, err)
 	}
-	if uid, known := privdir.Owner(fi); known && !privdir.Trusted(uid) {
-		return fail(check, "run doctor as the user the server runs as; if that is this user, another user made this and may replace it: keep the database in a folder of your own (ACCORDS_MCP_DB)",
-			"%s belongs to uid %d, not to this user (uid %d)", path, uid, os.Getuid())
-	}
-	got := fi.Mode().Perm()
-	if got&^want != 0 {
-		return fail(check, hint, "%s is %04o, want %04o (it holds secrets)", path, got, want)
-	}
-	return ok(check, "%s is %04o", path, got)
+	return private(check, path, fi, want, hint)
 }
 
 // Inputs are what the database checks need.
