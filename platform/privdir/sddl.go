@@ -107,7 +107,7 @@ func JudgeSDDL(path, sddl, self string) error {
 		if !a.allow || trusted(a.sid, self) || a.mask&forbiddenRights == 0 {
 			continue
 		}
-		return fmt.Errorf("%w: %s lets %s read or write it or the files it holds (access entry %s); remove that entry (icacls %q /inheritance:r /grant:r \"%%USERNAME%%:(OI)(CI)F\"), or keep the database in a folder of your own under your profile (ACCORDS_MCP_DB)",
+		return fmt.Errorf("%w: %s lets %s read or write it or the files it holds (access entry %s); remove that entry (`icacls \"%s\"` lists them), or keep the database in a folder of your own under your profile (ACCORDS_MCP_DB)",
 			ErrUnsafe, path, sidLabel(a.sid), a.text, path)
 	}
 	return nil

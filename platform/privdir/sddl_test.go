@@ -39,7 +39,7 @@ func TestJudgeSDDL(t *testing.T) {
 	unsafe := map[string]struct{ sddl, says string }{
 		"a folder at the root of C:": {"O:" + me + "D:AI(A;OICIID;FA;;;BA)(A;OICIID;FA;;;SY)(A;OICIID;0x1200a9;;;BU)(A;ID;0x1301bf;;;AU)(A;OICIIOID;SDGXGWGR;;;AU)",
 			"Users (BU)"},
-		"everyone, full control":        {"O:" + me + profile + "(A;OICI;FA;;;WD)", "Everyone (WD)"},
+		"everyone, full control":        {"O:" + me + profile + "(A;OICI;FA;;;WD)", `icacls "C:\accords"`},
 		"another user may write":        {"O:" + me + profile + "(A;OICI;0x1301bf;;;" + other + ")", other},
 		"another user may read":         {"O:" + me + profile + "(A;OICI;FR;;;" + other + ")", other},
 		"another user may add files":    {"O:" + me + profile + "(A;;DC;;;" + other + ")", other},
