@@ -146,19 +146,20 @@ func splitSDDL(sddl string) (owner, dacl string, hasDACL bool, err error) {
 	return owner, dacl, hasDACL, nil
 }
 
-// nextSection finds the next "X:" section start outside parentheses.
+// nextSection finds the next "X:" section start outside parentheses; an
+// unclosed parenthesis runs to the end (splitDACL then refuses it).
 func nextSection(s string) int {
-	depth := 0
-	for i := range len(s) {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		default:
-			if depth == 0 && i+1 < len(s) && s[i+1] == ':' && strings.IndexByte("OGDS", s[i]) >= 0 {
-				return i
+	for i := 0; i < len(s); i++ {
+		if s[i] == '(' {
+			j := closing(s[i:])
+			if j < 0 {
+				return len(s)
 			}
+			i += j
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == ':' && strings.IndexByte("OGDS", s[i]) >= 0 {
+			return i
 		}
 	}
 	return len(s)
