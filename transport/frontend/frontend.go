@@ -103,6 +103,7 @@ func Run(ctx context.Context, o Options) error {
 		// listen never ends on its own: both are settled first.
 		p.inputEnded()
 		p.waitDrained(ctx)
+		p.waitAnswered(ctx)
 		return nil
 	case <-ctx.Done():
 		return nil
@@ -134,6 +135,10 @@ type proxy struct {
 	gen     int
 	pending map[string]*pending
 	drained chan struct{} // signalled when pending empties
+	// answering counts answers taken out of pending and not yet written
+	// to the client: the end of input waits for them too, or the process
+	// could exit with the last answer unwritten.
+	answering sync.WaitGroup
 	// init and setLevel are replayed on every new stream; initialized
 	// says whether the client sent notifications/initialized.
 	init, setLevel *message
@@ -372,9 +377,10 @@ func (p *proxy) fromUpstream(up *upstream, m message) {
 			go p.forward(p.ctx, pr)
 			return
 		}
-		p.removeLocked(m.key)
+		p.takeLocked(m.key)
 		p.mu.Unlock()
 		p.write(m.raw)
+		p.answering.Done()
 	case kindRequest:
 		name := "accords-daemon-" + strconv.FormatInt(p.seq.Add(1), 10)
 		p.mu.Lock()
@@ -409,6 +415,13 @@ func (p *proxy) writeMsg(msg jsonrpc.Message) {
 	p.write(data)
 }
 
+// takeLocked removes a pending request the caller now answers, and
+// counts the answer until the caller's answering.Done; p.mu is held.
+func (p *proxy) takeLocked(key string) {
+	p.answering.Add(1)
+	p.removeLocked(key)
+}
+
 // removeLocked forgets a pending request; p.mu is held.
 func (p *proxy) removeLocked(key string) {
 	delete(p.pending, key)
@@ -417,6 +430,19 @@ func (p *proxy) removeLocked(key string) {
 		case p.drained <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// waitAnswered waits until every answer taken out of pending is written.
+func (p *proxy) waitAnswered(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		p.answering.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
@@ -638,7 +664,7 @@ func (p *proxy) lost(up *upstream) {
 	for key, pr := range p.pending {
 		if pr.gen == up.gen {
 			failed = append(failed, pr)
-			p.removeLocked(key)
+			p.takeLocked(key)
 		}
 	}
 	for id, dr := range p.fromDaemon {
@@ -649,6 +675,7 @@ func (p *proxy) lost(up *upstream) {
 	p.mu.Unlock()
 	for _, pr := range failed {
 		p.answerFailure(pr, failInFlight, errors.New("the connection to the daemon was lost"))
+		p.answering.Done()
 	}
 }
 
@@ -667,9 +694,10 @@ func (p *proxy) fail(pr *pending, kind failKind, cause error) {
 		p.mu.Unlock()
 		return
 	}
-	p.removeLocked(pr.m.key)
+	p.takeLocked(pr.m.key)
 	p.mu.Unlock()
 	p.answerFailure(pr, kind, cause)
+	p.answering.Done()
 }
 
 // answerFailure answers a request the daemon did not: a tools/call gets an

@@ -514,3 +514,41 @@ func TestEndOfInputAnswersTheDaemonsRequests(t *testing.T) {
 	assert.Contains(t, text, "elicit failed")
 	assert.Contains(t, text, "input has ended")
 }
+
+// slowOut is a client's stdout that takes a while to accept each write
+// (a busy client, a full pipe).
+type slowOut struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (s *slowOut) Write(p []byte) (int, error) {
+	time.Sleep(150 * time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *slowOut) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// A client that writes its requests and closes its input (a script piping
+// into a launch) gets every answer: Run returns, and the process exits,
+// only after the last one is written.
+func TestEndOfInputReturnsAfterTheLastAnswerIsWritten(t *testing.T) {
+	d := &daemons{t: t, entered: make(chan string, 8)}
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}` + "\n")
+	out := &slowOut{}
+	require.NoError(t, frontend.Run(context.Background(), frontend.Options{In: in, Out: out, Dial: d.dial, Writes: writes}))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2, "both answers written before Run returned: %q", out.String())
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &last))
+	assert.EqualValues(t, 2, last["id"])
+	assert.Contains(t, lines[1], "daemon 1")
+}
