@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/accordsai/accords-mcp/test/mcptest"
+	"github.com/accordsai/accords-mcp/test/syncbuf"
 	"github.com/accordsai/accords-mcp/transport"
 	"github.com/accordsai/accords-mcp/transport/frontend"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -517,22 +518,11 @@ func TestEndOfInputAnswersTheDaemonsRequests(t *testing.T) {
 
 // slowOut is a client's stdout that takes a while to accept each write
 // (a busy client, a full pipe).
-type slowOut struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
+type slowOut struct{ syncbuf.Buffer }
 
 func (s *slowOut) Write(p []byte) (int, error) {
 	time.Sleep(150 * time.Millisecond)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *slowOut) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
+	return s.Buffer.Write(p)
 }
 
 // A client that writes its requests and closes its input (a script piping
