@@ -10,7 +10,8 @@ import (
 	"os"
 )
 
-// ErrUnsafe marks a folder other users may write to or own.
+// ErrUnsafe marks a path another user owns or may write to (on Windows,
+// also one another account may read).
 var ErrUnsafe = errors.New("unsafe database folder")
 
 // Trusted reports whether uid is this process's user or root.

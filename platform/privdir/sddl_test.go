@@ -16,25 +16,23 @@ func TestJudgeSDDL(t *testing.T) {
 	const profile = "D:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;FA;;;" + me + ")"
 
 	private := map[string]string{
-		"under %AppData% (the default)":  "O:" + me + "G:" + me + profile,
-		"made by an elevated prompt":     "O:BAG:SY" + profile,
-		"protected, this user only":      "O:" + me + "D:P(A;OICI;FA;;;" + me + ")",
-		"an empty access list":           "O:" + me + "D:P",
-		"creator owner, inherit only":    "O:" + me + profile + "(A;OICIIO;GA;;;CO)",
-		"others may only traverse":       "O:" + me + profile + "(A;;0x100020;;;WD)",
-		"a deny entry grants nothing":    "O:" + me + "D:(D;OICI;FA;;;WD)(A;OICI;FA;;;" + me + ")",
-		"a system access list follows":   "O:" + me + profile + "S:AI(AU;SA;FA;;;WD)",
-		"owner rights":                   "O:" + me + profile + "(A;OICI;FA;;;OW)",
-		"read-control for everyone":      "O:" + me + profile + "(A;;RC;;;WD)",
-		"built-in Administrator account": "O:LA" + "D:(A;OICI;FA;;;LA)",
+		"under %AppData% (the default)": "O:" + me + "G:" + me + profile,
+		"made by an elevated prompt":    "O:BAG:SY" + profile,
+		"protected, this user only":     "O:" + me + "D:P(A;OICI;FA;;;" + me + ")",
+		"an empty access list":          "O:" + me + "D:P",
+		"creator owner, inherit only":   "O:" + me + profile + "(A;OICIIO;GA;;;CO)",
+		"others may only traverse":      "O:" + me + profile + "(A;;0x100020;;;WD)",
+		"a deny entry grants nothing":   "O:" + me + "D:(D;OICI;FA;;;WD)(A;OICI;FA;;;" + me + ")",
+		"a system access list follows":  "O:" + me + profile + "S:AI(AU;SA;FA;;;WD)",
+		"owner rights":                  "O:" + me + profile + "(A;OICI;FA;;;OW)",
+		"read-control for everyone":     "O:" + me + profile + "(A;;RC;;;WD)",
 	}
 	for name, sddl := range private {
-		self := me
-		if name == "built-in Administrator account" {
-			self = "S-1-5-21-1004336348-1177238915-682003330-500"
-		}
-		assert.NoError(t, privdir.JudgeSDDL(`C:\x`, sddl, self), name)
+		assert.NoError(t, privdir.JudgeSDDL(`C:\x`, sddl, me), name)
 	}
+	// SDDL writes the machine's built-in Administrator (RID 500) as LA.
+	const admin = "S-1-5-21-1004336348-1177238915-682003330-500"
+	assert.NoError(t, privdir.JudgeSDDL(`C:\x`, "O:LAD:(A;OICI;FA;;;LA)", admin), "built-in Administrator account")
 
 	unsafe := map[string]struct{ sddl, says string }{
 		"a folder at the root of C:": {"O:" + me + "D:AI(A;OICIID;FA;;;BA)(A;OICIID;FA;;;SY)(A;OICIID;0x1200a9;;;BU)(A;ID;0x1301bf;;;AU)(A;OICIIOID;SDGXGWGR;;;AU)",
